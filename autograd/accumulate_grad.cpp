@@ -1,0 +1,22 @@
+#include "autograd/accumulate_grad.h"
+
+#include "ops/elementwise.h"
+
+namespace ft::autograd {
+
+std::vector<Tensor> AccumulateGrad::backward(const std::vector<Tensor>& grad_outputs) {
+  auto meta = std::static_pointer_cast<AutogradMeta>(leaf_meta.lock());
+  const Tensor& g = grad_outputs[0];
+  if (!meta || !g.defined()) return {};
+  if (!meta->grad.defined()) {
+    // Own a copy: g may alias a buffer another node still reads or will overwrite.
+    meta->grad = g.clone();
+  } else {
+    // += so that gradient accumulation over micro-batches, and gradients preset as views into
+    // a flat buffer, both work.
+    ops::add_(meta->grad, ops::cast(g, meta->grad.dtype()));
+  }
+  return {};
+}
+
+}  // namespace ft::autograd

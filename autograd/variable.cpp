@@ -1,0 +1,55 @@
+#include "autograd/variable.h"
+
+#include "ops/elementwise.h"
+
+namespace ft::autograd {
+namespace {
+
+thread_local bool g_grad_mode = true;
+
+AutogradMeta* meta_of(const Tensor& t) { return static_cast<AutogradMeta*>(t.autograd_meta().get()); }
+
+AutogradMeta& ensure_meta(const Tensor& t) {
+  if (!t.autograd_meta()) t.set_autograd_meta(std::make_shared<AutogradMeta>());
+  return *meta_of(t);
+}
+
+}  // namespace
+
+void set_requires_grad(const Tensor& t, bool value) {
+  AutogradMeta& m = ensure_meta(t);
+  FT_CHECK_ARG(!m.grad_fn, "[set_requires_grad] only leaves (tensors not produced by a "
+                           "differentiable op) can be marked; this one came from ", m.grad_fn->name());
+  FT_CHECK_ARG(!value || is_floating(t.dtype()), "[set_requires_grad] gradients need a floating "
+                                                 "dtype, tensor is ", t.dtype());
+  m.requires_grad = value;
+}
+
+bool requires_grad(const Tensor& t) {
+  const AutogradMeta* m = t.defined() ? meta_of(t) : nullptr;
+  return m && (m->requires_grad || m->grad_fn);
+}
+
+Tensor grad(const Tensor& t) {
+  const AutogradMeta* m = meta_of(t);
+  return m ? m->grad : Tensor();
+}
+
+void set_grad(const Tensor& t, const Tensor& g) {
+  if (g.defined()) {
+    FT_CHECK_ARG(g.shape() == t.shape() && g.device() == t.device(), "[set_grad] gradient ", g,
+                 " does not match tensor ", t);
+  }
+  ensure_meta(t).grad = g;
+}
+
+std::shared_ptr<Node> grad_fn(const Tensor& t) {
+  const AutogradMeta* m = meta_of(t);
+  return m ? m->grad_fn : nullptr;
+}
+
+NoGradGuard::NoGradGuard() : prev_(g_grad_mode) { g_grad_mode = false; }
+NoGradGuard::~NoGradGuard() { g_grad_mode = prev_; }
+bool grad_mode_enabled() { return g_grad_mode; }
+
+}  // namespace ft::autograd

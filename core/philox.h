@@ -1,0 +1,63 @@
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11).
+//
+// Counter-based: the output is a pure function of (counter, key), so any thread can draw the bits
+// of any element without a sequential state. The same header compiles for host and device, which
+// is what makes CPU and CUDA draw identical bits (tests/core/philox_test checks the published
+// known-answer vectors on the CPU and CPU == CUDA on a GPU).
+#pragma once
+
+#include <cstdint>
+
+#include "core/macros.h"
+
+namespace ft {
+
+struct PhiloxBits {
+  uint32_t v[4];
+};
+
+namespace philox_detail {
+constexpr uint32_t kM0 = 0xD2511F53u;
+constexpr uint32_t kM1 = 0xCD9E8D57u;
+constexpr uint32_t kW0 = 0x9E3779B9u;  // golden ratio
+constexpr uint32_t kW1 = 0xBB67AE85u;  // sqrt(3) - 1
+
+FT_HOST_DEVICE void mulhilo(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {
+  const uint64_t p = static_cast<uint64_t>(a) * static_cast<uint64_t>(b);
+  hi = static_cast<uint32_t>(p >> 32);
+  lo = static_cast<uint32_t>(p);
+}
+}  // namespace philox_detail
+
+// Ten rounds of Philox4x32 on `counter` with the 64-bit key (k0, k1).
+FT_HOST_DEVICE PhiloxBits philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
+                                        uint32_t k0, uint32_t k1) {
+  using namespace philox_detail;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int round = 0; round < 10; ++round) {
+    uint32_t hi0, lo0, hi1, lo1;
+    mulhilo(kM0, c0, hi0, lo0);
+    mulhilo(kM1, c2, hi1, lo1);
+    const uint32_t n0 = hi1 ^ c1 ^ k0;
+    const uint32_t n2 = hi0 ^ c3 ^ k1;
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
+    k0 += kW0;
+    k1 += kW1;
+  }
+  return PhiloxBits{{c0, c1, c2, c3}};
+}
+
+// A position in the random stream: the key (seed) and where along the counter space to start.
+// Stochastic ops take one explicitly; a Generator hands them out and advances `offset` by what
+// each op consumes, so a replay with the same state draws the same bits.
+struct PhiloxState {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+
+}  // namespace ft

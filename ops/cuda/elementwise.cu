@@ -1,0 +1,101 @@
+#include "core/cuda/check.h"
+#include "ops/cuda/dtype_dispatch.cuh"
+#include "ops/cuda/elementwise.h"
+
+namespace ft::cuda {
+namespace {
+
+constexpr int kBlock = 256;
+
+template <class T>
+__global__ void binary_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
+                              int64_t n, int64_t nb, BinaryKind kind) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    const float x = to_f32(a[i]);
+    const float y = to_f32(b[nb == n ? i : i % nb]);
+    const float r = kind == BinaryKind::Add ? x + y : (kind == BinaryKind::Sub ? x - y : x * y);
+    out[i] = from_f32<T>(r);
+  }
+}
+
+template <class T>
+__global__ void axpby_kernel(const T* __restrict__ x, T* out, int64_t n, float alpha, float beta) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    const float prev = beta != 0.f ? beta * to_f32(out[i]) : 0.f;
+    out[i] = from_f32<T>(alpha * to_f32(x[i]) + prev);
+  }
+}
+
+// Integer <-> floating conversions go through double so int32 ids survive exactly.
+template <class S>
+__device__ __forceinline__ double load_as_double(S x) { return static_cast<double>(x); }
+__device__ __forceinline__ double load_as_double(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ double load_as_double(__half x) { return __half2float(x); }
+
+template <class D>
+__device__ __forceinline__ D store_from_double(double v) { return static_cast<D>(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 store_from_double<__nv_bfloat16>(double v) {
+  return __float2bfloat16_rn(static_cast<float>(v));
+}
+template <>
+__device__ __forceinline__ __half store_from_double<__half>(double v) {
+  return __float2half_rn(static_cast<float>(v));
+}
+
+template <class S, class D>
+__global__ void cast_kernel(const S* __restrict__ src, D* __restrict__ dst, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    dst[i] = store_from_double<D>(load_as_double(src[i]));
+  }
+}
+
+template <class Fn>
+void dispatch_any(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::F32: fn(float{}); return;
+    case DType::BF16: fn(__nv_bfloat16{}); return;
+    case DType::F16: fn(__half{}); return;
+    case DType::F64: fn(double{}); return;
+    case DType::I32: fn(int32_t{}); return;
+    case DType::I64: fn(int64_t{}); return;
+    case DType::U16: fn(uint16_t{}); return;
+    case DType::U8: fn(uint8_t{}); return;
+  }
+}
+
+}  // namespace
+
+void binary(const BinaryParams& p, Stream s) {
+  dispatch_cuda_float(p.dtype, "[binary]", [&](auto tag) {
+    using T = decltype(tag);
+    binary_kernel<T><<<grid_1d(p.n, kBlock), kBlock, 0, s>>>(static_cast<const T*>(p.a), static_cast<const T*>(p.b),
+                                                             static_cast<T*>(p.out), p.n, p.nb, p.kind);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void axpby(const AxpbyParams& p, Stream s) {
+  dispatch_cuda_float(p.dtype, "[axpby]", [&](auto tag) {
+    using T = decltype(tag);
+    axpby_kernel<T><<<grid_1d(p.n, kBlock), kBlock, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.out), p.n,
+                                                            p.alpha, p.beta);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void cast(const CastParams& p, Stream s) {
+  dispatch_any(p.src_dtype, [&](auto stag) {
+    using S = decltype(stag);
+    dispatch_any(p.dst_dtype, [&](auto dtag) {
+      using D = decltype(dtag);
+      cast_kernel<S, D><<<grid_1d(p.n, kBlock), kBlock, 0, s>>>(static_cast<const S*>(p.src), static_cast<D*>(p.dst), p.n);
+    });
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ft::cuda

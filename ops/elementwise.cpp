@@ -1,0 +1,151 @@
+#include "ops/elementwise.h"
+
+#include "ops/cpu/elementwise.h"
+#include "ops/cuda/elementwise.h"
+#include "ops/dispatch.h"
+
+namespace ft::ops {
+namespace {
+
+// b broadcasts when its shape is a trailing suffix of a's (including equal shapes).
+bool is_suffix(const Shape& a, const Shape& b) {
+  if (b.size() > a.size()) return false;
+  for (size_t i = 0; i < b.size(); ++i)
+    if (b[b.size() - 1 - i] != a[a.size() - 1 - i]) return false;
+  return true;
+}
+
+void check_same_place(const char* op, const Tensor& a, const Tensor& b) {
+  FT_CHECK_ARG(a.dtype() == b.dtype(), "[", op, "] dtypes differ: ", a.dtype(), " and ", b.dtype());
+  FT_CHECK_ARG(a.device() == b.device(), "[", op, "] devices differ: ", a.device(), " and ", b.device());
+}
+
+// Runs a CPU kernel written for float/double on tensors of any floating dtype: half inputs are
+// widened to f32 and the result rounded back, as the CUDA kernels do in registers.
+Tensor on_cpu_float(const Tensor& t) { return is_half(t.dtype()) ? cast(t, DType::F32) : t; }
+
+Tensor binary(const char* op, cpu::BinaryOp cpu_op, cuda::BinaryKind cuda_kind, const Tensor& a0,
+              const Tensor& b0) {
+  check_same_place(op, a0, b0);
+  FT_CHECK_ARG(is_floating(a0.dtype()), "[", op, "] needs a floating dtype, got ", a0.dtype());
+  FT_CHECK_ARG(is_suffix(a0.shape(), b0.shape()), "[", op, "] shape ", b0.shape(),
+               " does not match or broadcast to ", a0.shape(),
+               " (b must equal a trailing part of a's shape)");
+  const Tensor a = a0.contiguous(), b = b0.contiguous();
+  Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+  if (out.numel() == 0) return out;
+  dispatch(
+      a.device(),
+      [&] {
+        const Tensor af = on_cpu_float(a), bf = on_cpu_float(b);
+        Tensor of = is_half(a.dtype()) ? Tensor::empty(a.shape(), DType::F32) : out;
+        dispatch_cpu_float(af.dtype(), op, [&](auto tag) {
+          using T = decltype(tag);
+          cpu::binary<T>(cpu_op, af.data<T>(), bf.data<T>(), of.data<T>(), af.numel(), bf.numel());
+        });
+        if (!of.is_same(out)) out.copy_(cast(of, out.dtype()));
+      },
+      [&](Stream s) {
+        cuda::BinaryParams p;
+        p.a = a.data_ptr();
+        p.b = b.data_ptr();
+        p.out = out.data_ptr();
+        p.n = a.numel();
+        p.nb = b.numel();
+        p.dtype = a.dtype();
+        p.kind = cuda_kind;
+        cuda::binary(p, s);
+      });
+  return out;
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary("add", cpu::BinaryOp::Add, cuda::BinaryKind::Add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary("sub", cpu::BinaryOp::Sub, cuda::BinaryKind::Sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary("mul", cpu::BinaryOp::Mul, cuda::BinaryKind::Mul, a, b); }
+
+Tensor scale(const Tensor& x0, double alpha) {
+  FT_CHECK_ARG(is_floating(x0.dtype()), "[scale] needs a floating dtype, got ", x0.dtype());
+  const Tensor x = x0.contiguous();
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (out.numel() == 0) return out;
+  dispatch(
+      x.device(),
+      [&] {
+        const Tensor xf = on_cpu_float(x);
+        Tensor of = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : out;
+        dispatch_cpu_float(xf.dtype(), "scale", [&](auto tag) {
+          using T = decltype(tag);
+          cpu::scale<T>(xf.data<T>(), of.data<T>(), xf.numel(), alpha);
+        });
+        if (!of.is_same(out)) out.copy_(cast(of, out.dtype()));
+      },
+      [&](Stream s) {
+        cuda::AxpbyParams p;
+        p.x = x.data_ptr();
+        p.out = out.data_ptr();
+        p.n = x.numel();
+        p.alpha = static_cast<float>(alpha);
+        p.dtype = x.dtype();
+        cuda::axpby(p, s);
+      });
+  return out;
+}
+
+void add_(const Tensor& dst, const Tensor& src0, double alpha) {
+  check_same_place("add_", dst, src0);
+  FT_CHECK_ARG(dst.shape() == src0.shape(), "[add_] shapes differ: destination ", dst.shape(), ", source ",
+               src0.shape());
+  FT_CHECK_ARG(dst.is_contiguous(), "[add_] destination must be contiguous, has strides ", dst.strides());
+  FT_CHECK_ARG(is_floating(dst.dtype()), "[add_] needs a floating dtype, got ", dst.dtype());
+  const Tensor src = src0.contiguous();
+  if (dst.numel() == 0) return;
+  dispatch(
+      dst.device(),
+      [&] {
+        if (is_half(dst.dtype())) {
+          Tensor df = cast(dst, DType::F32);
+          cpu::add_inplace<float>(df.data<float>(), cast(src, DType::F32).data<float>(), df.numel(), alpha);
+          Tensor(dst).copy_(cast(df, dst.dtype()));
+          return;
+        }
+        dispatch_cpu_float(dst.dtype(), "add_", [&](auto tag) {
+          using T = decltype(tag);
+          cpu::add_inplace<T>(dst.data<T>(), src.data<T>(), dst.numel(), alpha);
+        });
+      },
+      [&](Stream s) {
+        cuda::AxpbyParams p;
+        p.x = src.data_ptr();
+        p.out = dst.data_ptr();
+        p.n = dst.numel();
+        p.alpha = static_cast<float>(alpha);
+        p.beta = 1.f;
+        p.dtype = dst.dtype();
+        cuda::axpby(p, s);
+      });
+}
+
+Tensor cast(const Tensor& x0, DType dtype) {
+  if (x0.dtype() == dtype) return x0;
+  FT_CHECK_ARG(!(x0.is_cuda() && (dtype == DType::F64 || x0.dtype() == DType::F64)),
+               "[cast] f64 is CPU-only (reference computations); tensor is on ", x0.device());
+  const Tensor x = x0.contiguous();
+  Tensor out = Tensor::empty(x.shape(), dtype, x.device());
+  if (out.numel() == 0) return out;
+  dispatch(
+      x.device(), [&] { cpu::cast(x.data_ptr(), x.dtype(), out.data_ptr(), dtype, x.numel()); },
+      [&](Stream s) {
+        cuda::CastParams p;
+        p.src = x.data_ptr();
+        p.dst = out.data_ptr();
+        p.n = x.numel();
+        p.src_dtype = x.dtype();
+        p.dst_dtype = dtype;
+        cuda::cast(p, s);
+      });
+  return out;
+}
+
+}  // namespace ft::ops

@@ -1,0 +1,23 @@
+// Elementwise arithmetic and dtype casts.
+//
+// Binary ops take tensors of one dtype and device. `b` either has a's shape or a trailing
+// suffix of it (bias-style broadcast: a (B, T, C) + b (C)). The result is a new contiguous
+// tensor of a's shape and dtype; arithmetic is done in fp32 (f64 for f64 tensors).
+#pragma once
+
+#include "core/tensor.h"
+
+namespace ft::ops {
+
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+// alpha * x
+Tensor scale(const Tensor& x, double alpha);
+// dst += alpha * src, in place; same shape and dtype, dst contiguous. Gradient accumulation.
+void add_(const Tensor& dst, const Tensor& src, double alpha = 1.0);
+// x converted to `dtype` (rounding to nearest even into bf16/f16; truncation into integers).
+// Returns x itself when it already has that dtype.
+Tensor cast(const Tensor& x, DType dtype);
+
+}  // namespace ft::ops

@@ -1,0 +1,55 @@
+// Helpers shared by the test suites: GPU skipping, random inputs, error norms.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/device.h"
+#include "core/tensor.h"
+
+// Skips the current test, with the reason, on machines without a usable GPU.
+#define FT_REQUIRE_CUDA()                                                   \
+  do {                                                                      \
+    if (!::ft::cuda_available()) GTEST_SKIP() << "no CUDA device available"; \
+  } while (0)
+
+namespace ft::test {
+
+// Normal(0, scale) values from a fixed seed: fresh inputs per case, reproducible failures.
+inline std::vector<float> randn(int64_t n, uint64_t seed, float scale = 1.f) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> dist(0.f, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+inline Tensor randn_tensor(const Shape& shape, uint64_t seed, DType dtype = DType::F32,
+                           Device device = Device::cpu(), float scale = 1.f) {
+  return Tensor::from_floats(randn(shape_numel(shape), seed, scale), shape, dtype).to(device);
+}
+
+// ||a - b|| / ||b|| over all elements (b is the reference). NaN anywhere gives +inf.
+inline double rel_error(const std::vector<double>& a, const std::vector<double>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+inline double rel_error(const Tensor& a, const Tensor& b) { return rel_error(a.to_doubles(), b.to_doubles()); }
+
+inline double max_abs_diff(const Tensor& a, const Tensor& b) {
+  const auto x = a.to_doubles(), y = b.to_doubles();
+  double m = 0;
+  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
+  return m;
+}
+
+}  // namespace ft::test
