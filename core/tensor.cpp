@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "core/cuda/copy.h"
 
@@ -83,6 +84,36 @@ void cpu_fill_contiguous(void* dst, int64_t n, DType dtype, double value) {
     case DType::U8: cpu_fill(dst, n, static_cast<uint8_t>(value)); break;
     case DType::F64: cpu_fill(dst, n, value); break;
   }
+}
+
+// Strides that view a strided layout as `to` without moving data, if any exist: each run of
+// dimensions that is contiguous within itself may be split or merged freely (the algorithm of
+// PyTorch's computeStride). A slice q = qkv[..., 0:C] of shape (B, T, C) can so be viewed as
+// (B, T, H, D).
+std::optional<Strides> view_strides(const Shape& from, const Strides& from_strides, const Shape& to) {
+  if (from.empty() || shape_numel(from) == 0) return contiguous_strides(to);
+  Strides out(to.size());
+  int64_t view_d = static_cast<int64_t>(to.size()) - 1;
+  int64_t chunk_stride = from_strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(from.size()) - 1; d >= 0; --d) {
+    tensor_numel *= from[d];
+    const bool chunk_ends = d == 0 || (from[d - 1] != 1 && from_strides[d - 1] != tensor_numel * chunk_stride);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_numel < tensor_numel || to[view_d] == 1)) {
+      out[view_d] = view_numel * chunk_stride;
+      view_numel *= to[view_d];
+      --view_d;
+    }
+    if (view_numel != tensor_numel) return std::nullopt;
+    if (d > 0) {
+      chunk_stride = from_strides[d - 1];
+      tensor_numel = 1;
+      view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
 }
 
 }  // namespace
@@ -195,9 +226,11 @@ Tensor Tensor::view(const Shape& new_shape) const {
   }
   FT_CHECK_ARG(shape_numel(s) == numel(), "[view] cannot view shape ", shape(), " (", numel(),
                " elements) as ", new_shape);
-  FT_CHECK_ARG(is_contiguous(), "[view] tensor of shape ", shape(), " with strides ", strides(),
-               " is not contiguous; use reshape, which copies");
-  return with_layout(s, contiguous_strides(s), offset());
+  if (is_contiguous()) return with_layout(s, contiguous_strides(s), offset());
+  const std::optional<Strides> st = view_strides(shape(), strides(), s);
+  FT_CHECK_ARG(st.has_value(), "[view] tensor of shape ", shape(), " with strides ", strides(),
+               " cannot be viewed as ", new_shape, " without a copy; use reshape, which copies");
+  return with_layout(s, *st, offset());
 }
 
 Tensor Tensor::reshape(const Shape& new_shape) const {

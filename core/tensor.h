@@ -88,7 +88,8 @@ class Tensor {
   T* data() const;
 
   // ---- views (share storage) ----
-  // Requires a layout that can be viewed without a copy; one dimension may be -1.
+  // Requires a layout that can be viewed without a copy (contiguous, or strided so that only
+  // self-contiguous runs of dims are split or merged); one dimension may be -1.
   Tensor view(const Shape& shape) const;
   // A view when possible, else a contiguous copy.
   Tensor reshape(const Shape& shape) const;

@@ -59,6 +59,22 @@ TEST(Tensor, ViewAndReshape) {
   EXPECT_EQ(r.to_floats()[1], 4.f);
 }
 
+TEST(Tensor, ViewOfAStridedSliceSplitsTheContiguousLastDim) {
+  // q = qkv[..., 0:C] of a fused (B, T, 3C) buffer, viewed as (B, T, H, D) without a copy.
+  const int B = 2, T = 3, C = 8, H = 2, D = 4;
+  std::vector<float> v(B * T * 3 * C);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i);
+  Tensor qkv = Tensor::from_floats(v, {B, T, 3 * C}, DType::F32);
+  Tensor k = qkv.slice(2, C, 2 * C).view({B, T, H, D});
+  EXPECT_EQ(k.storage(), qkv.storage());
+  EXPECT_EQ(k.strides(), (Strides{T * 3 * C, 3 * C, D, 1}));
+  EXPECT_EQ(k.to_floats()[D], float(C + D));  // (b=0, t=0, h=1, d=0)
+  EXPECT_EQ(k.to_floats()[H * D], float(3 * C + C));  // (b=0, t=1, h=0, d=0)
+  EXPECT_EQ(k.view({B, T, C}).strides(), (Strides{T * 3 * C, 3 * C, 1}));
+  EXPECT_THROW(k.view({B * T, C}).view({-1}), Error);  // rows are not adjacent: needs a copy
+  EXPECT_EQ(k.view({B * T, C}).shape(), (Shape{B * T, C}));  // (B, T) merge: T stride * T = B stride
+}
+
 TEST(Tensor, CopyBetweenLayoutsAndDtypeChecks) {
   Tensor a = Tensor::from_floats(iota_floats(6), {2, 3}, DType::F32);
   Tensor b = Tensor::zeros({3, 2}, DType::F32);
