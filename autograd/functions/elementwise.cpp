@@ -2,6 +2,7 @@
 
 #include "autograd/function.h"
 #include "ops/elementwise.h"
+#include "ops/reduce.h"
 
 namespace ft::autograd {
 namespace {
@@ -10,13 +11,7 @@ namespace {
 Tensor reduce_to_shape(const Tensor& g, const Shape& shape) {
   if (g.shape() == shape) return g;
   const int64_t inner = shape_numel(shape);
-  const Tensor g2 = g.contiguous().view({g.numel() / inner, inner});  // (repeats, inner)
-  // Column sums in f32/f64 via a ones-row product would need matmul (ops/matmul); a host-free
-  // way with ops we have: accumulate the repeat rows. Repeats are few where this is used
-  // (tests, small biases); the model's biases go through matmul's bias epilogue instead.
-  Tensor acc = g2.select(0, 0).contiguous().clone();
-  for (int64_t r = 1; r < g2.size(0); ++r) ops::add_(acc, g2.select(0, r));
-  return acc.view(shape);
+  return ops::sum(g.contiguous().view({g.numel() / inner, inner}), 0).view(shape);  // (repeats, inner)
 }
 
 struct AddBackward : Node {

@@ -1,0 +1,21 @@
+// Differentiable cross-entropy fused with log-softmax (see ops/cross_entropy.h).
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace ft::autograd {
+
+// Per-row losses (...) in fp32 (f64 for f64 logits), with a gradient for logits (..., V) only.
+// Ignored rows have loss 0 and contribute no gradient.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index = -1);
+
+// The mean of the per-row losses over the rows whose target is not ignore_index: a scalar.
+// `valid_rows` is that count when the caller knows it (the data loader does); left at -1 it is
+// counted from the targets, which synchronises the device when they live on a GPU. With no valid
+// row the result is NaN (0 / 0), as in PyTorch.
+Tensor cross_entropy_mean(const Tensor& logits, const Tensor& targets, int32_t ignore_index = -1,
+                          int64_t valid_rows = -1);
+
+}  // namespace ft::autograd

@@ -1,0 +1,91 @@
+#include "autograd/functions/matmul.h"
+
+#include "autograd/function.h"
+#include "ops/reduce.h"
+
+namespace ft::autograd {
+namespace {
+
+// Sums the batch entries of a batched gradient of a matrix that was broadcast over the batch:
+// g (..., R, C) -> (R, C).
+Tensor sum_batches(const Tensor& g) {
+  if (g.dim() == 2) return g;
+  return ops::sum(g.reshape({-1, g.size(-2), g.size(-1)}), 0);
+}
+
+ops::MatmulOptions flags(bool trans_a, bool trans_b, float alpha) {
+  ops::MatmulOptions o;
+  o.trans_a = trans_a;
+  o.trans_b = trans_b;
+  o.alpha = alpha;
+  return o;
+}
+
+// With C = alpha * op(A) op(B) + bias and upstream gradient G (shaped like C):
+//   d op(A) = alpha * G op(B)^T      d op(B) = alpha * op(A)^T G      d bias = sum of G's rows
+// and dA, dB are those, transposed back where the forward used a transpose. Every product
+// below is one matmul call whose trans flags do the transposing.
+struct MatmulBackward : Node {
+  Tensor a, b;  // saved inputs
+  bool trans_a = false, trans_b = false, has_bias = false;
+  float alpha = 1.f;
+  bool allow_tf32 = false;
+
+  std::vector<Tensor> backward(const std::vector<Tensor>& grad_outputs) override {
+    const Tensor g = grad_outputs[0].contiguous();  // batch + (M, N)
+    Tensor da, db, dbias;
+    if (needs_grad[0]) {
+      // trans_a: dA = alpha * op(B) G^T (K, M); else dA = alpha * G op(B)^T (M, K).
+      da = trans_a ? ops::matmul(b, g, with_tf32(flags(trans_b, true, alpha)))
+                   : ops::matmul(g, b, with_tf32(flags(false, !trans_b, alpha)));
+      if (a.dim() == 2) da = sum_batches(da);
+    }
+    if (needs_grad[1]) db = grad_b(g);
+    if (has_bias && needs_grad[2]) dbias = ops::sum(g.reshape({-1, g.size(-1)}), 0);
+    return {da, db, dbias};
+  }
+
+  // trans_b: dB = alpha * G^T op(A) (N, K); else dB = alpha * op(A)^T G (K, N).
+  Tensor grad_b(const Tensor& g) const {
+    if (b.dim() == 2 && a.dim() > 2 && !trans_a) {
+      // b was shared by every batch entry and a's rows run on: one product over all B*M rows
+      // sums the batch entries' contributions inside the GEMM.
+      const Tensor a2 = a.reshape({-1, a.size(-1)});  // (B*M, K)
+      const Tensor g2 = g.reshape({-1, g.size(-1)});  // (B*M, N)
+      return trans_b ? ops::matmul(g2, a2, with_tf32(flags(true, false, alpha)))
+                     : ops::matmul(a2, g2, with_tf32(flags(true, false, alpha)));
+    }
+    Tensor db = trans_b ? ops::matmul(g, a, with_tf32(flags(true, trans_a, alpha)))
+                        : ops::matmul(a, g, with_tf32(flags(!trans_a, false, alpha)));
+    return b.dim() == 2 ? sum_batches(db) : db;
+  }
+
+  ops::MatmulOptions with_tf32(ops::MatmulOptions o) const {
+    o.allow_tf32 = allow_tf32;
+    return o;
+  }
+
+  void release() override { a = b = Tensor(); }
+  const char* name() const override { return "MatmulBackward"; }
+};
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, const ops::MatmulOptions& opts) {
+  Tensor y = ops::matmul(a, b, opts);
+  const std::vector<Tensor> inputs = {a, b, opts.bias};
+  if (needs_graph(inputs)) {
+    auto node = std::make_shared<MatmulBackward>();
+    node->a = a.detach();
+    node->b = b.detach();
+    node->trans_a = opts.trans_a;
+    node->trans_b = opts.trans_b;
+    node->has_bias = opts.bias.defined();
+    node->alpha = opts.alpha;
+    node->allow_tf32 = opts.allow_tf32;
+    record(node, inputs, {y});
+  }
+  return y;
+}
+
+}  // namespace ft::autograd

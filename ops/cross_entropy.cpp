@@ -1,0 +1,120 @@
+#include "ops/cross_entropy.h"
+
+#include "ops/cpu/cross_entropy.h"
+#include "ops/cuda/cross_entropy.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+
+namespace ft::ops {
+namespace {
+
+DType stat_dtype(DType x) { return x == DType::F64 ? DType::F64 : DType::F32; }
+
+// CPU kernels take f32/f64: half tensors are widened here and results rounded back.
+Tensor widen(const Tensor& t) { return is_half(t.dtype()) ? cast(t, DType::F32) : t; }
+
+// Checks logits (..., V) against targets (...) and returns the targets as contiguous int32.
+Tensor checked_targets(const char* op, const Tensor& logits, const Tensor& targets) {
+  FT_CHECK_ARG(logits.dim() >= 1 && logits.size(-1) > 0, "[", op, "] logits need a non-empty last (vocabulary) axis, got shape ",
+               logits.shape());
+  FT_CHECK_ARG(is_floating(logits.dtype()), "[", op, "] logits must be floating point, got ", logits.dtype());
+  FT_CHECK_ARG(!(logits.is_cuda() && logits.dtype() == DType::F64), "[", op, "] f64 is CPU-only, logits are on ",
+               logits.device());
+  FT_CHECK_ARG(targets.dtype() == DType::I32 || targets.dtype() == DType::I64 || targets.dtype() == DType::U16, "[", op,
+               "] targets must be i32, i64 or u16, got ", targets.dtype());
+  FT_CHECK_ARG(targets.device() == logits.device(), "[", op, "] targets are on ", targets.device(), " but logits are on ",
+               logits.device());
+  const Shape rows(logits.shape().begin(), logits.shape().end() - 1);
+  FT_CHECK_ARG(targets.shape() == rows, "[", op, "] targets ", targets.shape(), " do not match logits ", logits.shape(),
+               " (expected ", rows, ")");
+  return cast(targets, DType::I32).contiguous();
+}
+
+void check_target_range(const Tensor& targets, int64_t vocab, int32_t ignore_index) {
+  const int32_t* t = targets.data<int32_t>();
+  for (int64_t i = 0; i < targets.numel(); ++i) {
+    FT_CHECK_ARG(t[i] == ignore_index || (t[i] >= 0 && t[i] < vocab), "[cross_entropy] target ", t[i], " at row ", i,
+                 " is outside [0, ", vocab, ") and is not ignore_index ", ignore_index);
+  }
+}
+
+}  // namespace
+
+CrossEntropyOut cross_entropy_forward(const Tensor& logits0, const Tensor& targets0, int32_t ignore_index) {
+  const Tensor targets = checked_targets("cross_entropy", logits0, targets0);  // (N)
+  const Tensor logits = logits0.contiguous();                                   // (N, V)
+  const int64_t V = logits.size(-1), rows = targets.numel();
+  const Device dev = logits.device();
+  const DType sd = stat_dtype(logits.dtype());
+  CrossEntropyOut out{Tensor::empty(targets.shape(), sd, dev), Tensor::empty(targets.shape(), sd, dev)};
+  if (rows == 0) return out;
+  dispatch(
+      dev,
+      [&] {
+        check_target_range(targets, V, ignore_index);
+        const Tensor lf = widen(logits);
+        dispatch_cpu_float(lf.dtype(), "cross_entropy", [&](auto tag) {
+          using T = decltype(tag);
+          cpu::cross_entropy_forward<T>(lf.data<T>(), targets.data<int32_t>(), out.loss.data<T>(), out.lse.data<T>(),
+                                        rows, V, ignore_index);
+        });
+      },
+      [&](Stream s) {
+        cuda::CrossEntropyForwardParams p;
+        p.logits = logits.data_ptr();
+        p.targets = targets.data<int32_t>();
+        p.loss = out.loss.data<float>();
+        p.lse = out.lse.data<float>();
+        p.rows = rows;
+        p.vocab = V;
+        p.ignore_index = ignore_index;
+        p.dtype = logits.dtype();
+        cuda::cross_entropy_forward(p, s);
+      });
+  return out;
+}
+
+Tensor cross_entropy_backward(const Tensor& dloss0, const Tensor& logits0, const Tensor& targets0, const Tensor& lse0,
+                              int32_t ignore_index) {
+  const Tensor targets = checked_targets("cross_entropy_backward", logits0, targets0);  // (N)
+  const DType sd = stat_dtype(logits0.dtype());
+  for (const Tensor* t : {&dloss0, &lse0}) {
+    FT_CHECK_ARG(t->shape() == targets.shape() && t->dtype() == sd && t->device() == logits0.device(),
+                 "[cross_entropy_backward] dloss and lse must be ", sd, " of shape ", targets.shape(), " on ",
+                 logits0.device(), ", got ", t->shape(), " ", t->dtype(), " on ", t->device());
+  }
+  const Tensor logits = logits0.contiguous(), dloss = dloss0.contiguous(), lse = lse0.contiguous();
+  const int64_t V = logits.size(-1), rows = targets.numel();
+  const Device dev = logits.device();
+  Tensor dlogits = Tensor::empty(logits.shape(), logits.dtype(), dev);  // (..., V)
+  if (rows == 0) return dlogits;
+  dispatch(
+      dev,
+      [&] {
+        check_target_range(targets, V, ignore_index);
+        const Tensor lf = widen(logits);
+        Tensor df = is_half(logits.dtype()) ? Tensor::empty(logits.shape(), DType::F32) : dlogits;
+        dispatch_cpu_float(lf.dtype(), "cross_entropy_backward", [&](auto tag) {
+          using T = decltype(tag);
+          cpu::cross_entropy_backward<T>(lf.data<T>(), targets.data<int32_t>(), lse.data<T>(), dloss.data<T>(),
+                                         df.data<T>(), rows, V, ignore_index);
+        });
+        if (!df.is_same(dlogits)) dlogits.copy_(cast(df, logits.dtype()));
+      },
+      [&](Stream s) {
+        cuda::CrossEntropyBackwardParams p;
+        p.logits = logits.data_ptr();
+        p.targets = targets.data<int32_t>();
+        p.lse = lse.data<float>();
+        p.dloss = dloss.data<float>();
+        p.dlogits = dlogits.data_ptr();
+        p.rows = rows;
+        p.vocab = V;
+        p.ignore_index = ignore_index;
+        p.dtype = logits.dtype();
+        cuda::cross_entropy_backward(p, s);
+      });
+  return dlogits;
+}
+
+}  // namespace ft::ops

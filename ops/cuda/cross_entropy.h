@@ -1,0 +1,42 @@
+// CUDA cross-entropy fused with log-softmax: plain-old-data arguments and launchers (no CUDA
+// headers).
+//
+// logits and dlogits are (N, V) contiguous in `dtype` (bf16, f16 or f32); targets (N) int32;
+// loss, lse, dloss (N) fp32. A row whose target equals ignore_index gets loss 0, lse 0 and an
+// all-zero dlogits row. A target outside [0, V) (and not ignore_index) is not checked on the
+// device: its loss is NaN, so a bad batch shows as a non-finite loss instead of reading out of
+// bounds (the CPU path throws instead).
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "ops/cuda/launcher.h"
+
+namespace ft::cuda {
+
+struct CrossEntropyForwardParams {
+  const void* logits = nullptr;     // (N, V)
+  const int32_t* targets = nullptr;  // (N)
+  float* loss = nullptr;            // (N): lse - logits[target]
+  float* lse = nullptr;             // (N): log(sum(exp(logits)))
+  int64_t rows = 0, vocab = 0;
+  int32_t ignore_index = -1;
+  DType dtype = DType::BF16;
+};
+
+struct CrossEntropyBackwardParams {
+  const void* logits = nullptr;      // (N, V)
+  const int32_t* targets = nullptr;  // (N)
+  const float* lse = nullptr;        // (N), from the forward
+  const float* dloss = nullptr;      // (N)
+  void* dlogits = nullptr;           // (N, V): (softmax - onehot(target)) * dloss
+  int64_t rows = 0, vocab = 0;
+  int32_t ignore_index = -1;
+  DType dtype = DType::BF16;
+};
+
+FT_CUDA_LAUNCHER(void cross_entropy_forward(const CrossEntropyForwardParams& p, Stream stream));
+FT_CUDA_LAUNCHER(void cross_entropy_backward(const CrossEntropyBackwardParams& p, Stream stream));
+
+}  // namespace ft::cuda

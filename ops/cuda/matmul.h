@@ -1,0 +1,26 @@
+// CUDA matrix product through cuBLASLt (see ops/matmul_params.h for the geometry).
+#pragma once
+
+#include "core/dtype.h"
+#include "ops/cuda/launcher.h"
+#include "ops/matmul_params.h"
+
+namespace ft::cuda {
+
+struct MatmulParams {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* d = nullptr;
+  const void* bias = nullptr;   // (n) of `out_dtype`, or null
+  DType dtype = DType::F32;     // of a and b: f32, bf16 or f16
+  DType out_dtype = DType::F32; // of d and bias: `dtype`, or f32 for bf16/f16 inputs
+  MatmulGeometry g;
+  bool allow_tf32 = false;
+  int device = 0;
+};
+
+// Runs the product on `stream` with fp32 accumulation. The cuBLASLt plan (descriptors and the
+// heuristic's algorithm) is built on the first call of a geometry and cached for the process.
+FT_CUDA_LAUNCHER(void matmul(const MatmulParams& p, Stream stream));
+
+}  // namespace ft::cuda

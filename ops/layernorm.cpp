@@ -1,0 +1,124 @@
+#include "ops/layernorm.h"
+
+#include "ops/cpu/layernorm.h"
+#include "ops/cuda/layernorm.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+
+namespace ft::ops {
+namespace {
+
+// Statistics and parameter gradients: fp32, or f64 when the whole computation is f64.
+DType stat_dtype(DType x) { return x == DType::F64 ? DType::F64 : DType::F32; }
+
+// CPU kernels take f32/f64: half tensors are widened here and results rounded back.
+Tensor widen(const Tensor& t) { return is_half(t.dtype()) ? cast(t, DType::F32) : t; }
+
+// The checks both directions share: x (..., C) floating, weight (C) of x's dtype, one device.
+int64_t check_x_and_weight(const char* op, const Tensor& x, const Tensor& weight) {
+  FT_CHECK_ARG(x.dim() >= 1 && x.size(-1) > 0, "[", op, "] x needs a non-empty last axis, got shape ", x.shape());
+  FT_CHECK_ARG(is_floating(x.dtype()), "[", op, "] x must be floating point, got ", x.dtype());
+  FT_CHECK_ARG(!(x.is_cuda() && x.dtype() == DType::F64), "[", op, "] f64 is CPU-only, x is on ", x.device());
+  const int64_t C = x.size(-1);
+  FT_CHECK_ARG(weight.dim() == 1 && weight.size(0) == C, "[", op, "] weight ", weight.shape(),
+               " does not match x ", x.shape(), " (expected (", C, ",))");
+  FT_CHECK_ARG(weight.dtype() == x.dtype(), "[", op, "] weight is ", weight.dtype(), " but x is ", x.dtype(),
+               " (pass the working copy in the activation dtype)");
+  FT_CHECK_ARG(weight.device() == x.device(), "[", op, "] weight is on ", weight.device(), " but x is on ", x.device());
+  return C;
+}
+
+Shape row_shape(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 1); }
+
+}  // namespace
+
+LayerNormOut layernorm_forward(const Tensor& x0, const Tensor& weight0, const Tensor& bias0, double eps) {
+  const int64_t C = check_x_and_weight("layernorm", x0, weight0);
+  FT_CHECK_ARG(bias0.dim() == 1 && bias0.size(0) == C && bias0.dtype() == x0.dtype() && bias0.device() == x0.device(),
+               "[layernorm] bias ", bias0.shape(), " ", bias0.dtype(), " on ", bias0.device(), " does not match x ",
+               x0.shape(), " ", x0.dtype(), " on ", x0.device());
+  FT_CHECK_ARG(eps >= 0, "[layernorm] eps must be >= 0, got ", eps);
+  const Tensor x = x0.contiguous(), weight = weight0.contiguous(), bias = bias0.contiguous();
+  const Device dev = x.device();
+  const int64_t rows = x.numel() / C;
+  LayerNormOut out{Tensor::empty(x.shape(), x.dtype(), dev), Tensor::empty(row_shape(x), stat_dtype(x.dtype()), dev),
+                   Tensor::empty(row_shape(x), stat_dtype(x.dtype()), dev)};
+  if (rows == 0) return out;
+  dispatch(
+      dev,
+      [&] {
+        const Tensor xf = widen(x), wf = widen(weight), bf = widen(bias);
+        Tensor yf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : out.y;
+        dispatch_cpu_float(xf.dtype(), "layernorm", [&](auto tag) {
+          using T = decltype(tag);
+          cpu::layernorm_forward<T>(xf.data<T>(), wf.data<T>(), bf.data<T>(), yf.data<T>(), out.mean.data<T>(),
+                                    out.rstd.data<T>(), rows, C, eps);
+        });
+        if (!yf.is_same(out.y)) out.y.copy_(cast(yf, x.dtype()));
+      },
+      [&](Stream s) {
+        cuda::LayerNormForwardParams p;
+        p.x = x.data_ptr();
+        p.weight = weight.data_ptr();
+        p.bias = bias.data_ptr();
+        p.y = out.y.data_ptr();
+        p.mean = out.mean.data<float>();
+        p.rstd = out.rstd.data<float>();
+        p.rows = rows;
+        p.cols = C;
+        p.eps = static_cast<float>(eps);
+        p.dtype = x.dtype();
+        cuda::layernorm_forward(p, s);
+      });
+  return out;
+}
+
+LayerNormGrads layernorm_backward(const Tensor& dy0, const Tensor& x0, const Tensor& weight0, const Tensor& mean0,
+                                  const Tensor& rstd0) {
+  const int64_t C = check_x_and_weight("layernorm_backward", x0, weight0);
+  FT_CHECK_ARG(dy0.shape() == x0.shape() && dy0.dtype() == x0.dtype() && dy0.device() == x0.device(),
+               "[layernorm_backward] dy ", dy0.shape(), " ", dy0.dtype(), " on ", dy0.device(), " does not match x ",
+               x0.shape(), " ", x0.dtype(), " on ", x0.device());
+  const int64_t rows = x0.numel() / C;
+  const DType sd = stat_dtype(x0.dtype());
+  for (const Tensor* t : {&mean0, &rstd0}) {
+    FT_CHECK_ARG(t->numel() == rows && t->dtype() == sd && t->device() == x0.device(),
+                 "[layernorm_backward] mean/rstd must hold one ", sd, " per row of x ", x0.shape(), " on ",
+                 x0.device(), ", got ", t->shape(), " ", t->dtype(), " on ", t->device());
+  }
+  const Tensor dy = dy0.contiguous(), x = x0.contiguous(), weight = weight0.contiguous();
+  const Tensor mean = mean0.contiguous(), rstd = rstd0.contiguous();
+  const Device dev = x.device();
+  LayerNormGrads g{Tensor::empty(x.shape(), x.dtype(), dev), Tensor::empty({C}, sd, dev), Tensor::empty({C}, sd, dev)};
+  dispatch(
+      dev,
+      [&] {
+        const Tensor dyf = widen(dy), xf = widen(x), wf = widen(weight);
+        Tensor dxf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : g.dx;
+        dispatch_cpu_float(xf.dtype(), "layernorm_backward", [&](auto tag) {
+          using T = decltype(tag);
+          cpu::layernorm_backward<T>(dyf.data<T>(), xf.data<T>(), wf.data<T>(), mean.data<T>(), rstd.data<T>(),
+                                     dxf.data<T>(), g.dweight.data<T>(), g.dbias.data<T>(), rows, C);
+        });
+        if (!dxf.is_same(g.dx)) g.dx.copy_(cast(dxf, x.dtype()));
+      },
+      [&](Stream s) {
+        cuda::LayerNormBackwardParams p;
+        p.dy = dy.data_ptr();
+        p.x = x.data_ptr();
+        p.weight = weight.data_ptr();
+        p.mean = mean.data<float>();
+        p.rstd = rstd.data<float>();
+        p.dx = g.dx.data_ptr();
+        p.dweight = g.dweight.data<float>();
+        p.dbias = g.dbias.data<float>();
+        p.rows = rows;
+        p.cols = C;
+        p.dtype = x.dtype();
+        p.device = dev.index;
+        cuda::layernorm_backward(p, s);
+      });
+  return g;
+}
+
+}  // namespace ft::ops

@@ -1,0 +1,35 @@
+// Layernorm over the last axis, fused: forward returns what the backward needs.
+//
+// Dtypes: x is bf16, f16 or f32 (f64 on the CPU, for the gradient check). weight and bias are (C)
+// in x's dtype: parameters are fp32 masters and the caller passes the working copy it already
+// casts for the matrix products. mean and rstd are x's shape without the last axis, in fp32 (f64
+// for f64 x); the backward returns dweight and dbias in that same fp32 (f64), summed over all rows
+// in fp32 before any rounding -- ready to add into the fp32 gradient arena.
+//
+// On CUDA the dweight/dbias sums are two-stage (per-block partials, then a fixed-order sum): no
+// atomics, bitwise reproducible from run to run on the same card.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace ft::ops {
+
+struct LayerNormOut {
+  Tensor y;     // (..., C), x's dtype
+  Tensor mean;  // (...), fp32 (f64 for f64 x)
+  Tensor rstd;  // (...), 1 / sqrt(var + eps), biased variance
+};
+
+LayerNormOut layernorm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
+
+struct LayerNormGrads {
+  Tensor dx;       // (..., C), x's dtype
+  Tensor dweight;  // (C), fp32 (f64 for f64 x)
+  Tensor dbias;    // (C), fp32 (f64 for f64 x)
+};
+
+// dy and x (..., C); mean and rstd as returned by layernorm_forward.
+LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                                  const Tensor& rstd);
+
+}  // namespace ft::ops

@@ -1,0 +1,57 @@
+// Matrix products: plain, transposed and batched, with an optional bias on every output row.
+//
+//   MatmulOptions o;
+//   o.trans_b = true;
+//   o.bias = b;
+//   y = ops::matmul(x, w, o);  // x (B*T, C) . w^T + b, w (out, C), b (out): nn.Linear
+//   y = ops::matmul(x, w);     // x (B*T, C) . w, w (C, out)
+//   s = ops::matmul(q, k, o);  // without bias: (B, T, D) . (B, T, D)^T -> (B, T, T)
+//
+// Operands are >= 2-D; the last two dims are the matrix, leading dims are batch dims. a and b
+// either have the same batch dims or one of them is a plain matrix, which is then used for every
+// batch entry (x (B, T, C) . w (C, out) -> (B, T, out)). The output has the batch dims, then
+// (M, N). Dtypes: both operands and the output share one floating dtype (matmul_out may also
+// write f32 from bf16/f16); bf16/f16 products accumulate in fp32. On CUDA f64 is rejected; on the
+// CPU bf16/f16 are computed in f32.
+//
+// Layout: each operand's matrix must be row-major with a row stride >= its column count (a
+// contiguous tensor, or a slice of columns such as q out of a fused qkv buffer) or the
+// transpose of such a view (the trans flag then flips for free); its batch dims must collapse to
+// one stride. Anything else throws: call .contiguous() first. K = 0 throws.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace ft {
+
+// In namespace ft, not ft::ops, so that argument-dependent lookup does not make an unqualified
+// matmul(a, b, opts) inside ft::autograd ambiguous between ops::matmul and autograd::matmul.
+struct MatmulOptions {
+  bool trans_a = false;  // use a^T: a is stored (..., K, M)
+  bool trans_b = false;  // use b^T: b is stored (..., N, K)
+  Tensor bias;           // optional (N), contiguous, the output's dtype; added to every output row
+  float alpha = 1.f;     // scales the product (not the bias, not the accumulated output)
+  // f32 only: let CUDA use TF32 tensor cores (10-bit mantissa inputs). Off by default so f32
+  // results stay close to the CPU reference.
+  bool allow_tf32 = false;
+};
+
+}  // namespace ft
+
+namespace ft::ops {
+
+using ft::MatmulOptions;
+
+// alpha * op(a) op(b) + bias, a new contiguous tensor.
+Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& opts = {});
+
+// The same product written into `out` (shape batch + (M, N), unit column stride, any row stride
+// >= N). accumulate = true adds to what `out` holds (beta = 1): weight gradients of accumulation
+// steps sum in place without a temporary. `out` has the dtype of a and b, or f32 when they are
+// bf16/f16: bf16 activations and weights then accumulate their weight gradient straight into an
+// fp32 gradient buffer, with no bf16 rounding of the sum. The bias has out's dtype. `out` must
+// not overlap a or b.
+void matmul_out(const Tensor& a, const Tensor& b, const Tensor& out, const MatmulOptions& opts = {},
+                bool accumulate = false);
+
+}  // namespace ft::ops

@@ -1,0 +1,121 @@
+#include "ops/reduce.h"
+
+#include <limits>
+
+#include "ops/cpu/reduce.h"
+#include "ops/cuda/reduce.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+
+namespace ft::ops {
+namespace {
+
+// x's shape seen as (outer, r, inner) around `axis`.
+struct Split3 {
+  int64_t outer = 1, r = 1, inner = 1;
+};
+
+Split3 split_at(const Shape& shape, int axis) {
+  Split3 s;
+  for (int i = 0; i < axis; ++i) s.outer *= shape[i];
+  s.r = shape[axis];
+  for (size_t i = axis + 1; i < shape.size(); ++i) s.inner *= shape[i];
+  return s;
+}
+
+Shape reduced_shape(const Shape& shape, int axis, bool keepdim) {
+  Shape out = shape;
+  if (keepdim) out[axis] = 1;
+  else out.erase(out.begin() + axis);
+  return out;
+}
+
+Tensor reduce(const char* op, const Tensor& x0, int axis0, bool keepdim, bool is_mean) {
+  FT_CHECK_ARG(x0.defined(), "[", op, "] the input is undefined");
+  FT_CHECK_ARG(is_floating(x0.dtype()), "[", op, "] needs a floating dtype, got ", x0.dtype(), " for x ",
+               x0.shape());
+  FT_CHECK_ARG(x0.dim() >= 1, "[", op, "] cannot reduce a 0-d tensor");
+  const int axis = normalize_axis(axis0, x0.dim(), op);
+  const Tensor x = x0.contiguous();
+  const Split3 s = split_at(x.shape(), axis);
+  // mean over an empty axis is 0/0, as in NumPy and PyTorch.
+  const double scale = !is_mean ? 1.0 : s.r > 0 ? 1.0 / static_cast<double>(s.r)
+                                                : std::numeric_limits<double>::quiet_NaN();
+  Tensor y = Tensor::empty(reduced_shape(x.shape(), axis, keepdim), x.dtype(), x.device());
+  if (y.numel() == 0) return y;
+  dispatch(
+      x.device(),
+      [&] {
+        const Tensor xf = is_half(x.dtype()) ? cast(x, DType::F32) : x;
+        Tensor yf = is_half(x.dtype()) ? Tensor::empty(y.shape(), DType::F32) : y;
+        dispatch_cpu_float(xf.dtype(), op, [&](auto tag) {
+          using T = decltype(tag);
+          cpu::reduce_sum<T>(xf.data<T>(), yf.data<T>(), s.outer, s.r, s.inner, scale);
+        });
+        if (!yf.is_same(y)) y.copy_(cast(yf, y.dtype()));
+      },
+      [&](Stream stream) {
+        cuda::ReduceParams p;
+        p.x = x.data_ptr();
+        p.y = y.data_ptr();
+        p.dtype = x.dtype();
+        p.outer = s.outer;
+        p.r = s.r;
+        p.inner = s.inner;
+        p.scale = static_cast<float>(scale);
+        Tensor partial;  // kept alive until the launch is queued; stream order protects its reuse
+        if (s.inner > 1) {
+          p.splits = cuda::reduce_column_splits(s.outer, s.r, s.inner);
+          if (p.splits > 1) {
+            partial = Tensor::empty({p.splits, s.outer, s.inner}, DType::F32, x.device());
+            p.partial = partial.data<float>();
+          }
+        }
+        cuda::reduce_sum(p, stream);
+      });
+  return y;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, int axis, bool keepdim) { return reduce("sum", x, axis, keepdim, false); }
+Tensor mean(const Tensor& x, int axis, bool keepdim) { return reduce("mean", x, axis, keepdim, true); }
+
+Tensor reduce_backward(const Tensor& dy0, const Shape& x_shape, int axis0, double scale) {
+  FT_CHECK_ARG(dy0.defined(), "[reduce_backward] dy is undefined");
+  FT_CHECK_ARG(is_floating(dy0.dtype()), "[reduce_backward] needs a floating dtype, got ", dy0.dtype());
+  FT_CHECK_ARG(!x_shape.empty(), "[reduce_backward] x_shape is 0-d");
+  const int axis = normalize_axis(axis0, static_cast<int>(x_shape.size()), "reduce_backward");
+  const Split3 s = split_at(x_shape, axis);
+  FT_CHECK_ARG(dy0.numel() == s.outer * s.inner && (dy0.shape() == reduced_shape(x_shape, axis, true) ||
+                                                    dy0.shape() == reduced_shape(x_shape, axis, false)),
+               "[reduce_backward] dy ", dy0.shape(), " is not x ", x_shape, " reduced over axis ", axis);
+  const Tensor dy = dy0.contiguous();
+  Tensor dx = Tensor::empty(x_shape, dy.dtype(), dy.device());
+  if (dx.numel() == 0) return dx;
+  dispatch(
+      dy.device(),
+      [&] {
+        const Tensor dyf = is_half(dy.dtype()) ? cast(dy, DType::F32) : dy;
+        Tensor dxf = is_half(dy.dtype()) ? Tensor::empty(x_shape, DType::F32) : dx;
+        dispatch_cpu_float(dyf.dtype(), "reduce_backward", [&](auto tag) {
+          using T = decltype(tag);
+          cpu::reduce_backward<T>(dyf.data<T>(), dxf.data<T>(), s.outer, s.r, s.inner, scale);
+        });
+        if (!dxf.is_same(dx)) dx.copy_(cast(dxf, dx.dtype()));
+      },
+      [&](Stream stream) {
+        cuda::ReduceBackwardParams p;
+        p.dy = dy.data_ptr();
+        p.dx = dx.data_ptr();
+        p.dtype = dy.dtype();
+        p.outer = s.outer;
+        p.r = s.r;
+        p.inner = s.inner;
+        p.scale = static_cast<float>(scale);
+        cuda::reduce_backward(p, stream);
+      });
+  return dx;
+}
+
+}  // namespace ft::ops

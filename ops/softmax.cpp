@@ -1,0 +1,85 @@
+#include "ops/softmax.h"
+
+#include "ops/cpu/softmax.h"
+#include "ops/cuda/softmax.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+
+namespace ft::ops {
+namespace {
+
+// CPU kernels take f32/f64: half tensors are widened here and results rounded back.
+Tensor widen(const Tensor& t) { return is_half(t.dtype()) ? cast(t, DType::F32) : t; }
+
+int64_t check_rows(const char* op, const Tensor& x) {
+  FT_CHECK_ARG(x.dim() >= 1 && x.size(-1) > 0, "[", op, "] needs a non-empty last axis, got shape ", x.shape());
+  FT_CHECK_ARG(is_floating(x.dtype()), "[", op, "] needs a floating dtype, got ", x.dtype());
+  FT_CHECK_ARG(!(x.is_cuda() && x.dtype() == DType::F64), "[", op, "] f64 is CPU-only, tensor is on ", x.device());
+  return x.size(-1);
+}
+
+}  // namespace
+
+Tensor softmax_forward(const Tensor& x0) {
+  const int64_t C = check_rows("softmax", x0);
+  const Tensor x = x0.contiguous();
+  const int64_t rows = x.numel() / C;
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());  // (..., C)
+  if (rows == 0) return y;
+  dispatch(
+      x.device(),
+      [&] {
+        const Tensor xf = widen(x);
+        Tensor yf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : y;
+        dispatch_cpu_float(xf.dtype(), "softmax", [&](auto tag) {
+          using T = decltype(tag);
+          cpu::softmax_forward<T>(xf.data<T>(), yf.data<T>(), rows, C);
+        });
+        if (!yf.is_same(y)) y.copy_(cast(yf, x.dtype()));
+      },
+      [&](Stream s) {
+        cuda::SoftmaxParams p;
+        p.x = x.data_ptr();
+        p.out = y.data_ptr();
+        p.rows = rows;
+        p.cols = C;
+        p.dtype = x.dtype();
+        cuda::softmax_forward(p, s);
+      });
+  return y;
+}
+
+Tensor softmax_backward(const Tensor& dy0, const Tensor& y0) {
+  const int64_t C = check_rows("softmax_backward", y0);
+  FT_CHECK_ARG(dy0.shape() == y0.shape() && dy0.dtype() == y0.dtype() && dy0.device() == y0.device(),
+               "[softmax_backward] dy ", dy0.shape(), " ", dy0.dtype(), " on ", dy0.device(), " does not match y ",
+               y0.shape(), " ", y0.dtype(), " on ", y0.device());
+  const Tensor dy = dy0.contiguous(), y = y0.contiguous();
+  const int64_t rows = y.numel() / C;
+  Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());  // (..., C)
+  if (rows == 0) return dx;
+  dispatch(
+      y.device(),
+      [&] {
+        const Tensor yf = widen(y), dyf = widen(dy);
+        Tensor dxf = is_half(y.dtype()) ? Tensor::empty(y.shape(), DType::F32) : dx;
+        dispatch_cpu_float(yf.dtype(), "softmax_backward", [&](auto tag) {
+          using T = decltype(tag);
+          cpu::softmax_backward<T>(yf.data<T>(), dyf.data<T>(), dxf.data<T>(), rows, C);
+        });
+        if (!dxf.is_same(dx)) dx.copy_(cast(dxf, y.dtype()));
+      },
+      [&](Stream s) {
+        cuda::SoftmaxParams p;
+        p.y = y.data_ptr();
+        p.dy = dy.data_ptr();
+        p.out = dx.data_ptr();
+        p.rows = rows;
+        p.cols = C;
+        p.dtype = y.dtype();
+        cuda::softmax_backward(p, s);
+      });
+  return dx;
+}
+
+}  // namespace ft::ops

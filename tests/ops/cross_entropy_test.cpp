@@ -1,0 +1,163 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "ops/cross_entropy.h"
+#include "tests/test_util.h"
+
+namespace ft {
+namespace {
+
+using test::randn_tensor;
+using test::rel_error;
+
+// Independent double reference: -log(softmax(x)[t]) from direct exponentials, and
+// dlogits = (softmax - onehot) * dloss, zero for ignored rows.
+void naive_cross_entropy(const std::vector<double>& x, const std::vector<int32_t>& t, const std::vector<double>& dloss,
+                         int64_t V, int32_t ignore, std::vector<double>& loss, std::vector<double>& dx) {
+  const int64_t rows = static_cast<int64_t>(t.size());
+  loss.assign(rows, 0.0);
+  dx.assign(x.size(), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (t[r] == ignore) continue;
+    double m = x[r * V];
+    for (int64_t c = 0; c < V; ++c) m = std::max(m, x[r * V + c]);
+    double sum = 0;
+    for (int64_t c = 0; c < V; ++c) sum += std::exp(x[r * V + c] - m);
+    loss[r] = -std::log(std::exp(x[r * V + t[r]] - m) / sum);
+    for (int64_t c = 0; c < V; ++c) dx[r * V + c] = (std::exp(x[r * V + c] - m) / sum - (c == t[r])) * dloss[r];
+  }
+}
+
+std::vector<int32_t> make_targets(int64_t rows, int64_t V, uint64_t seed, bool with_ignored) {
+  std::vector<int32_t> t(rows);
+  for (int64_t r = 0; r < rows; ++r) t[r] = static_cast<int32_t>((r * 7919 + seed * 104729) % V);
+  if (rows > 2) {
+    t[0] = 0;
+    t[1] = static_cast<int32_t>(V - 1);
+  }
+  if (with_ignored && rows > 3) t[2] = -1;
+  return t;
+}
+
+TEST(CrossEntropy, CpuMatchesNaiveReference) {
+  const int64_t B = 2, T = 3, V = 37;
+  const Tensor logits = randn_tensor({B, T, V}, 1, DType::F32, Device::cpu(), 3.f);
+  const auto tv = make_targets(B * T, V, 1, true);
+  const Tensor targets = Tensor::from_vector(tv, {B, T});
+  const Tensor dloss = randn_tensor({B, T}, 2);
+  std::vector<double> loss, dx;
+  naive_cross_entropy(logits.to_doubles(), tv, dloss.to_doubles(), V, -1, loss, dx);
+  const ops::CrossEntropyOut out = ops::cross_entropy_forward(logits, targets);
+  EXPECT_EQ(out.loss.shape(), (Shape{B, T}));
+  EXPECT_EQ(out.loss.dtype(), DType::F32);
+  EXPECT_LT(rel_error(out.loss.to_doubles(), loss), 1e-6);
+  EXPECT_EQ(out.loss.to_floats()[2], 0.f) << "ignored row";
+  const Tensor dlogits = ops::cross_entropy_backward(dloss, logits, targets, out.lse);
+  EXPECT_EQ(dlogits.shape(), logits.shape());
+  EXPECT_LT(rel_error(dlogits.to_doubles(), dx), 1e-6);
+  // Other target dtypes are converted; another ignore_index is honoured.
+  std::vector<int64_t> t64(tv.begin(), tv.end());
+  t64[2] = 4;  // -1 is an ordinary (out-of-range) id once ignore_index is 5
+  t64[3] = 5;
+  const ops::CrossEntropyOut o64 = ops::cross_entropy_forward(logits, Tensor::from_vector(t64, {B, T}), 5);
+  EXPECT_EQ(o64.loss.to_floats()[3], 0.f);
+  EXPECT_NEAR(o64.loss.to_floats()[4], loss[4], 1e-5);
+}
+
+TEST(CrossEntropy, CpuHalfLogits) {
+  const int64_t rows = 5, V = 50;
+  const Tensor logits = randn_tensor({rows, V}, 3, DType::BF16, Device::cpu(), 2.f);
+  const auto tv = make_targets(rows, V, 2, false);
+  const Tensor dloss = Tensor::full({rows}, 0.2, DType::F32);
+  std::vector<double> loss, dx;
+  naive_cross_entropy(logits.to_doubles(), tv, dloss.to_doubles(), V, -1, loss, dx);
+  const ops::CrossEntropyOut out = ops::cross_entropy_forward(logits, Tensor::from_vector(tv, {rows}));
+  EXPECT_EQ(out.loss.dtype(), DType::F32);  // fp32 loss from bf16 logits, no rounding to bf16
+  EXPECT_LT(rel_error(out.loss.to_doubles(), loss), 1e-6);
+  const Tensor dl = ops::cross_entropy_backward(dloss, logits, Tensor::from_vector(tv, {rows}), out.lse);
+  EXPECT_EQ(dl.dtype(), DType::BF16);
+  EXPECT_LT(rel_error(dl.to_doubles(), dx), 4e-3);  // one bf16 rounding
+}
+
+TEST(CrossEntropy, BadInputsNameTheOpAndShapes) {
+  const Tensor logits = Tensor::zeros({4, 10}, DType::F32);
+  try {
+    ops::cross_entropy_forward(logits, Tensor::zeros({3}, DType::I32));
+    FAIL() << "mismatched targets accepted";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("[cross_entropy]"), std::string::npos) << m;
+    EXPECT_NE(m.find("(3,)"), std::string::npos) << m;
+    EXPECT_NE(m.find("(4, 10)"), std::string::npos) << m;
+  }
+  EXPECT_THROW(ops::cross_entropy_forward(logits, Tensor::zeros({4}, DType::F32)), Error);  // float targets
+  try {
+    ops::cross_entropy_forward(logits, Tensor::from_vector<int32_t>({0, 1, 10, 2}, {4}));
+    FAIL() << "target == V accepted";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("target 10"), std::string::npos) << m;
+    EXPECT_NE(m.find("row 2"), std::string::npos) << m;
+  }
+  EXPECT_THROW(ops::cross_entropy_forward(logits, Tensor::from_vector<int32_t>({0, -2, 1, 2}, {4})), Error);
+  const Tensor t = Tensor::from_vector<int32_t>({0, 1, 2, 3}, {4});
+  const ops::CrossEntropyOut out = ops::cross_entropy_forward(logits, t);
+  EXPECT_THROW(ops::cross_entropy_backward(Tensor::zeros({4}, DType::BF16), logits, t, out.lse), Error);
+  EXPECT_THROW(ops::cross_entropy_backward(Tensor::zeros({4}, DType::F32), logits, t, Tensor::zeros({5}, DType::F32)), Error);
+}
+
+// V = 50257 (GPT-2: rows start off 16-byte boundaries), a vector multiple, V smaller than one
+// vector's misalignment head, ignored rows, and targets at 0 and V - 1.
+TEST(CrossEntropyCuda, MatchesCpu) {
+  FT_REQUIRE_CUDA();
+  const int64_t vocabs[] = {50257, 1024, 13, 3};
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    for (int64_t V : vocabs) {
+      const int64_t rows = 7;
+      const Tensor logits = randn_tensor({rows, V}, 5, dt, Device::cpu(), 3.f);
+      const Tensor targets = Tensor::from_vector(make_targets(rows, V, 3, true), {rows});
+      const Tensor dloss = randn_tensor({rows}, 6);
+      const ops::CrossEntropyOut c = ops::cross_entropy_forward(logits, targets);
+      const Tensor gl = logits.to(Device::cuda()), gt = targets.to(Device::cuda());
+      const ops::CrossEntropyOut g = ops::cross_entropy_forward(gl, gt);
+      // fp32 online log-sum-exp with __expf against a double sum: ~1e-6 relative.
+      EXPECT_LT(rel_error(g.loss, c.loss), 1e-5) << dt << " V=" << V;
+      EXPECT_LT(rel_error(g.lse, c.lse), 1e-5) << dt << " V=" << V;
+      // f32: exp(x - lse) inherits lse's absolute error; halves: one rounding of the result.
+      const double tol = dt == DType::F32 ? 1e-4 : (dt == DType::BF16 ? 8e-3 : 1e-3);
+      const Tensor dc = ops::cross_entropy_backward(dloss, logits, targets, c.lse);
+      const Tensor dg = ops::cross_entropy_backward(dloss.to(Device::cuda()), gl, gt, g.lse);
+      EXPECT_LT(rel_error(dg, dc), tol) << dt << " V=" << V;
+      const auto row2 = dg.slice(0, 2, 3).to_floats();
+      for (float v : row2) ASSERT_EQ(v, 0.f) << "ignored row must get a zero gradient";
+    }
+  }
+}
+
+TEST(CrossEntropyCuda, MisalignedLogitsAndOutOfRangeTargets) {
+  FT_REQUIRE_CUDA();
+  const int64_t rows = 4, V = 1000;
+  const Tensor big = randn_tensor({rows * V + 1}, 7, DType::BF16);
+  const Tensor logits = big.slice(0, 1, rows * V + 1).view({rows, V});
+  const Tensor gl = big.to(Device::cuda()).slice(0, 1, rows * V + 1).view({rows, V});
+  const Tensor targets = Tensor::from_vector(make_targets(rows, V, 4, false), {rows});
+  const Tensor dloss = Tensor::full({rows}, 1.0, DType::F32);
+  const ops::CrossEntropyOut c = ops::cross_entropy_forward(logits, targets);
+  const ops::CrossEntropyOut g = ops::cross_entropy_forward(gl, targets.to(Device::cuda()));
+  EXPECT_LT(rel_error(g.loss, c.loss), 1e-5);
+  EXPECT_LT(rel_error(ops::cross_entropy_backward(dloss.to(Device::cuda()), gl, targets.to(Device::cuda()), g.lse),
+                      ops::cross_entropy_backward(dloss, logits, targets, c.lse)),
+            8e-3);
+  // Unchecked on the device by design: an out-of-range target shows as a NaN loss for its row.
+  const Tensor bad = Tensor::from_vector<int32_t>({1, 1000, 2, -7}, {rows}).to(Device::cuda());
+  const auto loss = ops::cross_entropy_forward(gl, bad).loss.to_floats();
+  EXPECT_TRUE(std::isfinite(loss[0]));
+  EXPECT_TRUE(std::isnan(loss[1]));
+  EXPECT_TRUE(std::isfinite(loss[2]));
+  EXPECT_TRUE(std::isnan(loss[3]));
+}
+
+}  // namespace
+}  // namespace ft
