@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build, run every test (GPU tests included), run the benchmarks.
+# Logs and result tables go to $OUT (the device tool brings that folder back).
+#   scripts/gpu_check.sh [build] [test] [bench] ...   (default: build test bench)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/flashtrain-gpu-check}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0  # never NVLink multicast on shared machines
+steps=${*:-build test bench}
+build=build-gpu
+[ -d .gpu/bpe ] && export FLASHTRAIN_BPE_DIR=$PWD/.gpu/bpe
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader || true
+
+if [[ " $steps " == *" build "* ]]; then
+  t0=$(date +%s)
+  cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUT/configure.log" 2>&1 \
+    || { tail -30 "$OUT/configure.log"; exit 1; }
+  if ! cmake --build $build -j "$(nproc)" >"$OUT/build.log" 2>&1; then
+    grep -E "error|Error" "$OUT/build.log" | head -40
+    exit 1
+  fi
+  echo "build: $(( $(date +%s) - t0 )) s"
+fi
+if [[ " $steps " == *" test "* ]]; then
+  ctest --test-dir $build --output-on-failure -j 4 --timeout 600 >"$OUT/ctest.log" 2>&1
+  rc=$?
+  grep -E "tests passed|tests failed|\*\*\*Failed|Failed|Not Run|Timeout" "$OUT/ctest.log" | head -40
+  grep -c "Skipped" "$OUT/ctest.log" | sed 's/^/skipped tests: /'
+  echo "ctest rc=$rc"
+fi
+if [[ " $steps " == *" bench "* ]]; then
+  FT_COMMIT=${FT_COMMIT:-unknown} ./$build/bench/bench_ops --out "$OUT" 2>&1 | tee "$OUT/bench_ops.log" | tail -40
+fi
