@@ -27,7 +27,7 @@ struct EvalOptions {
   std::string checkpoint;
   std::vector<std::string> data;
   int64_t batch_size = 8;
-  int64_t seq_len = 0;  // 0 = the checkpoint config's block_size
+  int64_t seq_len = 0;  // 0 = the checkpoint config's max_seq_len
 };
 
 // flashtrain sample --checkpoint DIR --prompt TEXT [--max-new-tokens N] [--temperature T]

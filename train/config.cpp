@@ -221,6 +221,8 @@ const std::vector<KeySpec>& key_table() {
       FT_INT_KEY(warmup_steps, non_negative_int),
       FT_ENUM_KEY(lr_decay, {"cosine", LrDecay::Cosine}, {"linear", LrDecay::Linear}, {"constant", LrDecay::Constant}),
       FT_INT_KEY(block_size, positive_int),
+      FT_INT_KEY(sparse_window_blocks, non_negative_int),
+      FT_INT_KEY(sparse_global_blocks, non_negative_int),
       FT_BOOL_KEY(use_flash_attention),
       FT_ENUM_KEY(activation, {"gelu", Activation::Gelu}, {"relu", Activation::Relu}),
       FT_DOUBLE_KEY(initializer_range, positive_double),
@@ -414,7 +416,7 @@ void validate_config(const TrainConfig& cfg) {
     throw Error(str(src, ": n_heads = ", cfg.n_heads, " must divide d_model = ", cfg.d_model));
   if (cfg.block_size > cfg.max_seq_len)
     throw Error(str(src, ": block_size = ", cfg.block_size, " must be <= max_seq_len = ", cfg.max_seq_len,
-                    " (the model has max_seq_len position embeddings)"));
+                    " (a sparse attention block cannot be longer than the sequence)"));
   if (cfg.eval_interval > 0 && cfg.val_data.empty())
     throw Error(str(src, ": eval_interval = ", cfg.eval_interval,
                     " needs val_data (set val_data, or eval_interval: 0 to train without evaluation)"));

@@ -40,7 +40,14 @@ struct TrainConfig {
   int64_t n_heads = 12;       // H; must divide d_model
   int64_t d_ff = 3072;        // MLP hidden width
   double dropout = 0.1;       // embeddings, attention probabilities, residual branches
-  int64_t max_seq_len = 512;  // learned position embeddings (HF n_positions)
+  int64_t max_seq_len = 512;  // T: tokens per training sequence, and the learned position embeddings
+  // Block-sparse attention (issue 3): the sequence is cut into blocks of block_size tokens and a
+  // query block sees the sparse_window_blocks blocks ending at its own plus the first
+  // sparse_global_blocks blocks (causal within). sparse_window_blocks = 0 (the default) is dense
+  // causal attention and leaves block_size unused. The two sparse_* keys are our additions.
+  int64_t block_size = 128;
+  int64_t sparse_window_blocks = 0;
+  int64_t sparse_global_blocks = 0;
   bool use_flash_attention = true;
   Activation activation = Activation::Gelu;  // gelu is GPT-2's tanh form
   double initializer_range = 0.02;
@@ -62,8 +69,7 @@ struct TrainConfig {
   int64_t loss_scale_growth_interval = 2000;
 
   // ---- run ----
-  int64_t block_size = 128;   // T, tokens per training sequence; at most max_seq_len
-  int64_t batch_size = 2;     // B, sequences per micro-batch per GPU
+  int64_t batch_size = 1;     // B, sequences per micro-batch per GPU
   int64_t epochs = 5;
   int64_t max_steps = 0;      // optimizer steps; 0 = run `epochs` over the data
   bool compile_model = true;  // capture a micro-step in a CUDA graph (ignored on CPU)
@@ -83,8 +89,8 @@ struct TrainConfig {
   std::string out_dir = "runs/gpt2-small";
 
   int64_t head_dim() const { return d_model / n_heads; }
-  // Tokens per optimizer step on one GPU: batch_size * block_size * gradient_accumulation_steps.
-  int64_t tokens_per_step() const { return batch_size * block_size * gradient_accumulation_steps; }
+  // Tokens per optimizer step on one GPU: batch_size * max_seq_len * gradient_accumulation_steps.
+  int64_t tokens_per_step() const { return batch_size * max_seq_len * gradient_accumulation_steps; }
 };
 
 // All valid keys, in the order the config is echoed.

@@ -26,7 +26,7 @@ namespace {
 
 void check_split(const TrainConfig& cfg, const std::vector<std::string>& entries, const std::string& split,
                  const std::string& key, bool check_token_ids) {
-  const uint64_t T = static_cast<uint64_t>(cfg.block_size);
+  const uint64_t T = static_cast<uint64_t>(cfg.max_seq_len);
   uint64_t windows = 0;
   for (const auto& path : resolve_data_paths(entries, split, key)) {
     try {
@@ -40,7 +40,7 @@ void check_split(const TrainConfig& cfg, const std::vector<std::string>& entries
     }
   }
   if (windows < static_cast<uint64_t>(cfg.batch_size))
-    throw Error(str(key, ": the shards hold ", windows, " windows of block_size+1 = ", T + 1,
+    throw Error(str(key, ": the shards hold ", windows, " windows of max_seq_len+1 = ", T + 1,
                     " tokens, fewer than one batch (batch_size = ", cfg.batch_size, ")"));
 }
 

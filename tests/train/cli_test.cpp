@@ -90,7 +90,7 @@ TEST(Cli, TooLittleDataForOneBatch) {
   Fixture f(100);  // one window of 65 tokens; batch_size is 4
   const CliResult r = run({"train", f.config});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_EQ(r.err, "flashtrain: error: train_data: the shards hold 1 windows of block_size+1 = 65 tokens, fewer than one "
+  EXPECT_EQ(r.err, "flashtrain: error: train_data: the shards hold 1 windows of max_seq_len+1 = 65 tokens, fewer than one "
                    "batch (batch_size = 4)\n");
 }
 

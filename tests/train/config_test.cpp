@@ -133,7 +133,7 @@ TEST(Config, EnumsAndMixedPrecisionBooleans) {
 TEST(Config, CrossKeyRules) {
   EXPECT_EQ(parse_error("d_model: 768\nn_heads: 5\n"), "config: n_heads = 5 must divide d_model = 768");
   EXPECT_EQ(parse_error("block_size: 1024\n"),
-            "config: block_size = 1024 must be <= max_seq_len = 512 (the model has max_seq_len position embeddings)");
+            "config: block_size = 1024 must be <= max_seq_len = 512 (a sparse attention block cannot be longer than the sequence)");
   EXPECT_EQ(parse_error("val_data: []\n"),
             "config: eval_interval = 250 needs val_data (set val_data, or eval_interval: 0 to train without evaluation)");
   EXPECT_EQ(parse_error("val_data: []\neval_interval: 0\n"), "");
