@@ -1,0 +1,33 @@
+#include "nn/causal_self_attention.h"
+
+#include "autograd/functions/attention.h"
+
+namespace ft::nn {
+
+CausalSelfAttention::CausalSelfAttention(const GPTConfig& cfg, Generator& gen)
+    : c_attn(cfg.d_model, 3 * cfg.d_model),
+      c_proj(cfg.d_model, cfg.d_model),
+      n_heads_(static_cast<int>(cfg.n_heads)),
+      dropout_(cfg.dropout),
+      use_flash_(cfg.use_flash_attention),
+      gen_(gen) {
+  register_module("c_attn", c_attn);
+  register_module("c_proj", c_proj);
+  base_opts_.causal = true;
+  base_opts_.block_size = static_cast<int>(cfg.sparse_block_size);
+  base_opts_.window_blocks = static_cast<int>(cfg.sparse_window_blocks);
+  base_opts_.global_blocks = static_cast<int>(cfg.sparse_global_blocks);
+}
+
+Tensor CausalSelfAttention::forward(const Tensor& x) const {
+  const Tensor qkv = c_attn.forward(x);  // (B, T, 3C)
+  ops::AttentionOptions opts = base_opts_;
+  if (is_training() && dropout_ > 0) {
+    opts.dropout_p = static_cast<float>(dropout_);
+    opts.philox = gen_.next(ops::attention_philox_offsets(x.size(0), n_heads_));
+  }
+  const Tensor y = autograd::attention(qkv, n_heads_, opts, use_flash_);  // (B, T, C)
+  return c_proj.forward(y);                                              // (B, T, C)
+}
+
+}  // namespace ft::nn

@@ -1,0 +1,67 @@
+#include "nn/gpt.h"
+
+#include <numeric>
+#include <string>
+
+#include "autograd/functions/cross_entropy.h"
+#include "autograd/functions/elementwise.h"
+#include "autograd/functions/matmul.h"
+#include "nn/init.h"
+
+namespace ft::nn {
+namespace {
+
+const GPTConfig& validated(const GPTConfig& cfg) {
+  cfg.validate();
+  return cfg;
+}
+
+}  // namespace
+
+GPT::GPT(const GPTConfig& cfg, uint64_t seed)
+    : cfg_(validated(cfg)),
+      gen_(seed),
+      wte(cfg.vocab_size, cfg.d_model),
+      wpe(cfg.max_seq_len, cfg.d_model),
+      ln_f(cfg.d_model, cfg.layer_norm_eps),
+      emb_dropout_(cfg.dropout, gen_) {
+  register_module("wte", wte);
+  register_module("wpe", wpe);
+  for (int64_t i = 0; i < cfg.n_layers; ++i) {
+    h.push_back(std::make_unique<Block>(cfg_, gen_));
+    register_module("h." + std::to_string(i), *h.back());
+  }
+  register_module("ln_f", ln_f);
+  register_module("emb_dropout", emb_dropout_);
+  std::vector<int32_t> pos(static_cast<size_t>(cfg.max_seq_len));
+  std::iota(pos.begin(), pos.end(), 0);
+  register_buffer("positions", positions_, Tensor::from_vector(pos, {cfg.max_seq_len}));
+  init_gpt2_parameters(*this, cfg.initializer_range, cfg.n_layers, seed);
+}
+
+GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_targets) const {
+  FT_CHECK_ARG(idx.defined() && idx.dim() == 2 && idx.dtype() == DType::I32, "[gpt] idx must be (B, T) int32, got ",
+               idx.defined() ? str(idx.shape(), " ", idx.dtype()) : std::string("undefined"));
+  const int64_t T = idx.size(1);
+  FT_CHECK_ARG(T >= 1 && T <= cfg_.max_seq_len, "[gpt] sequence length T = ", T, " must be in [1, max_seq_len = ",
+               cfg_.max_seq_len, "]");
+  FT_CHECK_ARG(idx.device() == wte.weight.device(), "[gpt] idx is on ", idx.device(), ", the model on ",
+               wte.weight.device());
+  const Tensor tok = wte.forward(idx);                        // (B, T, C)
+  const Tensor pos = wpe.forward(positions_.slice(0, 0, T));  // (T, C), broadcast over B
+  Tensor x = emb_dropout_.forward(autograd::add(tok, pos));   // (B, T, C)
+  for (const auto& block : h) x = block->forward(x);
+  x = ln_f.forward(x);  // (B, T, C)
+  MatmulOptions head;
+  head.trans_b = true;  // tied head: x wte^T, wte stored (V, C)
+  GPTOutput out;
+  out.logits = autograd::matmul(x, wte.weight, head);  // (B, T, V)
+  if (targets.defined()) {
+    FT_CHECK_ARG(targets.shape() == idx.shape() && targets.dtype() == DType::I32, "[gpt] targets must be (B, T) = ",
+                 idx.shape(), " int32 like idx, got ", targets.shape(), " ", targets.dtype());
+    out.loss = autograd::cross_entropy_mean(out.logits, targets, -1, valid_targets);  // scalar
+  }
+  return out;
+}
+
+}  // namespace ft::nn

@@ -1,0 +1,35 @@
+// The model's shape and behaviour. train/ maps its YAML TrainConfig onto this struct; nn/ knows
+// nothing of YAML. Defaults are GPT-2 small (124,439,808 parameters with max_seq_len 1024).
+#pragma once
+
+#include <cstdint>
+
+namespace ft::nn {
+
+enum class MlpActivation { Gelu, Relu };  // gelu: GPT-2's tanh form
+
+struct GPTConfig {
+  int64_t vocab_size = 50257;  // V
+  int64_t max_seq_len = 1024;  // rows of the learned position embedding (HF n_positions)
+  int64_t n_layers = 12;       // L
+  int64_t n_heads = 12;        // H; must divide d_model
+  int64_t d_model = 768;       // C
+  int64_t d_ff = 3072;         // MLP hidden width
+  double dropout = 0.1;        // embeddings, attention probabilities, residual branches
+  MlpActivation activation = MlpActivation::Gelu;
+  double initializer_range = 0.02;  // std of the normal init; residual projections / sqrt(2 L)
+  double layer_norm_eps = 1e-5;
+  bool use_flash_attention = true;  // false: the naive (materialised S and P) twin
+  // Block-sparse causal attention (ops/attention.h): 0 is dense causal. Not the sequence length
+  // (TrainConfig::block_size is T): a key block kb is visible from query block qb iff
+  // qb - sparse_window_blocks < kb <= qb or kb < sparse_global_blocks.
+  int64_t sparse_block_size = 0;
+  int64_t sparse_window_blocks = 0;
+  int64_t sparse_global_blocks = 0;
+
+  int64_t head_dim() const { return d_model / n_heads; }  // D
+  // Throws ft::Error naming the field and value ("[gpt] n_heads = 5 must divide d_model = 768").
+  void validate() const;
+};
+
+}  // namespace ft::nn

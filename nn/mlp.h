@@ -1,0 +1,21 @@
+// The transformer's feed-forward block: c_fc (C -> d_ff), activation, c_proj (d_ff -> C).
+#pragma once
+
+#include "nn/gpt_config.h"
+#include "nn/linear.h"
+
+namespace ft::nn {
+
+class MLP : public Module {
+ public:
+  explicit MLP(const GPTConfig& cfg);
+  Tensor forward(const Tensor& x) const;  // (B, T, C) -> (B, T, C)
+
+  Linear c_fc;    // weight (d_ff, C)
+  Linear c_proj;  // weight (C, d_ff), a residual projection (init scaled by 1/sqrt(2L))
+
+ private:
+  MlpActivation activation_;
+};
+
+}  // namespace ft::nn

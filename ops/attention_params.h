@@ -1,0 +1,106 @@
+// Plain-old-data arguments of the attention kernels (flash and naive, CUDA and CPU references),
+// and the one definition of which (query, key) pairs attend, shared by all of them.
+//
+// Layout: q, k, v, o, dout, dq, dk, dv are (B, T, H, D) with arbitrary element strides for batch,
+// time (row) and head; the last dim D is contiguous. So q, k, v may be strided slices of a fused
+// (B, T, 3*H*D) qkv buffer. lse and dsum are fp32 (B, H, T) contiguous. dq_accum is an fp32
+// (B, H, T, D) contiguous workspace of the flash backward (dQ is accumulated there with atomics).
+//
+// Kernels assert, they do not validate: the ops front door checks D in {64, 128}, strides that are
+// multiples of 8 elements (16-byte rows for cp.async), 16-byte aligned base pointers, T >= 1.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dropout_mask.h"
+#include "core/macros.h"
+#include "core/stream.h"
+
+namespace ft {
+
+enum class AttentionDType : int { kBF16 = 0, kF16 = 1 };
+
+struct AttentionParams {
+  // Forward.
+  const void* q = nullptr;  // (B, T, H, D)
+  const void* k = nullptr;  // (B, T, H, D)
+  const void* v = nullptr;  // (B, T, H, D)
+  void* o = nullptr;        // (B, T, H, D)
+  float* lse = nullptr;     // (B, H, T) natural-log log-sum-exp of the scaled, masked, undropped scores
+  // Backward.
+  const void* dout = nullptr;  // (B, T, H, D)
+  void* dq = nullptr;          // (B, T, H, D)
+  void* dk = nullptr;          // (B, T, H, D)
+  void* dv = nullptr;          // (B, T, H, D)
+  float* dsum = nullptr;       // (B, H, T) D = rowsum(dO * O), written by the backward preprocess
+  float* dq_accum = nullptr;   // (B, H, T, D) fp32 workspace, zeroed by the backward preprocess
+
+  // Element strides (batch, time, head) of each (B, T, H, D) tensor.
+  int64_t q_batch_stride = 0, q_row_stride = 0, q_head_stride = 0;
+  int64_t k_batch_stride = 0, k_row_stride = 0, k_head_stride = 0;
+  int64_t v_batch_stride = 0, v_row_stride = 0, v_head_stride = 0;
+  int64_t o_batch_stride = 0, o_row_stride = 0, o_head_stride = 0;
+  int64_t do_batch_stride = 0, do_row_stride = 0, do_head_stride = 0;
+  int64_t dq_batch_stride = 0, dq_row_stride = 0, dq_head_stride = 0;
+  int64_t dk_batch_stride = 0, dk_row_stride = 0, dk_head_stride = 0;
+  int64_t dv_batch_stride = 0, dv_row_stride = 0, dv_head_stride = 0;
+
+  int B = 0, H = 0, T = 0, D = 0;
+  float softmax_scale = 1.f;
+  bool causal = false;
+  AttentionDType dtype = AttentionDType::kBF16;
+
+  // Dropout on P (after normalisation); threshold 0 = off. slice = b * H + h (dropout_mask.h), so a
+  // call consumes B * H Philox offsets.
+  DropoutParams dropout;
+
+  // Block-sparse mode; block_size 0 = dense. With qb = row / block_size, kb = col / block_size,
+  // key block kb is visible from query block qb iff (qb - window_blocks < kb <= qb) -- the diagonal
+  // block and the window_blocks - 1 before it -- or kb < global_blocks. `causal` additionally
+  // masks col > row elementwise.
+  int block_size = 0, window_blocks = 0, global_blocks = 0;
+};
+
+// Sets the strides of a contiguous (B, T, H, D) tensor.
+struct BthdStrides {
+  int64_t batch, row, head;
+};
+inline BthdStrides contiguous_bthd_strides(int T, int H, int D) {
+  return {static_cast<int64_t>(T) * H * D, static_cast<int64_t>(H) * D, static_cast<int64_t>(D)};
+}
+
+// Whether query `row` attends to key `col` (both < T).
+FT_HOST_DEVICE bool attention_allowed(const AttentionParams& p, int row, int col) {
+  if (p.causal && col > row) return false;
+  if (p.block_size > 0) {
+    const int qb = row / p.block_size, kb = col / p.block_size;
+    return (kb <= qb && kb > qb - p.window_blocks) || kb < p.global_blocks;
+  }
+  return true;
+}
+
+// What a tile of rows [m0, m1) x cols [n0, n1) (non-empty, clamped to T) looks like under the mask.
+// Conservative: kTileFull means every pair attends (no elementwise mask needed); kTileEmpty means no
+// pair attends (the tile is skipped); kTilePartial may in rare cases be full or empty.
+enum AttentionTileKind : int { kTileEmpty = 0, kTilePartial = 1, kTileFull = 2 };
+
+FT_HOST_DEVICE int attention_tile_kind(const AttentionParams& p, int m0, int m1, int n0, int n1) {
+  if (p.causal && n0 > m1 - 1) return kTileEmpty;
+  bool full = !(p.causal && n1 - 1 > m0);
+  if (p.block_size > 0) {
+    const int bs = p.block_size, W = p.window_blocks, G = p.global_blocks;
+    const int qa = m0 / bs, qz = (m1 - 1) / bs, ka = n0 / bs, kz = (n1 - 1) / bs;
+    // Some qb in [qa, qz] with some kb in [ka, kz], qb - W < kb <= qb:
+    const int lo = qa > ka ? qa : ka;
+    const int hi = qz < kz + W - 1 ? qz : kz + W - 1;
+    const bool window_any = W > 0 && lo <= hi;
+    const bool global_any = ka < G;
+    if (!window_any && !global_any) return kTileEmpty;
+    const bool window_all = kz <= qa && ka > qz - W;
+    const bool global_all = kz < G;
+    full = full && (window_all || global_all);
+  }
+  return full ? kTileFull : kTilePartial;
+}
+
+}  // namespace ft

@@ -1,0 +1,25 @@
+// Head-dim switch of the flash launchers; the kernels live in the per-head-dim TUs.
+#include "ops/cuda/attention/flash_attention.h"
+
+#include "core/error.h"
+#include "ops/cuda/attention/flash_run.h"
+
+namespace ft::cuda {
+
+void flash_attention_forward(const AttentionParams& p, Stream stream) {
+  switch (p.D) {
+    case 64: return flash::run_flash_fwd<64>(p, stream);
+    case 128: return flash::run_flash_fwd<128>(p, stream);
+    default: throw Error(str("[flash_attention_forward] head dim ", p.D, " not built (64, 128)"));
+  }
+}
+
+void flash_attention_backward(const AttentionParams& p, Stream stream) {
+  switch (p.D) {
+    case 64: return flash::run_flash_bwd<64>(p, stream);
+    case 128: return flash::run_flash_bwd<128>(p, stream);
+    default: throw Error(str("[flash_attention_backward] head dim ", p.D, " not built (64, 128)"));
+  }
+}
+
+}  // namespace ft::cuda

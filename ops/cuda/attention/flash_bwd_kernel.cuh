@@ -1,0 +1,326 @@
+// Flash attention backward (FlashAttention-2 schedule, mma.sync tensor cores).
+//
+// One CTA per (block of kBlockN keys, batch * head); each warp owns kNTiles x 16 keys, so dK and dV
+// of those keys accumulate in its registers for the whole pass, and every Q / dO fragment a warp
+// reads from shared memory feeds kNTiles matrix products (shared-memory bandwidth, not the tensor
+// cores, bounds this kernel: with kNTiles = 1 it reached 127 TFLOP/s on an H200 at T = 4096). The CTA loops over the query tiles that the
+// mask leaves non-empty (causal: from the diagonal on), double-buffering Q, dO, lse and D with
+// cp.async. Working with transposed scores keeps four of the five products in registers:
+//   S^T  = K Q^T                       (A = K rows of this warp, B = Q from shared memory)
+//   P^T  = exp(S^T * scale - lse)      (recomputed; lse per query column)
+//   dP^T = V dO^T
+//   dV  += (P o Z)^T dO                (A = P^T straight from the accumulators)
+//   dS^T = P^T o (dP^T o Z - D)        (Z = keep * keep_scale, D = rowsum(dO o O))
+//   dK  += dS^T Q                      (scaled by softmax_scale at the end)
+//   dQ  += dS K                        (dS^T goes through shared memory; fp32 atomics into dq_accum)
+// The dropout keep bits are regenerated from Philox for each tile (same function as the forward),
+// in registers: a first version drew them into shared memory before the tile barrier, which kept
+// the tensor cores idle meanwhile (dropout 0.1 then cost +27% of the backward on an H200).
+// dQ uses atomicAdd, so its low bits depend on the order CTAs finish: not bit-reproducible.
+#pragma once
+
+#include <cmath>
+
+#include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_ptx.cuh"
+#include "ops/cuda/attention/flash_tile.cuh"
+
+namespace ft::cuda::flash {
+
+template <class Kt, bool kBF16, bool kDropout>
+__global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_bwd_kernel(const AttentionParams p) {
+  constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
+  constexpr int DS = Kt::kDsStride, NT = Kt::kNThreads;
+  constexpr float kLog2e = 1.4426950408889634f;
+
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  uint16_t* sK = reinterpret_cast<uint16_t*>(smem_raw);  // BN x S
+  uint16_t* sV = sK + BN * S;                            // BN x S
+  uint16_t* sQ = sV + BN * S;                            // 2 stages x BM x S
+  uint16_t* sdO = sQ + 2 * BM * S;                       // 2 stages x BM x S
+  uint16_t* sdS = sdO + 2 * BM * S;                      // BN x DS: dS^T of the current tile
+  float* sLse = reinterpret_cast<float*>(sdS + BN * DS);  // 2 stages x BM
+  float* sDsum = sLse + 2 * BM;                           // 2 stages x BM
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int n_block = blockIdx.x;
+  const int bh = blockIdx.y, b = bh / p.H, h = bh % p.H;
+  const int T = p.T;
+  const int n0 = n_block * BN, n1 = min(n0 + BN, T);
+
+  const uint16_t* q = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
+  const uint16_t* k = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride + h * p.k_head_stride;
+  const uint16_t* v = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride + h * p.v_head_stride;
+  const uint16_t* dout =
+      static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride + h * p.do_head_stride;
+  const float* lse = p.lse + static_cast<int64_t>(bh) * T;
+  const float* dsum = p.dsum + static_cast<int64_t>(bh) * T;
+  float* dq_accum = p.dq_accum + static_cast<int64_t>(bh) * T * D;
+
+  const int m_blocks = (T + BM - 1) / BM;
+  const int m_begin = p.causal ? n0 / BM : 0;
+  auto next_tile = [&](int m) {
+    for (; m < m_blocks; ++m)
+      if (attention_tile_kind(p, m * BM, min(m * BM + BM, T), n0, n1) != kTileEmpty) break;
+    return m;
+  };
+  auto load_q_tile = [&](int m, int stage) {
+    load_rows_async<BM, D, S, NT>(sQ + stage * BM * S, q, p.q_row_stride, m * BM, T, tid);
+    load_rows_async<BM, D, S, NT>(sdO + stage * BM * S, dout, p.do_row_stride, m * BM, T, tid);
+    load_vec_async<BM, NT>(sLse + stage * BM, lse, m * BM, T, tid);
+    load_vec_async<BM, NT>(sDsum + stage * BM, dsum, m * BM, T, tid);
+  };
+
+  load_rows_async<BN, D, S, NT>(sK, k, p.k_row_stride, n0, T, tid);
+  load_rows_async<BN, D, S, NT>(sV, v, p.v_row_stride, n0, T, tid);
+  cp_async_commit();
+  int m = next_tile(m_begin);
+  if (m < m_blocks) load_q_tile(m, 0);
+  cp_async_commit();
+  cp_async_wait<1>();
+  __syncthreads();
+
+  constexpr int NTL = Kt::kNTiles;
+  const int key_row0 = warp * 16 * NTL;  // this warp's first local key
+  // A fragments of this warp's K and V rows (re-read from shared memory when not kept).
+  auto load_a = [&](uint32_t (&a)[4], const uint16_t* s, int ni, int kk) {
+    ldmatrix_x4(a, smem_u32(s + (key_row0 + ni * 16 + (lane & 15)) * S + kk * 16 + (lane >> 4) * 8));
+  };
+  constexpr int kRegFrags = Kt::kKVInRegs ? D / 16 : 1;
+  uint32_t kf[NTL][kRegFrags][4], vf[NTL][kRegFrags][4];
+  if constexpr (Kt::kKVInRegs) {
+#pragma unroll
+    for (int ni = 0; ni < NTL; ++ni)
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        load_a(kf[ni][kk], sK, ni, kk);
+        load_a(vf[ni][kk], sV, ni, kk);
+      }
+  }
+
+  float acc_dk[NTL][D / 8][4], acc_dv[NTL][D / 8][4];
+#pragma unroll
+  for (int ni = 0; ni < NTL; ++ni)
+#pragma unroll
+    for (int dj = 0; dj < D / 8; ++dj)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_dk[ni][dj][e] = acc_dv[ni][dj][e] = 0.f;
+
+  const float scale_log2 = p.softmax_scale * kLog2e;
+  const float keep_scale = kDropout ? p.dropout.keep_scale : 1.f;
+  int stage = 0;
+  while (m < m_blocks) {
+    const int mn = next_tile(m + 1);
+    const int m0 = m * BM, m1 = min(m0 + BM, T);
+    cp_async_wait<0>();
+    __syncthreads();
+    if (mn < m_blocks) load_q_tile(mn, stage ^ 1);
+    cp_async_commit();
+    const uint16_t* sQs = sQ + stage * BM * S;
+    const uint16_t* sdOs = sdO + stage * BM * S;
+    const float* sLs = sLse + stage * BM;
+    const float* sDs = sDsum + stage * BM;
+
+    // Dropout keep bits of this warp's elements, drawn in registers (overlaps the products below).
+    // A Philox call covers one query and 8 keys, i.e. one 8-key half of a 16-key tile: the 8 lanes
+    // of quad position c (keys r = lane / 4) each need bit r of it. Those lanes split the class's
+    // calls (queries 8 nb + 2c + e x this warp's key groups), then gather the bytes by shuffles.
+    // keep[ni] bit 4 nb + e is accumulator element acc[ni][nb][e].
+    uint32_t keep[NTL];
+    if constexpr (kDropout) {
+      constexpr int kGroupsPerWarp = 2 * NTL;
+      constexpr int kCallsPerLane = (BM / 4) * kGroupsPerWarp / 8;
+      static_assert((BM / 4) * kGroupsPerWarp % 8 == 0 && BM <= 64, "keep-bit layout");
+      const int r = lane >> 2, c = lane & 3;
+      uint32_t bytes[kCallsPerLane];
+#pragma unroll
+      for (int i = 0; i < kCallsPerLane; ++i) {
+        const int k = r + 8 * i, qi = k / kGroupsPerWarp, gi = k % kGroupsPerWarp;
+        bytes[i] = dropout_keep_byte(p.dropout, bh, m0 + (qi >> 1) * 8 + 2 * c + (qi & 1),
+                                     (n0 + key_row0) / 8 + gi);
+      }
+#pragma unroll
+      for (int ni = 0; ni < NTL; ++ni) keep[ni] = 0;
+#pragma unroll
+      for (int i = 0; i < kCallsPerLane; ++i)
+#pragma unroll
+        for (int src = 0; src < 8; ++src) {
+          const uint32_t byte = __shfl_sync(0xffffffffu, bytes[i], src * 4 + c);
+          const int k = src + 8 * i, qi = k / kGroupsPerWarp, gi = k % kGroupsPerWarp;
+          keep[gi >> 1] |= ((byte >> r) & 1u) << ((qi >> 1) * 4 + (gi & 1) * 2 + (qi & 1));
+        }
+    }
+
+    // S^T = K Q^T and dP^T = V dO^T: NTL x 16 keys x BM queries per warp.
+    float acc_s[NTL][BM / 8][4], acc_dp[NTL][BM / 8][4];
+#pragma unroll
+    for (int ni = 0; ni < NTL; ++ni)
+#pragma unroll
+      for (int nb = 0; nb < BM / 8; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_s[ni][nb][e] = acc_dp[ni][nb][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t ka[NTL][4], va[NTL][4];
+#pragma unroll
+      for (int ni = 0; ni < NTL; ++ni) {
+        if constexpr (Kt::kKVInRegs) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) ka[ni][i] = kf[ni][kk][i], va[ni][i] = vf[ni][kk][i];
+        } else {
+          load_a(ka[ni], sK, ni, kk);
+          load_a(va[ni], sV, ni, kk);
+        }
+      }
+#pragma unroll
+      for (int nj = 0; nj < BM / 16; ++nj) {
+        const int off = (nj * 16 + (lane & 7) + ((lane >> 4) << 3)) * S + kk * 16 + ((lane >> 3) & 1) * 8;
+        uint32_t qb[4], db[4];
+        ldmatrix_x4(qb, smem_u32(sQs + off));
+        ldmatrix_x4(db, smem_u32(sdOs + off));
+#pragma unroll
+        for (int ni = 0; ni < NTL; ++ni) {
+          mma_16816<kBF16>(acc_s[ni][2 * nj], ka[ni], qb[0], qb[1]);
+          mma_16816<kBF16>(acc_s[ni][2 * nj + 1], ka[ni], qb[2], qb[3]);
+          mma_16816<kBF16>(acc_dp[ni][2 * nj], va[ni], db[0], db[1]);
+          mma_16816<kBF16>(acc_dp[ni][2 * nj + 1], va[ni], db[2], db[3]);
+        }
+      }
+    }
+
+    // P^T, then dS^T (into acc_dp) and P o Z for dV (into acc_s).
+    const bool need_mask = attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T ||
+                           m0 + BM > T;
+#pragma unroll
+    for (int ni = 0; ni < NTL; ++ni) {
+#pragma unroll
+      for (int nb = 0; nb < BM / 8; ++nb) {
+        const float2 l2 = *reinterpret_cast<const float2*>(sLs + nb * 8 + 2 * (lane & 3));
+        const float2 dd = *reinterpret_cast<const float2*>(sDs + nb * 8 + 2 * (lane & 3));
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float lse_q = (e & 1) ? l2.y : l2.x;
+          const float d_q = (e & 1) ? dd.y : dd.x;
+          // lse = -inf: the query sees no key, so its P row is all zeros.
+          const float lse_log2 = lse_q == -INFINITY ? INFINITY : lse_q * kLog2e;
+          float pe = fast_exp2(fmaf(acc_s[ni][nb][e], scale_log2, -lse_log2));
+          if (need_mask) {
+            const int key = n0 + key_row0 + ni * 16 + (lane >> 2) + 8 * (e >> 1);
+            const int row = m0 + nb * 8 + 2 * (lane & 3) + (e & 1);
+            if (key >= T || row >= T || !attention_allowed(p, row, key)) pe = 0.f;
+          }
+          float z = keep_scale;
+          if constexpr (kDropout) z = ((keep[ni] >> (4 * nb + e)) & 1u) ? keep_scale : 0.f;
+          acc_dp[ni][nb][e] = pe * (acc_dp[ni][nb][e] * z - d_q);
+          acc_s[ni][nb][e] = pe * z;
+        }
+      }
+    }
+
+    // dV += (P o Z)^T dO and dK += dS^T Q; B operands are dO and Q rows, transposed on load.
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      uint32_t ap[NTL][4], ad[NTL][4];
+#pragma unroll
+      for (int ni = 0; ni < NTL; ++ni) {
+        acc_to_a<kBF16>(ap[ni], acc_s[ni][2 * kk], acc_s[ni][2 * kk + 1]);
+        acc_to_a<kBF16>(ad[ni], acc_dp[ni][2 * kk], acc_dp[ni][2 * kk + 1]);
+      }
+#pragma unroll
+      for (int dj = 0; dj < D / 16; ++dj) {
+        const int off = (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * S + dj * 16 + (lane >> 4) * 8;
+        uint32_t ob[4], qb[4];
+        ldmatrix_x4_trans(ob, smem_u32(sdOs + off));
+        ldmatrix_x4_trans(qb, smem_u32(sQs + off));
+#pragma unroll
+        for (int ni = 0; ni < NTL; ++ni) {
+          mma_16816<kBF16>(acc_dv[ni][2 * dj], ap[ni], ob[0], ob[1]);
+          mma_16816<kBF16>(acc_dv[ni][2 * dj + 1], ap[ni], ob[2], ob[3]);
+          mma_16816<kBF16>(acc_dk[ni][2 * dj], ad[ni], qb[0], qb[1]);
+          mma_16816<kBF16>(acc_dk[ni][2 * dj + 1], ad[ni], qb[2], qb[3]);
+        }
+      }
+    }
+
+  // dS^T -> shared memory, then dQ(tile) = dS K, split over warps as kWarpsM x kWarpsD.
+#pragma unroll
+    for (int ni = 0; ni < NTL; ++ni)
+#pragma unroll
+      for (int nb = 0; nb < BM / 8; ++nb)
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+          *reinterpret_cast<uint32_t*>(sdS + (key_row0 + ni * 16 + (lane >> 2) + 8 * half) * DS +
+                                       nb * 8 + 2 * (lane & 3)) =
+              pack2<kBF16>(acc_dp[ni][nb][2 * half], acc_dp[ni][nb][2 * half + 1]);
+    __syncthreads();
+    {
+      constexpr int kCols = Kt::kDqCols;
+      const int wm = warp % Kt::kWarpsM, wd = warp / Kt::kWarpsM;
+      float acc_dq[kCols / 8][4];
+#pragma unroll
+      for (int dj = 0; dj < kCols / 8; ++dj)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_dq[dj][e] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        uint32_t a[4];
+        ldmatrix_x4_trans(a, smem_u32(sdS + (kk * 16 + (lane & 7) + (lane >> 4) * 8) * DS +
+                                      wm * 16 + ((lane >> 3) & 1) * 8));
+#pragma unroll
+        for (int dj = 0; dj < kCols / 16; ++dj) {
+          uint32_t kb[4];
+          ldmatrix_x4_trans(kb, smem_u32(sK + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * S +
+                                         wd * kCols + dj * 16 + (lane >> 4) * 8));
+          mma_16816<kBF16>(acc_dq[2 * dj], a, kb[0], kb[1]);
+          mma_16816<kBF16>(acc_dq[2 * dj + 1], a, kb[2], kb[3]);
+        }
+      }
+#pragma unroll
+      for (int dj = 0; dj < kCols / 8; ++dj)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int row = m0 + wm * 16 + (lane >> 2) + 8 * half;
+          const int col = wd * kCols + dj * 8 + 2 * (lane & 3);
+          if (row < T)
+            atomicAdd(reinterpret_cast<float2*>(dq_accum + static_cast<int64_t>(row) * D + col),
+                      make_float2(acc_dq[dj][2 * half], acc_dq[dj][2 * half + 1]));
+        }
+    }
+    m = mn;
+    stage ^= 1;
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // every warp is done reading sK (dQ) before it is reused for the output
+
+  // dK *= scale; stage dK, dV through this warp's rows of sK, sV; 16-byte stores.
+  uint16_t* dk = static_cast<uint16_t*>(p.dk) + b * p.dk_batch_stride + h * p.dk_head_stride;
+  uint16_t* dv = static_cast<uint16_t*>(p.dv) + b * p.dv_batch_stride + h * p.dv_head_stride;
+#pragma unroll
+  for (int ni = 0; ni < NTL; ++ni)
+#pragma unroll
+    for (int dj = 0; dj < D / 8; ++dj)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int off = (key_row0 + ni * 16 + (lane >> 2) + 8 * half) * S + dj * 8 + 2 * (lane & 3);
+        *reinterpret_cast<uint32_t*>(sK + off) =
+            pack2<kBF16>(acc_dk[ni][dj][2 * half] * p.softmax_scale,
+                         acc_dk[ni][dj][2 * half + 1] * p.softmax_scale);
+        *reinterpret_cast<uint32_t*>(sV + off) =
+            pack2<kBF16>(acc_dv[ni][dj][2 * half], acc_dv[ni][dj][2 * half + 1]);
+      }
+  __syncwarp();
+  constexpr int kChunksPerRow = D / 8;
+#pragma unroll
+  for (int i = lane; i < 16 * NTL * kChunksPerRow; i += 32) {
+    const int r = key_row0 + i / kChunksPerRow, c = (i % kChunksPerRow) * 8;
+    const int key = n0 + r;
+    if (key < T) {
+      *reinterpret_cast<uint4*>(dk + key * p.dk_row_stride + c) =
+          *reinterpret_cast<const uint4*>(sK + r * S + c);
+      *reinterpret_cast<uint4*>(dv + key * p.dv_row_stride + c) =
+          *reinterpret_cast<const uint4*>(sV + r * S + c);
+    }
+  }
+}
+
+}  // namespace ft::cuda::flash

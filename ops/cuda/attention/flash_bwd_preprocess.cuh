@@ -1,0 +1,67 @@
+// The two small kernels around the flash backward main kernel.
+//   flash_bwd_preprocess_kernel: D = rowsum(dO o O) in fp32 (B, H, T), and zeroes the fp32 dQ
+//     accumulator (B, H, T, D) that the main kernel adds into -- one pass, no separate memset.
+//   flash_bwd_convert_dq_kernel: dQ = softmax_scale * dq_accum, rounded to the input dtype and
+//     written (B, T, H, D) with dq's strides.
+// Both are memory-bound: kThreadsPerRow threads per (b, t, h) row, 16-byte loads.
+#pragma once
+
+#include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_ptx.cuh"
+
+namespace ft::cuda::flash {
+
+template <int kHeadDim, bool kBF16>
+__global__ void flash_bwd_preprocess_kernel(const AttentionParams p) {
+  constexpr int kThreadsPerRow = kHeadDim / 8;
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t row_id = idx / kThreadsPerRow;  // = bh * T + t
+  const int c = static_cast<int>(idx % kThreadsPerRow) * 8;
+  const int64_t rows = static_cast<int64_t>(p.B) * p.H * p.T;
+  float dot = 0.f;
+  if (row_id < rows) {
+    const int t = static_cast<int>(row_id % p.T), bh = static_cast<int>(row_id / p.T);
+    const int b = bh / p.H, h = bh % p.H;
+    const uint4 o = *reinterpret_cast<const uint4*>(
+        static_cast<const uint16_t*>(p.o) + b * p.o_batch_stride + t * p.o_row_stride +
+        h * p.o_head_stride + c);
+    const uint4 d = *reinterpret_cast<const uint4*>(
+        static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride + t * p.do_row_stride +
+        h * p.do_head_stride + c);
+    const uint32_t ow[4] = {o.x, o.y, o.z, o.w}, dw[4] = {d.x, d.y, d.z, d.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 of = unpack2<kBF16>(ow[i]), df = unpack2<kBF16>(dw[i]);
+      dot = fmaf(of.x, df.x, fmaf(of.y, df.y, dot));
+    }
+    float4* acc = reinterpret_cast<float4*>(p.dq_accum + row_id * kHeadDim + c);
+    acc[0] = make_float4(0.f, 0.f, 0.f, 0.f);
+    acc[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+#pragma unroll
+  for (int off = kThreadsPerRow / 2; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
+  if (row_id < rows && c == 0) p.dsum[row_id] = dot;
+}
+
+template <int kHeadDim, bool kBF16>
+__global__ void flash_bwd_convert_dq_kernel(const AttentionParams p) {
+  constexpr int kThreadsPerRow = kHeadDim / 8;
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t row_id = idx / kThreadsPerRow;
+  const int c = static_cast<int>(idx % kThreadsPerRow) * 8;
+  if (row_id >= static_cast<int64_t>(p.B) * p.H * p.T) return;
+  const int t = static_cast<int>(row_id % p.T), bh = static_cast<int>(row_id / p.T);
+  const int b = bh / p.H, h = bh % p.H;
+  const float4* acc = reinterpret_cast<const float4*>(p.dq_accum + row_id * kHeadDim + c);
+  const float4 x = acc[0], y = acc[1];
+  const float s = p.softmax_scale;
+  uint4 out;
+  out.x = pack2<kBF16>(x.x * s, x.y * s);
+  out.y = pack2<kBF16>(x.z * s, x.w * s);
+  out.z = pack2<kBF16>(y.x * s, y.y * s);
+  out.w = pack2<kBF16>(y.z * s, y.w * s);
+  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride +
+                            t * p.dq_row_stride + h * p.dq_head_stride + c) = out;
+}
+
+}  // namespace ft::cuda::flash

@@ -1,0 +1,133 @@
+// Launch templates: the one switch that turns runtime choices (dtype, dropout on/off) into
+// template parameters, and the tile shapes per head dim. Included only by the per-head-dim
+// translation units (flash_fwd_hdim64.cu, ...), so each TU instantiates one head dim.
+//
+// Tile shapes (see flash_traits.h), chosen from timings on an H200 (bench/attention, causal bf16,
+// H=12, B*T=32768; numbers in bench/attention/NOTES.md):
+//   forward  D=64, T > 2048, no dropout: kBlockM=128, kBlockN=64, 4 warps x 32 rows (each K/V
+//            fragment read from shared memory feeds two mma tiles), 2 CTAs/SM (252 registers)
+//   forward  D=64, T <= 2048, no dropout: kBlockM=64, 4 warps x 16 rows, 3 CTAs/SM (163 regs):
+//            at T=1024 0.31 ms against 0.51 ms for the 128-row tile (more CTAs, better balance)
+//   forward  D=64, dropout, any T: the same 64-row tile: more warps per SM hide the Philox
+//            arithmetic (T=4096, p=0.1: 1.42 ms; 128-row tile 1.68 ms; 8 warps x 16 rows 1.45 ms)
+//   forward  D=128: kBlockM=128, kBlockN=64, 8 warps (16 rows per warp; registers hold O 16x128)
+//   backward D=64:  kBlockN=64 keys (4 warps x 16 keys), kBlockM=32 queries, 3 CTAs/SM (<= 168
+//            registers): occupancy beats fragment reuse here. At T=4096: 2.95 ms, against 3.38 ms
+//            for 4 warps x 2 x 16 keys with 2 CTAs/SM and 3.6 ms for 8 warps x 16 keys, 1 CTA/SM
+//   backward D=128: kBlockN=64 keys (4 warps x 16), kBlockM=32 queries, K/V re-read from smem
+#pragma once
+
+#include "core/cuda/check.h"
+#include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_bwd_kernel.cuh"
+#include "ops/cuda/attention/flash_bwd_preprocess.cuh"
+#include "ops/cuda/attention/flash_fwd_kernel.cuh"
+#include "ops/cuda/attention/flash_run.h"
+#include "ops/cuda/attention/flash_traits.h"
+
+namespace ft::cuda::flash {
+
+template <int kHeadDim>
+struct FlashConfig;
+template <>
+struct FlashConfig<64> {
+  static constexpr int kSmallT = 2048;  // T <= kSmallT: FwdSmallT (more, smaller CTAs)
+  using Fwd = FlashFwdTraits<64, 128, 64, 4, 2>;
+  using FwdSmallT = FlashFwdTraits<64, 64, 64, 4, 3>;
+  using FwdDropout = FwdSmallT;
+  using Bwd = FlashBwdTraits<64, 32, 64, 4, false, 3, 1>;
+};
+template <>
+struct FlashConfig<128> {
+  static constexpr int kSmallT = 0;
+  using Fwd = FlashFwdTraits<128, 128, 64, 8, 1>;
+  using FwdSmallT = Fwd;
+  using FwdDropout = Fwd;
+  using Bwd = FlashBwdTraits<128, 32, 64, 4, false, 1, 1>;
+};
+
+// Runs f(std::bool_constant<kBF16>, std::bool_constant<kDropout>).
+template <class F>
+void dispatch_dtype_dropout(const AttentionParams& p, F&& f) {
+  const bool bf16 = p.dtype == AttentionDType::kBF16;
+  const bool dropout = p.dropout.threshold != 0;
+  if (bf16) {
+    if (dropout) f(std::true_type{}, std::true_type{});
+    else f(std::true_type{}, std::false_type{});
+  } else {
+    if (dropout) f(std::false_type{}, std::true_type{});
+    else f(std::false_type{}, std::false_type{});
+  }
+}
+
+template <class Kernel>
+void set_smem_limit(Kernel kernel, int bytes) {
+  if (bytes > 48 * 1024)
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+// Grid: (blocks along T, B * H); the second dimension is limited to 65535.
+inline void check_grid(const AttentionParams& p) {
+  FT_CHECK_ARG(static_cast<int64_t>(p.B) * p.H <= 65535, "[flash_attention] B * H = ",
+               static_cast<int64_t>(p.B) * p.H, " exceeds 65535");
+}
+
+template <class Kt, bool kBF16, bool kDropout>
+void launch_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
+  check_grid(p);
+  auto kernel = flash_fwd_kernel<Kt, kBF16, kDropout>;
+  set_smem_limit(kernel, Kt::kSmemBytes);
+  const dim3 grid((p.T + Kt::kBlockM - 1) / Kt::kBlockM, p.B * p.H);
+  kernel<<<grid, Kt::kNThreads, Kt::kSmemBytes, stream>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+// One tile shape for every (dtype, dropout): used by the benchmark's tuning variants.
+template <class Kt>
+void run_flash_fwd_with(const AttentionParams& p, cudaStream_t stream) {
+  dispatch_dtype_dropout(p, [&](auto bf16, auto dropout) {
+    launch_flash_fwd<Kt, decltype(bf16)::value, decltype(dropout)::value>(p, stream);
+  });
+}
+
+template <class Kt>
+void run_flash_bwd_with(const AttentionParams& p, cudaStream_t stream) {
+  constexpr int kHeadDim = Kt::kHeadDim;
+  const int64_t row_threads = static_cast<int64_t>(p.B) * p.H * p.T * (kHeadDim / 8);
+  const int kRowBlock = 256;
+  const unsigned row_blocks = static_cast<unsigned>((row_threads + kRowBlock - 1) / kRowBlock);
+  check_grid(p);
+  dispatch_dtype_dropout(p, [&](auto bf16, auto dropout) {
+    constexpr bool kBF16 = decltype(bf16)::value;
+    flash_bwd_preprocess_kernel<kHeadDim, kBF16><<<row_blocks, kRowBlock, 0, stream>>>(p);
+    CUDA_CHECK_LAUNCH();
+    auto kernel = flash_bwd_kernel<Kt, kBF16, decltype(dropout)::value>;
+    set_smem_limit(kernel, Kt::kSmemBytes);
+    const dim3 grid((p.T + Kt::kBlockN - 1) / Kt::kBlockN, p.B * p.H);
+    kernel<<<grid, Kt::kNThreads, Kt::kSmemBytes, stream>>>(p);
+    CUDA_CHECK_LAUNCH();
+    flash_bwd_convert_dq_kernel<kHeadDim, kBF16><<<row_blocks, kRowBlock, 0, stream>>>(p);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+template <int kHeadDim>
+void run_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
+  using Config = FlashConfig<kHeadDim>;
+  dispatch_dtype_dropout(p, [&](auto bf16, auto dropout) {
+    constexpr bool kBF16 = decltype(bf16)::value;
+    if constexpr (decltype(dropout)::value) {
+      launch_flash_fwd<typename Config::FwdDropout, kBF16, true>(p, stream);
+    } else if (p.T <= Config::kSmallT) {
+      launch_flash_fwd<typename Config::FwdSmallT, kBF16, false>(p, stream);
+    } else {
+      launch_flash_fwd<typename Config::Fwd, kBF16, false>(p, stream);
+    }
+  });
+}
+template <int kHeadDim>
+void run_flash_bwd(const AttentionParams& p, cudaStream_t stream) {
+  run_flash_bwd_with<typename FlashConfig<kHeadDim>::Bwd>(p, stream);
+}
+
+}  // namespace ft::cuda::flash

@@ -1,0 +1,14 @@
+// Declarations of the per-head-dim launchers, defined in flash_launch.cuh and instantiated once each
+// in flash_{fwd,bwd}_hdim{64,128}.cu.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "ops/attention_params.h"
+
+namespace ft::cuda::flash {
+template <int kHeadDim>
+void run_flash_fwd(const AttentionParams& p, cudaStream_t stream);
+template <int kHeadDim>
+void run_flash_bwd(const AttentionParams& p, cudaStream_t stream);
+}  // namespace ft::cuda::flash

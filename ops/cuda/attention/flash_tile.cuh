@@ -1,0 +1,95 @@
+// Tile movement shared by the flash kernels: rows of a (B, T, H, D) tensor into padded shared
+// memory with cp.async, and the keep bits of a dropout tile.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dropout_mask.h"
+#include "ops/cuda/attention/flash_ptx.cuh"
+
+namespace ft::cuda::flash {
+
+// Copies rows [row0, row0 + kRows) (rows >= T become zeros) of one head: `base` points at element
+// (b, 0, h, 0); rows are `row_stride` elements apart, kHeadDim contiguous 16-bit elements each.
+// Issued by all kThreads threads; the caller commits the cp.async group.
+template <int kRows, int kHeadDim, int kSmemStride, int kThreads>
+__device__ __forceinline__ void load_rows_async(uint16_t* smem, const uint16_t* base,
+                                                int64_t row_stride, int row0, int T, int tid) {
+  constexpr int kChunksPerRow = kHeadDim / 8;  // 16-byte chunks
+  constexpr int kChunks = kRows * kChunksPerRow;
+  static_assert(kChunks % kThreads == 0, "tile chunks divide evenly among threads");
+#pragma unroll
+  for (int i = 0; i < kChunks / kThreads; ++i) {
+    const int chunk = tid + i * kThreads;
+    const int r = chunk / kChunksPerRow, c = (chunk % kChunksPerRow) * 8;
+    const int row = row0 + r;
+    const bool valid = row < T;
+    const uint16_t* src = base + (valid ? static_cast<int64_t>(row) * row_stride : 0) + c;
+    cp_async_16(smem_u32(smem + r * kSmemStride + c), src, valid ? 16 : 0);
+  }
+}
+
+// Copies kRows floats of a (B*H, T) fp32 row vector starting at row0 (past T: zeros).
+template <int kRows, int kThreads>
+__device__ __forceinline__ void load_vec_async(float* smem, const float* base, int row0, int T,
+                                               int tid) {
+  for (int r = tid; r < kRows; r += kThreads) {
+    const bool valid = row0 + r < T;
+    cp_async_4(smem_u32(smem + r), base + (valid ? row0 + r : 0), valid ? 4 : 0);
+  }
+}
+
+// The keep bits of 8 consecutive keys (8*group .. 8*group+7) of one query row: bit j = key 8g+j.
+__device__ __forceinline__ uint32_t dropout_keep_byte(const DropoutParams& d, uint64_t slice,
+                                                      int row, int group) {
+  const PhiloxBits bits = dropout_bits(d, slice, static_cast<uint32_t>(row),
+                                       static_cast<uint32_t>(group));
+  uint32_t byte = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) byte |= (dropout_keep(bits, j, d.threshold) ? 1u : 0u) << j;
+  return byte;
+}
+
+// 4x4 transpose across the four lanes of a quad: afterwards lane c holds a[j] = (lane j's a[c]).
+// Two butterfly stages, one shuffle per pair of words each (verified by simulation).
+__device__ __forceinline__ void quad_transpose(uint32_t (&a)[4], int lane) {
+#pragma unroll
+  for (int m = 1; m <= 2; m *= 2) {
+    const bool upper = (lane & m) != 0;
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      if (p & m) continue;
+      const uint32_t send = upper ? a[p] : a[p | m];
+      const uint32_t recv = __shfl_xor_sync(0xffffffffu, send, m);
+      if (upper) a[p] = recv;
+      else a[p | m] = recv;
+    }
+  }
+}
+
+// Keep bits of one accumulator row fragment, computed in registers by the warp that owns it.
+// A thread of quad lane c holds columns 8j + 2c, 8j + 2c + 1 of n8 tile j; those are the 16-bit
+// pieces 2c, 2c + 1 = word c of the Philox call of group j. Lane c computes the calls of groups
+// 4s + c (s < kTiles / 4) and a quad transpose hands every lane word c of all four calls.
+// Returns bit 2j + e = keep column 8j + 2c + e, for j < kTiles (the row's n8 tiles).
+template <int kTiles>
+__device__ __forceinline__ uint32_t dropout_keep_bits_row(const DropoutParams& d, uint64_t slice,
+                                                          int row, int group0, int lane) {
+  static_assert(kTiles % 4 == 0 && kTiles <= 16, "32 keep bits per row fragment at most");
+  uint32_t keep = 0;
+#pragma unroll
+  for (int s = 0; s < kTiles / 4; ++s) {
+    PhiloxBits bits = dropout_bits(d, slice, static_cast<uint32_t>(row),
+                                   static_cast<uint32_t>(group0 + 4 * s + (lane & 3)));
+    quad_transpose(bits.v, lane);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t w = bits.v[j];
+      keep |= static_cast<uint32_t>((w & 0xFFFFu) >= d.threshold) << (2 * (4 * s + j));
+      keep |= static_cast<uint32_t>((w >> 16) >= d.threshold) << (2 * (4 * s + j) + 1);
+    }
+  }
+  return keep;
+}
+
+}  // namespace ft::cuda::flash

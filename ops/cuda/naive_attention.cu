@@ -1,0 +1,228 @@
+// Naive attention: cuBLAS strided-batched GEMMs around two row kernels. See naive_attention.h.
+#include "ops/cuda/naive_attention.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cfloat>
+#include <cmath>
+
+#include "core/cuda/check.h"
+#include "core/dropout_mask.h"
+
+namespace ft::cuda {
+namespace {
+
+constexpr int kRowThreads = 256;
+
+template <bool kBF16>
+__device__ __forceinline__ float load16(const void* base, int64_t i) {
+  if constexpr (kBF16) return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+  else return __half2float(static_cast<const __half*>(base)[i]);
+}
+template <bool kBF16>
+__device__ __forceinline__ void store16(void* base, int64_t i, float x) {
+  if constexpr (kBF16) static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(x);
+  else static_cast<__half*>(base)[i] = __float2half_rn(x);
+}
+
+// Block-wide reduction of (max, sum of exp relative to max) pairs.
+__device__ void block_reduce_max_sum(float& m, float& l) {
+  __shared__ float sm[32], sl[32];
+  for (int off = 16; off > 0; off /= 2) {
+    const float om = __shfl_xor_sync(0xffffffffu, m, off), ol = __shfl_xor_sync(0xffffffffu, l, off);
+    const float nm = fmaxf(m, om);
+    l = (m == -INFINITY ? 0.f : l * __expf(m - nm)) + (om == -INFINITY ? 0.f : ol * __expf(om - nm));
+    m = nm;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nwarps = blockDim.x / 32;
+  if (lane == 0) sm[warp] = m, sl[warp] = l;
+  __syncthreads();
+  m = -INFINITY;
+  l = 0.f;
+  for (int w = 0; w < nwarps; ++w) {
+    const float nm = fmaxf(m, sm[w]);
+    l = (m == -INFINITY ? 0.f : l * __expf(m - nm)) + (sm[w] == -INFINITY ? 0.f : sl[w] * __expf(sm[w] - nm));
+    m = nm;
+  }
+}
+
+__device__ float block_reduce_sum(float x) {
+  __shared__ float s[32];
+  for (int off = 16; off > 0; off /= 2) x += __shfl_xor_sync(0xffffffffu, x, off);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nwarps = blockDim.x / 32;
+  if (lane == 0) s[warp] = x;
+  __syncthreads();
+  x = 0.f;
+  for (int w = 0; w < nwarps; ++w) x += s[w];
+  return x;
+}
+
+// One CTA per row (bh, i) of S: masked softmax of scale * S -> P, P o Z, lse. Each thread walks
+// groups of 8 columns, one Philox call per group (the same call flash makes for those columns).
+template <bool kBF16, bool kDropout>
+__global__ void naive_softmax_fwd_kernel(const AttentionParams p, const float* scores, void* probs,
+                                         void* probs_dropped) {
+  const int64_t row_id = blockIdx.x;
+  const int T = p.T, i = static_cast<int>(row_id % T);
+  const int64_t bh = row_id / T;
+  const float* s = scores + row_id * T;
+  const int groups = (T + 7) / 8;
+  float m = -INFINITY, l = 0.f;
+  for (int g = threadIdx.x; g < groups; g += blockDim.x)
+    for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
+      if (!attention_allowed(p, i, j)) continue;
+      const float x = s[j] * p.softmax_scale;
+      const float nm = fmaxf(m, x);
+      l = (m == -INFINITY ? 0.f : l * __expf(m - nm)) + __expf(x - nm);
+      m = nm;
+    }
+  block_reduce_max_sum(m, l);
+  const float inv = l > 0.f ? 1.f / l : 0.f;
+  for (int g = threadIdx.x; g < groups; g += blockDim.x) {
+    PhiloxBits bits{};
+    if constexpr (kDropout) bits = dropout_bits(p.dropout, bh, i, g);
+    for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
+      const float pj = attention_allowed(p, i, j) ? __expf(s[j] * p.softmax_scale - m) * inv : 0.f;
+      store16<kBF16>(probs, row_id * T + j, pj);
+      if constexpr (kDropout)
+        store16<kBF16>(probs_dropped, row_id * T + j,
+                       dropout_keep(bits, j - 8 * g, p.dropout.threshold) ? pj * p.dropout.keep_scale : 0.f);
+    }
+  }
+  if (threadIdx.x == 0) p.lse[row_id] = l > 0.f ? m + logf(l) : -INFINITY;
+}
+
+// One CTA per row: dS = P o (dP o Z - sum_j P dP Z) and P o Z, from dP (fp32) and the saved P.
+template <bool kBF16, bool kDropout>
+__global__ void naive_softmax_bwd_kernel(const AttentionParams p, const float* dprobs,
+                                         const void* probs, void* probs_dropped, void* dscores) {
+  const int64_t row_id = blockIdx.x;
+  const int T = p.T, i = static_cast<int>(row_id % T);
+  const int64_t bh = row_id / T;
+  const float* dp = dprobs + row_id * T;
+  const int groups = (T + 7) / 8;
+  const float keep_scale = kDropout ? p.dropout.keep_scale : 1.f;
+  float dot = 0.f;
+  for (int g = threadIdx.x; g < groups; g += blockDim.x) {
+    PhiloxBits bits{};
+    if constexpr (kDropout) bits = dropout_bits(p.dropout, bh, i, g);
+    for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
+      float z = keep_scale;
+      if constexpr (kDropout) z = dropout_keep(bits, j - 8 * g, p.dropout.threshold) ? keep_scale : 0.f;
+      dot += load16<kBF16>(probs, row_id * T + j) * dp[j] * z;
+    }
+  }
+  dot = block_reduce_sum(dot);
+  for (int g = threadIdx.x; g < groups; g += blockDim.x) {
+    PhiloxBits bits{};
+    if constexpr (kDropout) bits = dropout_bits(p.dropout, bh, i, g);
+    for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
+      float z = keep_scale;
+      if constexpr (kDropout) z = dropout_keep(bits, j - 8 * g, p.dropout.threshold) ? keep_scale : 0.f;
+      const float pj = load16<kBF16>(probs, row_id * T + j);
+      store16<kBF16>(dscores, row_id * T + j, pj * (dp[j] * z - dot));
+      if constexpr (kDropout) store16<kBF16>(probs_dropped, row_id * T + j, pj * z);
+    }
+  }
+}
+
+// C = alpha * op(A) op(B) for each head of batch index b (column-major view, see naive_attention.h).
+struct Operand {
+  const void* ptr;
+  int64_t ld, head_stride;
+  cudaDataType_t type;
+};
+void gemm_heads(cublasHandle_t handle, const AttentionParams& p, cublasOperation_t opa,
+                cublasOperation_t opb, int m, int n, int k, float alpha, Operand a, Operand b,
+                void* c, int64_t ldc, int64_t c_head_stride, cudaDataType_t ctype) {
+  const float beta = 0.f;
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, opa, opb, m, n, k, &alpha, a.ptr, a.type, a.ld,
+                                          a.head_stride, b.ptr, b.type, b.ld, b.head_stride, &beta,
+                                          c, ctype, ldc, c_head_stride, p.H, CUBLAS_COMPUTE_32F,
+                                          CUBLAS_GEMM_DEFAULT));
+}
+
+const char* offset(const void* base, int64_t elements, int elem_bytes) {
+  return static_cast<const char*>(base) + elements * elem_bytes;
+}
+
+}  // namespace
+
+void naive_attention_forward(const AttentionParams& p, const NaiveAttentionBuffers& buf,
+                             cublasHandle_t handle, Stream stream) {
+  const cudaDataType_t dt = p.dtype == AttentionDType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+  const bool dropout = p.dropout.threshold != 0;
+  const int64_t TT = static_cast<int64_t>(p.T) * p.T;
+  CUBLAS_CHECK(cublasSetStream(handle, stream));
+  for (int b = 0; b < p.B; ++b) {  // S = Q K^T (fp32)
+    gemm_heads(handle, p, CUBLAS_OP_T, CUBLAS_OP_N, p.T, p.T, p.D, 1.f,
+               {offset(p.k, b * p.k_batch_stride, 2), p.k_row_stride, p.k_head_stride, dt},
+               {offset(p.q, b * p.q_batch_stride, 2), p.q_row_stride, p.q_head_stride, dt},
+               buf.scores + b * p.H * TT, p.T, TT, CUDA_R_32F);
+  }
+  const unsigned rows = static_cast<unsigned>(static_cast<int64_t>(p.B) * p.H * p.T);
+  auto launch = [&](auto kernel) {
+    kernel<<<rows, kRowThreads, 0, stream>>>(p, buf.scores, buf.probs, buf.probs_dropped);
+    CUDA_CHECK_LAUNCH();
+  };
+  if (p.dtype == AttentionDType::kBF16) {
+    dropout ? launch(naive_softmax_fwd_kernel<true, true>) : launch(naive_softmax_fwd_kernel<true, false>);
+  } else {
+    dropout ? launch(naive_softmax_fwd_kernel<false, true>) : launch(naive_softmax_fwd_kernel<false, false>);
+  }
+  const void* pv = dropout ? buf.probs_dropped : buf.probs;
+  for (int b = 0; b < p.B; ++b) {  // O = (P o Z) V
+    gemm_heads(handle, p, CUBLAS_OP_N, CUBLAS_OP_N, p.D, p.T, p.T, 1.f,
+               {offset(p.v, b * p.v_batch_stride, 2), p.v_row_stride, p.v_head_stride, dt},
+               {offset(pv, b * p.H * TT, 2), p.T, TT, dt},
+               const_cast<char*>(offset(p.o, b * p.o_batch_stride, 2)), p.o_row_stride,
+               p.o_head_stride, dt);
+  }
+}
+
+void naive_attention_backward(const AttentionParams& p, const NaiveAttentionBuffers& buf,
+                              cublasHandle_t handle, Stream stream) {
+  const cudaDataType_t dt = p.dtype == AttentionDType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+  const bool dropout = p.dropout.threshold != 0;
+  const int64_t TT = static_cast<int64_t>(p.T) * p.T;
+  CUBLAS_CHECK(cublasSetStream(handle, stream));
+  for (int b = 0; b < p.B; ++b) {  // dP = dO V^T (fp32)
+    gemm_heads(handle, p, CUBLAS_OP_T, CUBLAS_OP_N, p.T, p.T, p.D, 1.f,
+               {offset(p.v, b * p.v_batch_stride, 2), p.v_row_stride, p.v_head_stride, dt},
+               {offset(p.dout, b * p.do_batch_stride, 2), p.do_row_stride, p.do_head_stride, dt},
+               buf.scores + b * p.H * TT, p.T, TT, CUDA_R_32F);
+  }
+  const unsigned rows = static_cast<unsigned>(static_cast<int64_t>(p.B) * p.H * p.T);
+  auto launch = [&](auto kernel) {
+    kernel<<<rows, kRowThreads, 0, stream>>>(p, buf.scores, buf.probs, buf.probs_dropped, buf.dscores);
+    CUDA_CHECK_LAUNCH();
+  };
+  if (p.dtype == AttentionDType::kBF16) {
+    dropout ? launch(naive_softmax_bwd_kernel<true, true>) : launch(naive_softmax_bwd_kernel<true, false>);
+  } else {
+    dropout ? launch(naive_softmax_bwd_kernel<false, true>) : launch(naive_softmax_bwd_kernel<false, false>);
+  }
+  const void* pz = dropout ? buf.probs_dropped : buf.probs;
+  for (int b = 0; b < p.B; ++b) {
+    const Operand ds{offset(buf.dscores, b * p.H * TT, 2), p.T, TT, dt};
+    // dV = (P o Z)^T dO
+    gemm_heads(handle, p, CUBLAS_OP_N, CUBLAS_OP_T, p.D, p.T, p.T, 1.f,
+               {offset(p.dout, b * p.do_batch_stride, 2), p.do_row_stride, p.do_head_stride, dt},
+               {offset(pz, b * p.H * TT, 2), p.T, TT, dt},
+               const_cast<char*>(offset(p.dv, b * p.dv_batch_stride, 2)), p.dv_row_stride,
+               p.dv_head_stride, dt);
+    // dQ = scale dS K
+    gemm_heads(handle, p, CUBLAS_OP_N, CUBLAS_OP_N, p.D, p.T, p.T, p.softmax_scale,
+               {offset(p.k, b * p.k_batch_stride, 2), p.k_row_stride, p.k_head_stride, dt}, ds,
+               const_cast<char*>(offset(p.dq, b * p.dq_batch_stride, 2)), p.dq_row_stride,
+               p.dq_head_stride, dt);
+    // dK = scale dS^T Q
+    gemm_heads(handle, p, CUBLAS_OP_N, CUBLAS_OP_T, p.D, p.T, p.T, p.softmax_scale,
+               {offset(p.q, b * p.q_batch_stride, 2), p.q_row_stride, p.q_head_stride, dt}, ds,
+               const_cast<char*>(offset(p.dk, b * p.dk_batch_stride, 2)), p.dk_row_stride,
+               p.dk_head_stride, dt);
+  }
+}
+
+}  // namespace ft::cuda

@@ -1,0 +1,201 @@
+// The GPT model end to end: loss at init, float64 gradient check of parameters through the whole
+// model (with and without dropout), flash and naive attention giving the same model, the dropout
+// generator's consumption, the initialisation scheme, and (with a GPU) CUDA against the CPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+
+#include "autograd/gradcheck.h"
+#include "autograd/variable.h"
+#include "nn/gpt.h"
+#include "ops/attention.h"
+#include "tests/test_util.h"
+
+namespace ft::nn {
+namespace {
+
+GPTConfig small_config(int64_t V = 64, int64_t C = 32, int64_t H = 4) {
+  GPTConfig c;
+  c.vocab_size = V;
+  c.max_seq_len = 16;
+  c.n_layers = 2;
+  c.n_heads = H;
+  c.d_model = C;
+  c.d_ff = 4 * C;
+  c.dropout = 0.0;
+  return c;
+}
+
+Tensor random_ids(int64_t B, int64_t T, int64_t V, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(V - 1));
+  std::vector<int32_t> ids(static_cast<size_t>(B * T));
+  for (auto& x : ids) x = dist(rng);
+  return Tensor::from_vector(ids, {B, T});
+}
+
+TEST(Gpt, ForwardShapesAndLossAtInitIsLogV) {
+  const GPTConfig c = small_config();
+  const GPT model(c);
+  const Tensor idx = random_ids(4, 16, c.vocab_size, 1), targets = random_ids(4, 16, c.vocab_size, 2);
+  const GPTOutput out = model.forward(idx, targets);
+  EXPECT_EQ(out.logits.shape(), Shape({4, 16, 64}));
+  EXPECT_EQ(out.loss.numel(), 1);
+  // Logits of std ~ 0.02 * sqrt(C) ~ 0.1: the loss is ln V plus about var / 2.
+  EXPECT_NEAR(out.loss.item(), std::log(64.0), 0.03);
+  EXPECT_FALSE(model.forward(idx).loss.defined());
+}
+
+TEST(Gpt, ForwardRejectsBadInputs) {
+  const GPT model(small_config());
+  EXPECT_THROW(model.forward(random_ids(1, 17, 64, 3)), Error);  // T > max_seq_len
+  EXPECT_THROW(model.forward(Tensor::zeros({1, 4}, DType::I64)), Error);
+  EXPECT_THROW(model.forward(random_ids(1, 4, 64, 3), random_ids(1, 5, 64, 4)), Error);
+}
+
+// Finite differences through the whole model on a few parameters (the tied embedding included, so
+// both its uses are checked). With dropout the generator is reset before each forward: the masks
+// are a function of its state, so every evaluation sees the same ones.
+void gradcheck_model(bool flash, double dropout) {
+  GPTConfig c = small_config(13, 8, 2);
+  c.max_seq_len = 6;
+  c.d_ff = 12;
+  c.dropout = dropout;
+  c.use_flash_attention = flash;
+  c.initializer_range = 0.3;  // larger than GPT-2's, so every path carries a sizeable gradient
+  GPT model(c, 5);
+  model.to(DType::F64);
+  model.train();
+  const Tensor idx = random_ids(2, 5, 13, 6), targets = random_ids(2, 5, 13, 7);
+  const std::vector<std::string> names = {"wte.weight", "wpe.weight", "h.0.attn.c_attn.weight",
+                                          "h.1.attn.c_proj.bias", "h.0.mlp.c_proj.weight", "ln_f.weight"};
+  std::map<std::string, Tensor*> slots;
+  model.for_each_parameter([&](const std::string& name, Tensor& p) { slots[name] = &p; });
+  std::vector<Tensor> inputs;
+  for (const auto& n : names) inputs.push_back(*slots.at(n));
+  const auto fn = [&](const std::vector<Tensor>& in) {
+    for (size_t i = 0; i < names.size(); ++i) *slots.at(names[i]) = in[i];
+    model.generator().set_state({42, 0});
+    return model.forward(idx, targets).loss;
+  };
+  const autograd::GradcheckResult r = autograd::gradcheck(fn, inputs);
+  EXPECT_TRUE(r.ok) << "flash " << flash << " dropout " << dropout << ": " << r.message << " (inputs: wte, wpe, "
+                    << "c_attn.weight, c_proj.bias, mlp.c_proj.weight, ln_f.weight)";
+}
+
+TEST(Gpt, Float64GradcheckWithoutDropout) {
+  gradcheck_model(true, 0.0);
+  gradcheck_model(false, 0.0);
+}
+
+TEST(Gpt, Float64GradcheckWithDropout) { gradcheck_model(true, 0.2); }
+
+struct LossAndGrads {
+  double loss;
+  std::vector<std::pair<std::string, Tensor>> grads;
+};
+
+LossAndGrads run(GPTConfig c, bool flash, DType dtype, double dropout) {
+  c.use_flash_attention = flash;
+  c.dropout = dropout;
+  GPT model(c, 9);
+  model.to(dtype);
+  model.generator().set_state({77, 0});
+  const Tensor idx = random_ids(2, 16, c.vocab_size, 10), targets = random_ids(2, 16, c.vocab_size, 11);
+  const GPTOutput out = model.forward(idx, targets);
+  autograd::backward(out.loss);
+  LossAndGrads r{out.loss.item(), {}};
+  model.for_each_parameter([&](const std::string& n, Tensor& p) { r.grads.emplace_back(n, autograd::grad(p)); });
+  return r;
+}
+
+TEST(Gpt, FlashAndNaiveGiveTheSameModelOnCpu) {
+  // f32 and f64 run the float64 attention reference for both: equal to the bit.
+  for (const double p : {0.0, 0.1}) {
+    const LossAndGrads f = run(small_config(), true, DType::F32, p), n = run(small_config(), false, DType::F32, p);
+    EXPECT_EQ(f.loss, n.loss);
+    for (size_t i = 0; i < f.grads.size(); ++i)
+      EXPECT_EQ(test::max_abs_diff(f.grads[i].second, n.grads[i].second), 0.0) << f.grads[i].first;
+  }
+}
+
+TEST(Gpt, FlashAndNaiveAgreeToBf16RoundingOnCpu) {
+  // bf16 runs the tiled flash algorithm and the low-precision naive, with the same dropout masks.
+  const LossAndGrads f = run(small_config(), true, DType::BF16, 0.1), n = run(small_config(), false, DType::BF16, 0.1);
+  // Measured: loss 7e-6 relative apart, gradients 0.4% to 0.7%; the bounds leave about 3x room.
+  EXPECT_NEAR(f.loss, n.loss, 1e-3 * std::fabs(n.loss));
+  for (size_t i = 0; i < f.grads.size(); ++i)
+    EXPECT_LE(test::rel_error(f.grads[i].second, n.grads[i].second), 2e-2) << f.grads[i].first;
+}
+
+TEST(Gpt, DropoutDrawsFromTheGeneratorOnlyInTraining) {
+  GPTConfig c = small_config();
+  c.dropout = 0.1;
+  GPT model(c);
+  const Tensor idx = random_ids(2, 16, c.vocab_size, 12);
+  model.generator().set_state({1, 0});
+  (void)model.forward(idx);
+  // Embedding dropout, then per block: attention (one offset per batch-head) and two residuals.
+  EXPECT_EQ(model.generator().state().offset, 1 + 2 * (ops::attention_philox_offsets(2, 4) + 2));
+  model.eval();
+  const uint64_t before = model.generator().state().offset;
+  const Tensor a = model.forward(idx).logits, b = model.forward(idx).logits;
+  EXPECT_EQ(model.generator().state().offset, before);
+  EXPECT_EQ(test::max_abs_diff(a, b), 0.0);
+}
+
+TEST(Gpt, InitialisationFollowsGpt2) {
+  GPTConfig c = small_config(64, 64, 4);
+  c.n_layers = 4;
+  const GPT model(c, 3);
+  auto stddev = [](const Tensor& t) {
+    double s = 0;
+    const auto v = t.to_doubles();
+    for (double x : v) s += x * x;
+    return std::sqrt(s / v.size());
+  };
+  EXPECT_NEAR(stddev(model.wte.weight), 0.02, 0.002);
+  EXPECT_NEAR(stddev(model.h[0]->attn.c_attn.weight), 0.02, 0.002);
+  EXPECT_NEAR(stddev(model.h[2]->mlp.c_fc.weight), 0.02, 0.002);
+  const double residual = 0.02 / std::sqrt(2.0 * 4);
+  EXPECT_NEAR(stddev(model.h[1]->attn.c_proj.weight), residual, 0.1 * residual);
+  EXPECT_NEAR(stddev(model.h[3]->mlp.c_proj.weight), residual, 0.1 * residual);
+  EXPECT_EQ(stddev(model.h[0]->attn.c_attn.bias), 0.0);
+  for (double x : model.ln_f.weight.to_doubles()) EXPECT_EQ(x, 1.0);
+  // The same seed gives the same weights; another seed others.
+  EXPECT_EQ(test::max_abs_diff(GPT(c, 3).wpe.weight, model.wpe.weight), 0.0);
+  EXPECT_GT(test::max_abs_diff(GPT(c, 4).wpe.weight, model.wpe.weight), 0.0);
+}
+
+// D = 64 so the CUDA flash kernel takes it; bf16 on both sides (the CPU emulates the kernels'
+// rounding), so the two agree to bf16 noise.
+TEST(GptCuda, MatchesTheCpuInBf16) {
+  FT_REQUIRE_CUDA();
+  for (const bool flash : {true, false}) {
+    GPTConfig c = small_config(64, 128, 2);
+    c.use_flash_attention = flash;
+    c.dropout = 0.1;
+    const Tensor idx = random_ids(2, 16, c.vocab_size, 13), targets = random_ids(2, 16, c.vocab_size, 14);
+    double loss[2];
+    Tensor g[2];
+    for (int on_gpu = 0; on_gpu < 2; ++on_gpu) {
+      GPT model(c, 15);
+      model.to(DType::BF16);
+      const Device dev = on_gpu ? Device::cuda(0) : Device::cpu();
+      model.to(dev);
+      model.generator().set_state({5, 0});
+      const GPTOutput out = model.forward(idx.to(dev), targets.to(dev));
+      autograd::backward(out.loss);
+      loss[on_gpu] = out.loss.item();
+      g[on_gpu] = autograd::grad(model.h[0]->attn.c_attn.weight).to(Device::cpu());
+    }
+    EXPECT_NEAR(loss[1], loss[0], 1e-2 * loss[0]) << "flash " << flash;
+    EXPECT_LE(test::rel_error(g[1], g[0]), 5e-2) << "flash " << flash;
+  }
+}
+
+}  // namespace
+}  // namespace ft::nn

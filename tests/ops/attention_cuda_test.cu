@@ -1,0 +1,322 @@
+// GPU tests of flash and naive attention against the float64 CPU reference.
+// Flash's error in every output is at most 2x naive attention's error in the same precision;
+// flash and naive draw identical dropout masks; the dropped fraction matches p; block-sparse flash
+// equals masked naive; fully masked rows give zeros; flash allocates nothing and its buffers grow
+// linearly in T; dK and dV are bit-reproducible (dQ uses atomics: its spread is measured).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "core/cuda/check.h"
+#include "core/half.h"
+#include "ops/cuda/attention/flash_attention.h"
+#include "ops/cuda/naive_attention.h"
+#include "tests/ops/attention_test_util.h"
+
+namespace ft {
+namespace {
+
+using namespace testing_attention;
+
+bool has_cuda_device() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+#define SKIP_WITHOUT_CUDA() \
+  if (!has_cuda_device()) GTEST_SKIP() << "no CUDA device"
+
+template <class T>
+struct DeviceBuffer {
+  T* ptr = nullptr;
+  size_t n = 0;
+  explicit DeviceBuffer(size_t count) : n(count) {
+    CUDA_CHECK(cudaMalloc(&ptr, std::max<size_t>(count, 1) * sizeof(T)));
+  }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+};
+
+uint16_t to_bits(AttentionDType dt, float x) {
+  return dt == AttentionDType::kBF16 ? float_to_bf16(x).bits : float_to_f16(x).bits;
+}
+float from_bits(AttentionDType dt, uint16_t b) {
+  return dt == AttentionDType::kBF16 ? bf16_to_float(bf16{b}) : f16_to_float(f16{b});
+}
+
+struct CublasHandle {
+  cublasHandle_t h = nullptr;
+  CublasHandle() { CUBLAS_CHECK(cublasCreate(&h)); }
+  ~CublasHandle() { cublasDestroy(h); }
+};
+
+// One case on the device, in the layout training uses: q, k, v are strided views of a fused
+// (B, T, 3, H, D) qkv buffer, dq, dk, dv of a fused dqkv buffer, o and dout contiguous.
+class DeviceAttention {
+ public:
+  DeviceAttention(const AttentionParams& cfg, const AttentionInputs& in)
+      : p_(cfg),
+        n_(static_cast<size_t>(cfg.B) * cfg.T * cfg.H * cfg.D),
+        rows_(static_cast<size_t>(cfg.B) * cfg.H * cfg.T),
+        qkv_(3 * n_), dqkv_(3 * n_), o_(n_), dout_(n_), lse_(rows_), dsum_(rows_),
+        dq_accum_(rows_ * cfg.D) {
+    const int H = cfg.H, D = cfg.D, T = cfg.T;
+    std::vector<uint16_t> qkv(3 * n_), dout(n_);
+    for (int b = 0; b < cfg.B; ++b)
+      for (int t = 0; t < T; ++t)
+        for (int h = 0; h < H; ++h)
+          for (int d = 0; d < D; ++d) {
+            const size_t src = ((static_cast<size_t>(b) * T + t) * H + h) * D + d;
+            const size_t dst = ((static_cast<size_t>(b) * T + t) * 3 * H + h) * D + d;
+            qkv[dst] = to_bits(cfg.dtype, in.q[src]);
+            qkv[dst + H * D] = to_bits(cfg.dtype, in.k[src]);
+            qkv[dst + 2 * H * D] = to_bits(cfg.dtype, in.v[src]);
+            dout[src] = to_bits(cfg.dtype, in.dout[src]);
+          }
+    CUDA_CHECK(cudaMemcpy(qkv_.ptr, qkv.data(), qkv.size() * 2, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dout_.ptr, dout.data(), dout.size() * 2, cudaMemcpyHostToDevice));
+    const int64_t fused_row = 3 * H * D, fused_batch = fused_row * T;
+    const BthdStrides c = contiguous_bthd_strides(T, H, D);
+    p_.q = qkv_.ptr, p_.k = qkv_.ptr + H * D, p_.v = qkv_.ptr + 2 * H * D;
+    p_.dq = dqkv_.ptr, p_.dk = dqkv_.ptr + H * D, p_.dv = dqkv_.ptr + 2 * H * D;
+    for (int64_t* s : {&p_.q_batch_stride, &p_.k_batch_stride, &p_.v_batch_stride,
+                       &p_.dq_batch_stride, &p_.dk_batch_stride, &p_.dv_batch_stride})
+      *s = fused_batch;
+    for (int64_t* s : {&p_.q_row_stride, &p_.k_row_stride, &p_.v_row_stride, &p_.dq_row_stride,
+                       &p_.dk_row_stride, &p_.dv_row_stride})
+      *s = fused_row;
+    for (int64_t* s : {&p_.q_head_stride, &p_.k_head_stride, &p_.v_head_stride,
+                       &p_.dq_head_stride, &p_.dk_head_stride, &p_.dv_head_stride})
+      *s = D;
+    p_.o = o_.ptr, p_.dout = dout_.ptr;
+    p_.o_batch_stride = p_.do_batch_stride = c.batch;
+    p_.o_row_stride = p_.do_row_stride = c.row;
+    p_.o_head_stride = p_.do_head_stride = c.head;
+    p_.lse = lse_.ptr, p_.dsum = dsum_.ptr, p_.dq_accum = dq_accum_.ptr;
+  }
+
+  const AttentionParams& params() const { return p_; }
+
+  Outputs run_flash() {
+    poison();
+    cuda::flash_attention_forward(p_, nullptr);
+    CUDA_CHECK_LAUNCH();
+    cuda::flash_attention_backward(p_, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return download();
+  }
+
+  Outputs run_naive(cublasHandle_t handle) {
+    poison();
+    const size_t mat = static_cast<size_t>(cuda::naive_attention_matrix_elements(p_));
+    DeviceBuffer<float> scores(mat);
+    DeviceBuffer<uint16_t> probs(mat), dropped(mat), ds(mat);
+    const cuda::NaiveAttentionBuffers buf{scores.ptr, probs.ptr, dropped.ptr, ds.ptr};
+    cuda::naive_attention_forward(p_, buf, handle, nullptr);
+    cuda::naive_attention_backward(p_, buf, handle, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return download();
+  }
+
+ private:
+  // NaN-filled outputs: an element a kernel fails to write shows up as NaN.
+  void poison() {
+    CUDA_CHECK(cudaMemset(o_.ptr, 0xFF, n_ * 2));
+    CUDA_CHECK(cudaMemset(dqkv_.ptr, 0xFF, 3 * n_ * 2));
+    CUDA_CHECK(cudaMemset(lse_.ptr, 0xFF, rows_ * 4));
+  }
+
+  Outputs download() const {
+    const int H = p_.H, D = p_.D, T = p_.T;
+    std::vector<uint16_t> o(n_), dqkv(3 * n_);
+    Outputs out{std::vector<float>(n_), std::vector<float>(rows_), std::vector<float>(n_),
+                std::vector<float>(n_), std::vector<float>(n_)};
+    CUDA_CHECK(cudaMemcpy(o.data(), o_.ptr, n_ * 2, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(dqkv.data(), dqkv_.ptr, 3 * n_ * 2, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(out.lse.data(), lse_.ptr, rows_ * 4, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n_; ++i) out.o[i] = from_bits(p_.dtype, o[i]);
+    for (int b = 0; b < p_.B; ++b)
+      for (int t = 0; t < T; ++t)
+        for (int h = 0; h < H; ++h)
+          for (int d = 0; d < D; ++d) {
+            const size_t dst = ((static_cast<size_t>(b) * T + t) * H + h) * D + d;
+            const size_t src = ((static_cast<size_t>(b) * T + t) * 3 * H + h) * D + d;
+            out.dq[dst] = from_bits(p_.dtype, dqkv[src]);
+            out.dk[dst] = from_bits(p_.dtype, dqkv[src + H * D]);
+            out.dv[dst] = from_bits(p_.dtype, dqkv[src + 2 * H * D]);
+          }
+    return out;
+  }
+
+  AttentionParams p_;
+  size_t n_, rows_;
+  DeviceBuffer<uint16_t> qkv_, dqkv_, o_, dout_;
+  DeviceBuffer<float> lse_, dsum_, dq_accum_;
+};
+
+void expect_within_twice_naive(const Outputs& flash, const Outputs& naive, const Reference& ref,
+                               const std::string& name) {
+  const char* names[] = {"o", "dq", "dk", "dv"};
+  const std::vector<float>* f[] = {&flash.o, &flash.dq, &flash.dk, &flash.dv};
+  const std::vector<float>* nv[] = {&naive.o, &naive.dq, &naive.dk, &naive.dv};
+  const std::vector<double>* r[] = {&ref.o, &ref.dq, &ref.dk, &ref.dv};
+  for (int i = 0; i < 4; ++i) {
+    if (identically_zero(*r[i])) {  // T = 1: see attention_cpu_test
+      EXPECT_LE(rms(*f[i]), 0.05) << name << " " << names[i];
+      continue;
+    }
+    const double ef = rel_error(*f[i], *r[i]), en = rel_error(*nv[i], *r[i]);
+    EXPECT_LE(ef, 2 * en + 1e-5) << name << " " << names[i] << ": flash " << ef << " naive " << en;
+    ::testing::Test::RecordProperty(std::string(names[i]) + "_flash_err", std::to_string(ef));
+    ::testing::Test::RecordProperty(std::string(names[i]) + "_naive_err", std::to_string(en));
+  }
+  EXPECT_LE(lse_error(flash.lse, ref.lse), 2e-3) << name << " lse (flash)";
+  EXPECT_LE(lse_error(naive.lse, ref.lse), 2e-3) << name << " lse (naive)";
+}
+
+class FlashCudaVsReference : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(FlashCudaVsReference, WithinTwiceNaiveError) {
+  SKIP_WITHOUT_CUDA();
+  const AttentionCase c = GetParam();
+  const AttentionParams cfg = config_of(c, 777, 3);
+  const AttentionInputs in = make_inputs(c, 100u + c.T + c.D);
+  const Reference ref = reference_of(cfg, in);
+  DeviceAttention dev(cfg, in);
+  CublasHandle cublas;
+  const Outputs flash = dev.run_flash();
+  const Outputs naive = dev.run_naive(cublas.h);
+  expect_within_twice_naive(flash, naive, ref, case_name(c));
+}
+
+std::vector<AttentionCase> cuda_cases() {
+  std::vector<AttentionCase> cases;
+  for (bool causal : {false, true})
+    for (float p : {0.f, 0.1f, 0.5f})
+      for (int T : {1, 17, 64, 127, 1000, 2048})
+        for (int D : {64, 128}) {
+          const int B = T >= 2048 ? 1 : (T >= 1000 ? 2 : 2), H = T >= 1000 ? 1 : 3;
+          cases.push_back({B, T >= 2048 ? 2 : H, T, D, causal, p});
+        }
+  for (float p : {0.f, 0.1f})
+    for (int D : {64, 128}) cases.push_back({2, 2, 333, D, true, p, AttentionDType::kF16});
+  // T > 2048 without dropout takes the forward's 128-row tile (flash_launch.cuh).
+  cases.push_back({1, 1, 3000, 64, true, 0.f});
+  cases.push_back({1, 1, 2500, 64, false, 0.f});
+  // Block-sparse (flash skips tiles, naive masks elements): block sizes below, at and above the tiles.
+  cases.push_back({1, 2, 1000, 64, true, 0.f, AttentionDType::kBF16, 64, 3, 1});
+  cases.push_back({1, 2, 1000, 64, true, 0.1f, AttentionDType::kBF16, 32, 4, 2});
+  cases.push_back({2, 1, 777, 128, true, 0.f, AttentionDType::kBF16, 128, 2, 1});
+  cases.push_back({1, 2, 600, 64, false, 0.f, AttentionDType::kBF16, 16, 5, 3});
+  cases.push_back({1, 1, 1024, 64, true, 0.5f, AttentionDType::kBF16, 256, 1, 1});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaVsReference, ::testing::ValuesIn(cuda_cases()),
+                         [](const auto& info) { return case_name(info.param); });
+
+TEST(FlashCuda, SameMaskAsNaive) {
+  SKIP_WITHOUT_CUDA();
+  const AttentionCase c{2, 3, 300, 64, true, 0.5f};
+  const AttentionInputs in = make_inputs(c, 11);
+  CublasHandle cublas;
+  DeviceAttention same(config_of(c, 99, 5), in), other(config_of(c, 100, 5), in);
+  const Outputs f = same.run_flash(), n = same.run_naive(cublas.h), n_other = other.run_naive(cublas.h);
+  double same_diff = 0, other_diff = 0;
+  for (size_t i = 0; i < f.o.size(); ++i) {
+    same_diff = std::max<double>(same_diff, std::abs(f.o[i] - n.o[i]));
+    other_diff = std::max<double>(other_diff, std::abs(f.o[i] - n_other.o[i]));
+  }
+  // Same (seed, offset): equal up to bf16 rounding of O (|O| < ~2: one ulp ~ 0.008).
+  EXPECT_LT(same_diff, 0.03);
+  EXPECT_GT(other_diff, 10 * same_diff);
+}
+
+TEST(FlashCuda, DroppedFractionWithinBinomialTolerance) {
+  SKIP_WITHOUT_CUDA();
+  // V = identity (T = D = 64): O[i][j] = P o Z [i][j], so zeros of O are the dropped elements.
+  for (float p : {0.1f, 0.5f}) {
+    const AttentionCase c{4, 8, 64, 64, false, p};
+    AttentionInputs in = make_inputs(c, 21);
+    for (int b = 0; b < c.B; ++b)
+      for (int t = 0; t < c.T; ++t)
+        for (int h = 0; h < c.H; ++h)
+          for (int d = 0; d < c.D; ++d)
+            in.v[((static_cast<size_t>(b) * c.T + t) * c.H + h) * c.D + d] = t == d ? 1.f : 0.f;
+    DeviceAttention dev(config_of(c, 2024, 0), in);
+    const Outputs f = dev.run_flash();
+    size_t dropped = 0;
+    for (float x : f.o) dropped += x == 0.f;
+    const double n = static_cast<double>(f.o.size());
+    EXPECT_NEAR(dropped / n, p, 5 * std::sqrt(p * (1 - p) / n)) << "p " << p;
+  }
+}
+
+TEST(FlashCuda, FullyMaskedRowsGiveZerosNotNaN) {
+  SKIP_WITHOUT_CUDA();
+  const AttentionCase c{1, 2, 200, 64, false, 0.1f, AttentionDType::kBF16, 16, 0, 0};
+  DeviceAttention dev(config_of(c), make_inputs(c, 3));
+  const Outputs f = dev.run_flash();
+  for (float x : f.o) ASSERT_EQ(x, 0.f);
+  for (float x : f.lse) ASSERT_TRUE(std::isinf(x) && x < 0);
+  for (const auto* g : {&f.dq, &f.dk, &f.dv})
+    for (float x : *g) ASSERT_EQ(x, 0.f);
+}
+
+TEST(FlashCuda, DkDvBitReproducibleDqSpreadSmall) {
+  SKIP_WITHOUT_CUDA();
+  const AttentionCase c{2, 4, 1000, 64, true, 0.1f};
+  DeviceAttention dev(config_of(c), make_inputs(c, 8));
+  const Outputs a = dev.run_flash(), b = dev.run_flash();
+  EXPECT_EQ(0, std::memcmp(a.dk.data(), b.dk.data(), a.dk.size() * 4));
+  EXPECT_EQ(0, std::memcmp(a.dv.data(), b.dv.data(), a.dv.size() * 4));
+  EXPECT_EQ(0, std::memcmp(a.o.data(), b.o.data(), a.o.size() * 4));
+  double max_diff = 0, max_abs = 0;
+  size_t differing = 0;
+  for (size_t i = 0; i < a.dq.size(); ++i) {
+    max_diff = std::max<double>(max_diff, std::abs(a.dq[i] - b.dq[i]));
+    max_abs = std::max<double>(max_abs, std::abs(a.dq[i]));
+    differing += a.dq[i] != b.dq[i];
+  }
+  RecordProperty("dq_max_run_to_run_diff", std::to_string(max_diff));
+  RecordProperty("dq_elements_differing", std::to_string(differing));
+  std::printf("dq run-to-run: %zu of %zu elements differ, max |diff| %.3g (max |dq| %.3g)\n",
+              differing, a.dq.size(), max_diff, max_abs);
+  EXPECT_LE(max_diff, 0.01 * max_abs);  // fp32 atomics reorder; the bf16 result moves <= 1 ulp
+}
+
+TEST(FlashCuda, MemoryLinearInTAndNoHiddenAllocations) {
+  SKIP_WITHOUT_CUDA();
+  // Flash allocates nothing itself: every byte it touches is a caller buffer whose size is linear
+  // in T (q, k, v, o, dout, dq, dk, dv, lse, dsum, dq_accum). Check both: device free memory does
+  // not move across forward + backward, and the buffer bytes at T = 1k, 4k, 16k scale with T.
+  std::vector<double> bytes;
+  for (int T : {1024, 4096, 16384}) {
+    const AttentionCase c{1, 12, T, 64, true, 0.1f};
+    const AttentionParams cfg = config_of(c);
+    AttentionInputs in;
+    const size_t n = static_cast<size_t>(T) * 12 * 64;
+    in.q = in.k = in.v = in.dout = random_values(n, T, 1.f, c.dtype);
+    size_t free_before = 0, free_after = 0, total = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
+    DeviceAttention dev(cfg, in);
+    size_t free_alloc = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_alloc, &total));
+    dev.run_flash();
+    CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
+    EXPECT_EQ(free_alloc, free_after) << "flash allocated device memory at T " << T;
+    const auto ws = cuda::flash_attention_backward_workspace_floats(dev.params());
+    bytes.push_back(static_cast<double>(n) * 2 * 8 + (ws.dsum_floats + ws.dq_accum_floats + T * 12) * 4.0);
+    std::printf("T %d: flash fwd+bwd buffers %.1f MiB (allocated %.1f MiB)\n", T, bytes.back() / 1048576.0,
+                (free_before - free_alloc) / 1048576.0);
+  }
+  EXPECT_NEAR(bytes[1] / bytes[0], 4.0, 1e-9);
+  EXPECT_NEAR(bytes[2] / bytes[0], 16.0, 1e-9);
+}
+
+}  // namespace
+}  // namespace ft
