@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One device call: build the attention kernels, the GPU + CPU tests and the benchmark library with
+# nvcc directly (no CMake), run the tests, then the benchmark (mode: dev | full | tests).
+# Usage (repo root, on the GPU machine): bench/attention/dev/gpu_dev.sh MODE
+# GoogleTest comes from the machine if it has one, else from build_attn_deps/ (carried).
+set -uo pipefail
+MODE=${1:-dev}
+OUTDIR=${OUT:-/tmp/attn_out}
+mkdir -p "$OUTDIR" build_attn
+nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
+NVCC="nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I. -Xcompiler -fPIC"
+GT_INC=""; GT_LIB="-lgtest -lgtest_main"
+if [ ! -f /usr/include/gtest/gtest.h ] && [ ! -f /usr/local/include/gtest/gtest.h ]; then
+  GT_INC="-Ibuild_attn_deps/include"; GT_LIB="build_attn_deps/lib/libgtest_main.a build_attn_deps/lib/libgtest.a"
+fi
+t0=$(date +%s)
+pids=()
+for f in ops/cuda/attention/flash_fwd_hdim64 ops/cuda/attention/flash_bwd_hdim64 \
+         ops/cuda/attention/flash_fwd_hdim128 ops/cuda/attention/flash_bwd_hdim128 \
+         ops/cuda/attention/flash_attention ops/cuda/naive_attention bench/attention/attention_capi; do
+  o=build_attn/$(basename $f).o
+  ($NVCC -Xptxas -v -c $f.cu -o $o > build_attn/$(basename $f).log 2>&1 || { echo "BUILD FAIL $f"; cat build_attn/$(basename $f).log | grep -v "^ptxas info" | head -30; }) &
+  pids+=($!)
+done
+g++ -O2 -std=c++17 -I. $GT_INC -c ops/cpu/attention_reference.cpp -o build_attn/attention_reference.o &
+nvcc -O2 -std=c++17 -I. $GT_INC -c tests/ops/attention_cuda_test.cu -o build_attn/attention_cuda_test.o &
+g++ -O2 -std=c++17 -I. $GT_INC -c tests/ops/attention_cpu_test.cpp -o build_attn/attention_cpu_test.o &
+wait
+echo "compile: $(( $(date +%s) - t0 )) s"
+grep -h -B1 "spill" build_attn/flash_*.log | grep -E "[1-9][0-9]* bytes spill" | sort | uniq -c | head
+K="build_attn/flash_fwd_hdim64.o build_attn/flash_bwd_hdim64.o build_attn/flash_fwd_hdim128.o build_attn/flash_bwd_hdim128.o build_attn/flash_attention.o build_attn/naive_attention.o"
+g++ -o build_attn/attention_cpu_test build_attn/attention_cpu_test.o build_attn/attention_reference.o $GT_LIB -pthread || echo "LINK FAIL cpu test"
+nvcc -o build_attn/attention_cuda_test build_attn/attention_cuda_test.o build_attn/attention_reference.o $K $GT_LIB -lcublas -Xcompiler -pthread || echo "LINK FAIL cuda test"
+nvcc -shared -o build_attn/libft_attention.so build_attn/attention_capi.o $K -lcublas || echo "LINK FAIL capi"
+
+BENCH="python3 bench/attention/bench_attention.py --lib build_attn/libft_attention.so --out $OUTDIR"
+export PYTHONUNBUFFERED=1
+if [ "$MODE" != "bench" ]; then
+  build_attn/attention_cpu_test --gtest_brief=1 2>&1 | tail -5
+  timeout ${TEST_TIMEOUT:-130} build_attn/attention_cuda_test --gtest_brief=1 --gtest_output=xml:$OUTDIR/attention_cuda_test.xml 2>&1 | tail -40
+fi
+case "$MODE" in
+  dev) timeout ${DEV_TIMEOUT:-70} $BENCH --dev 2>&1 | tee $OUTDIR/dev.log ;;
+  all) timeout ${DEV_TIMEOUT:-70} $BENCH --dev 2>&1 | tee $OUTDIR/dev.log
+       timeout ${FULL_TIMEOUT:-180} $BENCH 2>&1 | tee $OUTDIR/bench.log ;;
+  full|bench) timeout ${FULL_TIMEOUT:-380} $BENCH 2>&1 | tee $OUTDIR/bench.log ;;
+esac
+echo "total: $(( $(date +%s) - t0 )) s"
