@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/device.h"
+#include "core/error.h"
 #include "core/tensor.h"
 
 // Skips the current test, with the reason, on machines without a usable GPU.
@@ -50,6 +52,20 @@ inline double max_abs_diff(const Tensor& a, const Tensor& b) {
   double m = 0;
   for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
   return m;
+}
+
+// Expects fn() to throw an ft::Error whose message starts with `op` (e.g. "[matmul]") and
+// contains every string of `parts` (shapes, dtypes, values the message must name).
+template <class Fn>
+void expect_error(Fn&& fn, const std::string& op, const std::vector<std::string>& parts = {}) {
+  try {
+    fn();
+    ADD_FAILURE() << "no exception; expected one starting with " << op;
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind(op, 0), 0u) << m;
+    for (const auto& p : parts) EXPECT_NE(m.find(p), std::string::npos) << "'" << p << "' not in: " << m;
+  }
 }
 
 }  // namespace ft::test

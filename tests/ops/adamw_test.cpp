@@ -10,6 +10,8 @@
 namespace ft {
 namespace {
 
+using test::expect_error;
+
 using test::randn;
 
 // Independent reference in double, written from PyTorch's AdamW documentation.
@@ -38,18 +40,6 @@ double max_rel(const std::vector<double>& a, const std::vector<double>& b) {
   double e = 0;
   for (size_t i = 0; i < a.size(); ++i) e = std::max(e, std::fabs(a[i] - b[i]) / (std::fabs(b[i]) + 1e-2));
   return e;
-}
-
-template <class Fn>
-void expect_error(Fn&& fn, const std::string& op, const std::vector<std::string>& parts = {}) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception; expected one starting with " << op;
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    EXPECT_EQ(m.rfind(op, 0), 0u) << m;
-    for (const auto& p : parts) EXPECT_NE(m.find(p), std::string::npos) << "'" << p << "' not in: " << m;
-  }
 }
 
 struct Buffers {

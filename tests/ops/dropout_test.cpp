@@ -10,6 +10,8 @@
 namespace ft {
 namespace {
 
+using test::expect_error;
+
 using test::randn_tensor;
 
 // The mask as the spec states it: x viewed as (numel / last_dim, last_dim), slice 0.
@@ -22,18 +24,6 @@ std::vector<bool> reference_mask(const Shape& shape, float p, PhiloxState state)
     for (int64_t c = 0; c < cols; ++c)
       keep.push_back(dropout_keep_at(d, 0, static_cast<uint32_t>(r), static_cast<uint32_t>(c)));
   return keep;
-}
-
-template <class Fn>
-void expect_error(Fn&& fn, const std::string& op, const std::vector<std::string>& parts = {}) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception; expected one starting with " << op;
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    EXPECT_EQ(m.rfind(op, 0), 0u) << m;
-    for (const auto& p : parts) EXPECT_NE(m.find(p), std::string::npos) << "'" << p << "' not in: " << m;
-  }
 }
 
 TEST(Dropout, CpuAppliesTheSpecifiedMaskAndScale) {

@@ -9,6 +9,8 @@
 namespace ft {
 namespace {
 
+using test::expect_error;
+
 using test::randn_tensor;
 
 double naive_norm(const std::vector<Tensor>& ts) {
@@ -16,18 +18,6 @@ double naive_norm(const std::vector<Tensor>& ts) {
   for (const Tensor& t : ts)
     for (double v : t.to_doubles()) s += v * v;
   return std::sqrt(s);
-}
-
-template <class Fn>
-void expect_error(Fn&& fn, const std::string& op, const std::vector<std::string>& parts = {}) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception; expected one starting with " << op;
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    EXPECT_EQ(m.rfind(op, 0), 0u) << m;
-    for (const auto& p : parts) EXPECT_NE(m.find(p), std::string::npos) << "'" << p << "' not in: " << m;
-  }
 }
 
 TEST(GradNorm, CpuMatchesNaiveForOneBufferAndAList) {

@@ -8,6 +8,8 @@
 namespace ft {
 namespace {
 
+using test::expect_error;
+
 using test::randn_tensor;
 using test::rel_error;
 
@@ -58,18 +60,6 @@ Shape stored(int64_t rows, int64_t cols, bool trans) { return trans ? Shape{cols
 
 // Runs `fn` and checks that it throws an ft::Error whose message starts with `op` and holds
 // every string in `parts`.
-template <class Fn>
-void expect_error(Fn&& fn, const std::string& op, const std::vector<std::string>& parts = {}) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception; expected one starting with " << op;
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    EXPECT_EQ(m.rfind(op, 0), 0u) << m;
-    for (const auto& p : parts) EXPECT_NE(m.find(p), std::string::npos) << "'" << p << "' not in: " << m;
-  }
-}
-
 TEST(Matmul, CpuMatchesNaiveForAllTransposesWithBiasAndAlpha) {
   const int64_t m = 7, k = 13, n = 5;
   uint64_t seed = 1;

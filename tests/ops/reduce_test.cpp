@@ -8,6 +8,8 @@
 namespace ft {
 namespace {
 
+using test::expect_error;
+
 using test::randn_tensor;
 using test::rel_error;
 
@@ -25,18 +27,6 @@ std::vector<double> naive_reduce(const Tensor& x, int axis, bool mean) {
   if (mean)
     for (double& d : out) d /= static_cast<double>(r);
   return out;
-}
-
-template <class Fn>
-void expect_error(Fn&& fn, const std::string& op, const std::vector<std::string>& parts = {}) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception; expected one starting with " << op;
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    EXPECT_EQ(m.rfind(op, 0), 0u) << m;
-    for (const auto& p : parts) EXPECT_NE(m.find(p), std::string::npos) << "'" << p << "' not in: " << m;
-  }
 }
 
 TEST(Reduce, CpuMatchesNaiveOnEveryAxis) {
