@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/allocator.h"
+#include "core/counting_allocator.h"
 #include "core/cuda/check.h"
 
 namespace ft {
@@ -132,39 +133,14 @@ class CudaCachingAllocator final : public Allocator {
   MemoryStats stats_;
 };
 
-class PinnedAllocator final : public Allocator {
- public:
-  void* allocate(size_t nbytes) override {
-    if (nbytes == 0) return nullptr;
+class PinnedAllocator final : public CountingAllocator {
+ protected:
+  void* system_allocate(size_t n) override {
     void* p = nullptr;
-    CUDA_CHECK(cudaHostAlloc(&p, nbytes, cudaHostAllocDefault));
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.allocated_bytes += nbytes;
-    stats_.reserved_bytes = stats_.allocated_bytes;
-    stats_.device_allocs++;
-    if (stats_.allocated_bytes > stats_.peak_allocated_bytes)
-      stats_.peak_allocated_bytes = stats_.allocated_bytes;
+    CUDA_CHECK(cudaHostAlloc(&p, n, cudaHostAllocDefault));
     return p;
   }
-  void deallocate(void* ptr, size_t nbytes) override {
-    if (!ptr) return;
-    CUDA_CHECK(cudaFreeHost(ptr));
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.allocated_bytes -= nbytes;
-    stats_.reserved_bytes = stats_.allocated_bytes;
-  }
-  MemoryStats stats() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stats_;
-  }
-  void reset_peak() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.peak_allocated_bytes = stats_.allocated_bytes;
-  }
-
- private:
-  mutable std::mutex mu_;
-  MemoryStats stats_;
+  void system_free(void* p) override { CUDA_CHECK(cudaFreeHost(p)); }
 };
 
 }  // namespace
