@@ -2,9 +2,9 @@
 // baseline — the card's device-to-device copy bandwidth, or a named reference call — printing a
 // table and writing bench/results/ops-<card>.{md,json} (card, date, commit in the header).
 //
-// Each timed iteration starts with a cold L2 (a 256 MiB scratch write between iterations), so
-// tensors smaller than the cache (50-60 MB on Hopper) are not timed from cache. The figure is
-// the median over the iterations.
+// Each timed iteration starts with a cold L2 (a 256 MiB scratch buffer is read between
+// iterations; see l2_flush.cu for why it is read, not written), so tensors smaller than the cache
+// (50-60 MB on Hopper) are not timed from cache. The figure is the median over the iterations.
 //
 // Usage: bench_ops [--out DIR] [--filter SUBSTRING] [--iters N]
 #include <cuda_runtime.h>
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench/ops/bench_registry.h"
+#include "bench/ops/l2_flush.h"
 #include "core/cuda/check.h"
 #include "core/device.h"
 #include "core/tensor.h"
@@ -40,7 +41,8 @@ namespace {
 
 struct Timer {
   cudaStream_t stream;
-  Tensor scratch = Tensor::empty({256 << 20}, DType::U8, Device::cuda());
+  Tensor scratch = Tensor::zeros({256 << 20}, DType::U8, Device::cuda());
+  Tensor sink = Tensor::zeros({1}, DType::I32, Device::cuda());
   cudaEvent_t start{}, stop{};
   explicit Timer(cudaStream_t s) : stream(s) {
     CUDA_CHECK(cudaEventCreate(&start));
@@ -51,7 +53,7 @@ struct Timer {
     for (int i = 0; i < warmup; ++i) fn();
     std::vector<double> ms;
     for (int i = 0; i < iters; ++i) {
-      CUDA_CHECK(cudaMemsetAsync(scratch.data_ptr(), i & 0xff, scratch.nbytes(), stream));
+      flush_l2(scratch.data_ptr(), scratch.nbytes(), sink.data<int32_t>(), stream);
       CUDA_CHECK(cudaEventRecord(start, stream));
       fn();
       CUDA_CHECK(cudaEventRecord(stop, stream));
