@@ -1,7 +1,6 @@
 // What the command line hands to the commands that run a model. cli.cpp parses and checks the
-// flags and the config; these functions do the work. train, eval and sample need the model and
-// the trainer (issue 5): until they land, pending_commands.cpp defines them as placeholders that
-// say so and return 2. Replace that file, keep these signatures.
+// flags and the config; these functions do the work: train_command.cpp, eval_command.cpp and
+// sample_command.cpp.
 #pragma once
 
 #include <cstdint>

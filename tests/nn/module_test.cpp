@@ -145,8 +145,8 @@ TEST(Module, ConfigErrorsNameTheField) {
     EXPECT_NE(std::string(e.what()).find("n_heads = 3 must divide d_model = 8"), std::string::npos) << e.what();
   }
   c = tiny_config();
-  c.activation = MlpActivation::Relu;
-  EXPECT_THROW(GPT model(c), Error);
+  c.activation = MlpActivation::Relu;  // available since ops/relu (tests/train trains one)
+  EXPECT_NO_THROW(GPT model(c));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <sstream>
 
 #include "data/shard.h"
@@ -96,9 +97,13 @@ TEST(Cli, TooLittleDataForOneBatch) {
 
 TEST(Cli, ValidConfigReachesTheTrainer) {
   Fixture f;
-  const CliResult r = run({"train", f.config, "--set", "lr=3e-4"});
-  EXPECT_EQ(r.rc, 2);  // the placeholder until issue 5's trainer
-  EXPECT_NE(r.err.find("issue 5"), std::string::npos);
+  const CliResult r = run({"train", f.config, "--set", "lr=3e-4", "--set", "max_steps=2", "--set", "eval_interval=2",
+                           "--set", "eval_steps=1", "--set", "device=cpu", "--set", "mixed_precision=fp32",
+                           "--set", "gradient_accumulation_steps=1"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("step 2/2 | loss "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step 2 | val loss "), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(f.dir / "run/ckpt-2/model.safetensors"));
   const CliResult dry = run({"train", f.config, "--set=lr=3e-4", "--dry-run"});
   EXPECT_EQ(dry.rc, 0) << dry.err;
   const TrainConfig echoed = parse_config(dry.out, "echo");
@@ -138,12 +143,15 @@ TEST(Cli, HelpAndVersion) {
   EXPECT_EQ(run({"help", "nope"}).rc, 2);
 }
 
-TEST(Cli, EvalAndSampleParseThenWaitForTheModel) {
-  EXPECT_EQ(run({"eval", "--checkpoint", "d", "--data", "x", "--batch-size", "4", "--seq-len", "128"}).rc, 2);
+TEST(Cli, EvalAndSampleParseThenLoadTheCheckpoint) {
+  // The flags parse; the missing checkpoint directory is then a one-line error (exit status 1).
+  const CliResult e = run({"eval", "--checkpoint", "d", "--data", "x", "--batch-size", "4", "--seq-len", "128"});
+  EXPECT_EQ(e.rc, 1);
+  EXPECT_EQ(e.err.rfind("flashtrain: error: d: neither state.json", 0), 0u) << e.err;
   const CliResult s = run({"sample", "--checkpoint", "d", "--prompt", "In the beginning", "--max-new-tokens", "20",
                      "--temperature", "0.8", "--top-k", "40", "--seed", "1"});
-  EXPECT_EQ(s.rc, 2);
-  EXPECT_NE(s.err.find("issue 5"), std::string::npos);
+  EXPECT_EQ(s.rc, 1);
+  EXPECT_EQ(lines(s.err), 1u) << s.err;
 }
 
 TEST(Cli, CompareCommand) {

@@ -1,0 +1,64 @@
+#include "train/inference_model.h"
+
+#include <filesystem>
+#include <map>
+
+#include "autograd/variable.h"
+#include "ops/elementwise.h"
+#include "train/checkpoint.h"
+#include "train/file_util.h"
+#include "train/hf_gpt2_names.h"
+#include "train/model_config.h"
+#include "train/precision.h"
+
+namespace fs = std::filesystem;
+
+namespace ft {
+
+namespace {
+
+TrainConfig config_of(const std::string& dir) {
+  const std::string state = (fs::path(dir) / "state.json").string();
+  if (fs::exists(state)) return config_from_json(Json::parse(read_file_contents(state), state).at("config"), state);
+  const std::string hf = (fs::path(dir) / "config.json").string();
+  FT_CHECK_ARG(fs::exists(hf), dir, ": neither state.json (a flashtrain checkpoint) nor config.json (a Hugging Face GPT-2) is there");
+  const Json j = Json::parse(read_file_contents(hf), hf);
+  const Gpt2Dims d = gpt2_dims_from_hf_config(j, hf);
+  TrainConfig c;
+  c.vocab_size = d.vocab_size;
+  c.max_seq_len = d.n_positions;
+  c.d_model = d.n_embd;
+  c.n_layers = d.n_layer;
+  c.n_heads = d.n_head;
+  c.d_ff = d.n_inner;
+  c.dropout = 0.0;
+  const Json* act = j.find("activation_function");
+  if (act && act->is_string() && act->as_string() == "relu") c.activation = Activation::Relu;
+  return c;
+}
+
+}  // namespace
+
+InferenceModel load_inference_model(const std::string& dir, Device device) {
+  InferenceModel m;
+  m.config = config_of(dir);
+  m.device = device;
+  m.model = std::make_unique<nn::GPT>(gpt_config_from(m.config), m.config.seed);
+  const std::vector<NamedTensor> weights = load_hf_gpt2_weights(dir, Gpt2Dims::from_config(m.config));
+  std::map<std::string, const Tensor*> by_name;
+  for (const NamedTensor& w : weights) by_name[w.name] = &w.tensor;
+  {
+    autograd::NoGradGuard no_grad;
+    m.model->for_each_parameter([&](const std::string& name, Tensor& p) {
+      const auto it = by_name.find(name);
+      FT_CHECK_ARG(it != by_name.end(), dir, ": no weight for '", name, "'");
+      p.copy_(ops::cast(*it->second, p.dtype()));
+    });
+  }
+  m.model->to(device);
+  if (device.is_cuda()) m.model->to(compute_dtype(m.config.mixed_precision));
+  m.model->eval();
+  return m;
+}
+
+}  // namespace ft

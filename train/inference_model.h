@@ -1,0 +1,24 @@
+// A GPT-2 for eval and sampling, built from a checkpoint directory: a flashtrain ckpt-<step>/
+// (its state.json gives the whole config) or any Hugging Face GPT-2 directory (config.json gives
+// the dimensions; the rest of the config keeps its defaults). No arena, no optimizer: the weights
+// are copied into the model's own parameters, and the model is put in eval mode.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "nn/gpt.h"
+#include "train/config.h"
+
+namespace ft {
+
+struct InferenceModel {
+  TrainConfig config;
+  Device device;
+  std::unique_ptr<nn::GPT> model;
+};
+
+// The model computes in f32 on the CPU and in the config's mixed_precision dtype on a GPU.
+InferenceModel load_inference_model(const std::string& dir, Device device);
+
+}  // namespace ft

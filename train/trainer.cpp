@@ -1,0 +1,235 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <ostream>
+
+#include "autograd/variable.h"
+#include "ops/elementwise.h"
+#include "ops/grad_norm.h"
+#include "train/checkpoint.h"
+#include "train/device_batch.h"
+#include "train/device_choice.h"
+#include "train/model_config.h"
+
+namespace ft {
+
+namespace {
+
+LoaderOptions loader_options(const TrainConfig& cfg, const std::vector<std::string>& inputs, const std::string& split,
+                             bool shuffle) {
+  LoaderOptions o;
+  o.inputs = inputs;
+  o.split = split;
+  o.batch_size = cfg.batch_size;
+  o.seq_len = cfg.max_seq_len;
+  o.shuffle = shuffle;
+  o.seed = cfg.seed;
+  o.vocab_size = static_cast<int32_t>(cfg.vocab_size);
+  return o;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
+    : cfg_(cfg),
+      options_(options),
+      device_(resolve_device(cfg.device)),
+      scaler_(cfg.mixed_precision == MixedPrecision::FP16, cfg.loss_scale_init, cfg.loss_scale_growth_interval) {
+  FT_CHECK_ARG(!(options.resume && !options.init_from.empty()), "[trainer] --resume and --init-from exclude each other");
+  model_ = std::make_unique<nn::GPT>(gpt_config_from(cfg), cfg.seed);
+  model_->to(device_);
+  model_->train();
+  arena_ = std::make_unique<ParamArena>(*model_, device_, compute_dtype(cfg.mixed_precision));
+  AdamWConfig ac;
+  ac.beta1 = cfg.betas[0];
+  ac.beta2 = cfg.betas[1];
+  ac.eps = cfg.eps;
+  ac.weight_decay = cfg.weight_decay;
+  ac.max_grad_norm = cfg.grad_clip;
+  optimizer_ = std::make_unique<AdamW>(*arena_, ac);
+
+  train_loader_ = std::make_unique<Loader>(loader_options(cfg, cfg.train_data, "train", cfg.shuffle));
+  if (!cfg.val_data.empty()) val_loader_ = std::make_unique<Loader>(loader_options(cfg, cfg.val_data, "val", false));
+
+  if (cfg.max_steps > 0) {
+    total_steps_ = cfg.max_steps;
+  } else {
+    const int64_t per_epoch = static_cast<int64_t>(train_loader_->steps_per_epoch()) / cfg.gradient_accumulation_steps;
+    FT_CHECK_ARG(per_epoch > 0, "config: train_data holds ", train_loader_->steps_per_epoch(), " batches of batch_size = ",
+                 cfg.batch_size, ", fewer than gradient_accumulation_steps = ", cfg.gradient_accumulation_steps,
+                 ": one optimizer step needs more data (or set max_steps)");
+    total_steps_ = cfg.epochs * per_epoch;
+  }
+  schedule_ = LrSchedule::from_config(cfg, total_steps_);
+
+  if (options.resume) {
+    const auto latest = find_latest_checkpoint(cfg.out_dir);
+    if (!latest) throw Error(str("--resume: ", cfg.out_dir, " holds no complete checkpoint (ckpt-<step>/)"));
+    restore(*latest);
+  } else {
+    if (!options.init_from.empty())
+      arena_->load_master(load_hf_gpt2_weights(options.init_from, Gpt2Dims::from_config(cfg)));
+    // A fresh run replaces checkpoints of its own steps only; warn that older ones stay, since
+    // --resume would pick the newest of them.
+    const auto old = list_checkpoints(cfg.out_dir);
+    if (options.out && !old.empty())
+      *options.out << "flashtrain: note: " << cfg.out_dir << " holds checkpoints of an earlier run (newest: step "
+                   << old.back().first << "); this run starts at step 0 and overwrites them only step by step\n";
+  }
+  // A resumed run drops the metrics the interrupted run wrote after its checkpoint; a fresh run
+  // starts the file over (step 0 keeps nothing of an earlier run's training rows).
+  metrics_ = std::make_unique<MetricsLog>((std::filesystem::path(cfg.out_dir) / "metrics.jsonl").string(), step_);
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::restore(const std::string& dir) {
+  const Checkpoint ckpt = load_checkpoint(dir);
+  arena_->load_master(ckpt.model);
+  optimizer_->load_state(ckpt.optimizer);
+  step_ = ckpt.state.step;
+  model_->generator().set_state(ckpt.state.rng);
+  FT_CHECK_ARG(ckpt.state.data_position.is_string(), dir, "/state.json: data_position must be a string");
+  train_loader_->seek(LoaderPosition::parse(ckpt.state.data_position.as_string()));
+  scaler_.load_json(ckpt.state.loss_scaler);
+  if (options_.out) {
+    *options_.out << "flashtrain: resuming from " << dir << " (step " << step_ << " of " << total_steps_ << ")\n";
+    if (ckpt.config != cfg_)
+      *options_.out << "flashtrain: note: the config differs from the checkpoint's, so the run is not an exact "
+                       "continuation of the interrupted one\n";
+  }
+}
+
+double Trainer::train_step() {
+  const int64_t A = cfg_.gradient_accumulation_steps;
+  arena_->zero_grads();
+  const Tensor loss_sum = Tensor::zeros({1}, DType::F32, device_);  // summed on the device
+  for (int64_t a = 0; a < A; ++a) {
+    const DeviceBatch b = to_device(train_loader_->next(), device_);
+    const nn::GPTOutput out = model_->forward(b.inputs, b.targets, b.tokens());
+    {
+      autograd::NoGradGuard no_grad;
+      ops::add_(loss_sum, ops::cast(out.loss.detach(), DType::F32).reshape({1}));
+    }
+    if (scaler_.enabled())
+      autograd::backward(out.loss, Tensor::full(out.loss.shape(), scaler_.scale(), out.loss.dtype(), device_));
+    else
+      autograd::backward(out.loss);
+  }
+  const double loss = loss_sum.item() / static_cast<double>(A);
+  if (!std::isfinite(loss)) throw Error(stop_message(loss));
+
+  const ops::GradNorm norm = ops::grad_norm(arena_->grads());
+  last_lr_ = schedule_.at(step_);
+  optimizer_->step(last_lr_, step_ + 1, 1.0 / (static_cast<double>(A) * scaler_.scale()), norm.norm);
+  if (scaler_.enabled() && !scaler_.update(norm.nonfinite.item() == 0.0)) ++skipped_steps_;
+  ++step_;
+  return loss;
+}
+
+std::string Trainer::stop_message(double loss) const {
+  const auto ckpts = list_checkpoints(cfg_.out_dir);
+  return str("non-finite training loss (", loss, ") at step ", step_ + 1, " of ", total_steps_,
+             "; the run stops before updating the weights. ",
+             ckpts.empty() ? std::string("No checkpoint was written yet.")
+                           : str("The last good checkpoint is ", ckpts.back().second, " (step ", ckpts.back().first,
+                                 "); lower lr or raise warmup_steps and --resume from it."));
+}
+
+EvalResult Trainer::evaluate() {
+  FT_CHECK_ARG(val_loader_, "[trainer] evaluate needs val_data");
+  return ft::evaluate(*model_, *val_loader_, cfg_.eval_steps, device_);
+}
+
+std::string Trainer::save_checkpoint() {
+  Checkpoint c;
+  c.config = cfg_;
+  c.model = arena_->master_tensors();
+  c.optimizer = optimizer_->state_tensors();
+  c.state.step = step_;
+  c.state.rng = model_->generator().state();
+  c.state.data_position = Json(train_loader_->position().to_string());
+  c.state.loss_scaler = scaler_.to_json();
+  c.state.extra = Json::object({{"tokens_seen", step_ * cfg_.tokens_per_step()}});
+  const std::string path = ft::save_checkpoint(cfg_.out_dir, c);
+  prune_checkpoints(cfg_.out_dir, cfg_.keep_checkpoints);
+  return path;
+}
+
+void Trainer::print_header(std::ostream& out) const {
+  const char* dtype = to_string(cfg_.mixed_precision);
+  out << "flashtrain: GPT-2 " << cfg_.n_layers << "L x " << cfg_.d_model << "C x " << cfg_.n_heads << "H, "
+      << arena_->num_parameters() << " parameters, " << dtype << ", attention "
+      << (cfg_.use_flash_attention ? "flash" : "naive") << ", on " << device_name(device_) << "\n";
+  out << "flashtrain: " << cfg_.batch_size << " x " << cfg_.max_seq_len << " tokens x " << cfg_.gradient_accumulation_steps
+      << " micro-batches = " << cfg_.tokens_per_step() << " tokens per step, " << total_steps_ << " steps ("
+      << train_loader_->steps_per_epoch() << " micro-batches per epoch), out_dir " << cfg_.out_dir << "\n";
+  if (cfg_.compile_model)
+    out << "flashtrain: compile_model: true -- CUDA-graph capture is not implemented yet; running eagerly\n";
+}
+
+TrainSummary Trainer::run() {
+  std::ostream* out = options_.out;
+  if (out) print_header(*out);
+  TrainSummary s;
+  s.start_step = step_;
+  const int64_t end = options_.stop_after >= 0 ? std::min(options_.stop_after, total_steps_) : total_steps_;
+  if (out && step_ >= total_steps_) *out << "flashtrain: all " << total_steps_ << " steps are done already\n";
+
+  const double flops_tok =
+      flops_per_token(arena_->num_parameters(), cfg_.n_layers, cfg_.d_model, cfg_.max_seq_len);
+  const double peak = device_.is_cuda() ? peak_bf16_flops(device_name(device_)) : -1;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto last_log = t0;
+  int64_t last_log_step = step_;
+  while (step_ < end) {
+    const double loss = train_step();
+    s.losses.push_back(loss);
+    const int64_t done = step_;
+    if (done == 1 || done % cfg_.log_interval == 0 || done == total_steps_) {
+      const double dt = seconds_since(last_log);
+      const double tps = dt > 0 ? static_cast<double>((done - last_log_step) * cfg_.tokens_per_step()) / dt : 0;
+      metrics_->log_train(done, loss, last_lr_, tps);
+      if (out) {
+        Progress p;
+        p.step = done;
+        p.total_steps = total_steps_;
+        p.loss = loss;
+        p.lr = last_lr_;
+        p.tokens_per_s = tps;
+        p.mfu = peak > 0 ? tps * flops_tok / peak : -1;
+        p.eta_s = eta_seconds(done - s.start_step, total_steps_ - s.start_step, seconds_since(t0));
+        *out << format_progress(p);
+        if (scaler_.enabled()) *out << " | scale " << scaler_.scale() << " (" << skipped_steps_ << " skipped)";
+        *out << "\n" << std::flush;
+      }
+      last_log = std::chrono::steady_clock::now();
+      last_log_step = done;
+    }
+    if (val_loader_ && cfg_.eval_interval > 0 && (done % cfg_.eval_interval == 0 || done == total_steps_)) {
+      const EvalResult r = evaluate();
+      metrics_->log_eval(done, r.loss);
+      s.val_loss = r.loss;
+      if (out)
+        *out << "step " << done << " | val loss " << std::fixed << std::setprecision(4) << r.loss << " | val ppl "
+             << std::setprecision(2) << r.ppl << std::defaultfloat << std::setprecision(6) << "\n" << std::flush;
+    }
+    if ((cfg_.checkpoint_interval > 0 && done % cfg_.checkpoint_interval == 0) || done == total_steps_) {
+      s.last_checkpoint = save_checkpoint();
+      if (out) *out << "flashtrain: saved " << s.last_checkpoint << "\n" << std::flush;
+    }
+  }
+  s.end_step = step_;
+  s.seconds = seconds_since(t0);
+  s.tokens_per_s = s.seconds > 0 ? static_cast<double>((s.end_step - s.start_step) * cfg_.tokens_per_step()) / s.seconds : 0;
+  return s;
+}
+
+}  // namespace ft
