@@ -1,6 +1,7 @@
 // Where a tensor lives. CUDA devices carry their ordinal.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 
 #include "core/stream.h"
