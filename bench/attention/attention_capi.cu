@@ -3,7 +3,7 @@
 // Build: nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I. -Xcompiler -fPIC -shared
 //        bench/attention/attention_capi.cu ops/cuda/attention/*.cu ops/cuda/naive_attention.cu
 //        -lcublas -o libft_attention.so
-// Variants (flash D = 64 only) are tile shapes kept for tuning; variant 0 is the shipped one.
+// Variants (flash D = 64, bf16 only) are experiments kept for tuning; variant 0 is the shipped one.
 #include <cublas_v2.h>
 
 #include <cstdio>
@@ -22,25 +22,41 @@ using namespace ft::cuda::flash;
 std::string g_error;
 cublasHandle_t g_cublas = nullptr;
 
+// Variants for timing experiments (bf16 only, so the library builds fast). Each is a pair
+// (forward, backward); group = launch-order tokens per head group (flash_launch.cuh).
+template <class Fwd, bool kDropout>
+void fwd_bf16(const AttentionParams& p, cudaStream_t s, int group) {
+  launch_flash_fwd<Fwd, true, kDropout>(p, s, group);
+}
+void fwd_shipped_tiles(const AttentionParams& p, cudaStream_t s, int group) {
+  using C = FlashConfig<64>;
+  if (p.dropout.threshold != 0) return fwd_bf16<C::FwdDropout, true>(p, s, group);
+  if (p.T <= C::kSmallT) return fwd_bf16<C::FwdSmallT, false>(p, s, group);
+  return fwd_bf16<C::Fwd, false>(p, s, group);
+}
+template <class Bwd>
+void bwd_bf16(const AttentionParams& p, cudaStream_t s, int group) {
+  if (p.dropout.threshold != 0) return launch_flash_bwd<Bwd, true, true>(p, s, group);
+  return launch_flash_bwd<Bwd, true, false>(p, s, group);
+}
+
+// 0: shipped. 1: the launch order of the kernels before the head-group order (one head at a
+// time). 2, 3: diagnostics (wrong dQ): no dQ atomics / no dQ phase. Numbers, and the variants
+// tried and removed: bench/attention/NOTES.md.
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
   if (p.D != 64 || variant == 0) {
     forward ? ft::cuda::flash_attention_forward(p, s) : ft::cuda::flash_attention_backward(p, s);
     return;
   }
-  if (forward) {
-    switch (variant) {
-      case 1: return run_flash_fwd_with<FlashFwdTraits<64, 64, 64, 4, 3>>(p, s);
-      case 2: return run_flash_fwd_with<FlashFwdTraits<64, 128, 64, 4, 2>>(p, s);
-      case 3: return run_flash_fwd_with<FlashFwdTraits<64, 64, 64, 4, 4>>(p, s);
-    }
-  } else {
-    switch (variant) {
-      case 1: return run_flash_bwd_with<FlashBwdTraits<64, 16, 64, 4, false, 4, 1>>(p, s);
-      case 2: return run_flash_bwd_with<FlashBwdTraits<64, 32, 64, 4, true, 3, 1>>(p, s);
-      case 3: return run_flash_bwd_with<FlashBwdTraits<64, 16, 128, 4, false, 2, 2>>(p, s);
-    }
+  if (p.dtype != AttentionDType::kBF16) throw Error("variants are built for bf16 only");
+  if (variant < 1 || variant > 3) throw Error(str("unknown variant ", variant));
+  const int group = variant == 1 ? 0 : FlashConfig<64>::kGroupTokens;
+  if (forward) return fwd_shipped_tiles(p, s, group);
+  switch (variant) {
+    case 1: return bwd_bf16<FlashConfig<64>::Bwd>(p, s, group);
+    case 2: return bwd_bf16<FlashBwdTraits<64, 32, 64, 4, false, 3, 1, 1>>(p, s, group);
+    default: return bwd_bf16<FlashBwdTraits<64, 32, 64, 4, false, 3, 1, 2>>(p, s, group);
   }
-  throw Error(str("unknown variant ", variant));
 }
 
 }  // namespace

@@ -193,6 +193,27 @@ def sanity(lib):
               " ".join(f"{e:.2e}" for e in errs))
 
 
+def check_variants(lib, variants, T=1024, B=4):
+    """Each flash variant against variant 0 (same inputs, same dropout mask): relative differences
+    of o, dq, dk, dv. Prints OK below 1e-2 (bf16 rounding; a wrong layout gives O(1))."""
+    qkv, dout = make_inputs(B, T, seed=2)
+    for p in (0.0, 0.1):
+        res = {}
+        for v in [0] + [v for v in variants if v != 0]:
+            impl = Flashtrain(lib, 0, v)
+            impl.setup(qkv, dout, True, p)
+            o, lse, naive = impl.forward()
+            g = impl.backward((o, lse, naive))
+            res[v] = [o.float(), g[:, :, 0].float(), g[:, :, 1].float(), g[:, :, 2].float()]
+        for v, vals in res.items():
+            if v == 0:
+                continue
+            errs = [((a - b).norm() / b.norm()).item() for a, b in zip(vals, res[0])]
+            ok = all(e < 1e-2 for e in errs)  # NaN fails too
+            print(f"check variant={v} p={p} vs 0: o/dq/dk/dv rel diff " +
+                  " ".join(f"{e:.2e}" for e in errs) + (" OK" if ok else " FAIL"), flush=True)
+
+
 def write_outputs(args, card, rows, quiet=True):
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, f"attention-{card}.json"), "w") as fh:
@@ -229,6 +250,9 @@ def main():
     ap.add_argument("--dev", action="store_true", help="time flash tile variants only")
     ap.add_argument("--ts", default="512,1024,2048,4096,8192,16384")
     ap.add_argument("--impls", default=",".join(IMPLS))
+    ap.add_argument("--variants", default="0,1,2,3", help="--dev: flash variants (attention_capi.cu)")
+    ap.add_argument("--dev-ts", default=None, help="--dev: sequence lengths (default 1024,4096)")
+    ap.add_argument("--dev-refs", default="torch_flash,torch_cudnn", help="--dev: torch backends")
     args = ap.parse_args()
     lib = ctypes.CDLL(os.path.abspath(args.lib))
     card = torch.cuda.get_device_name().replace("NVIDIA ", "").split()[0].lower()
@@ -236,17 +260,18 @@ def main():
     sanity(lib)
 
     if args.dev:
-        for T in (1024, 4096):
+        check_variants(lib, [int(v) for v in args.variants.split(",")])
+        for T in [int(t) for t in (args.dev_ts or "1024,4096").split(",")]:
             B = TOKENS // T
             qkv, dout = make_inputs(B, T)
             fl = 4 * B * H * T * T * D / 2
             for p in (0.0, 0.1):
-                for variant in range(4):
+                for variant in [int(v) for v in args.variants.split(",")]:
                     f, b, fb, _ = measure(Flashtrain(lib, 0, variant), qkv, dout, True, p)
                     print(f"dev T={T} p={p} variant={variant}: fwd {f:.3f} ms ({fl/f/1e9:.0f} TF) "
                           f"bwd {b:.3f} ms ({2.5*fl/b/1e9:.0f} TF) fwdbwd {fb:.3f} ms "
                           f"({3.5*fl/fb/1e9:.0f} TF)", flush=True)
-                for name in ("torch_flash", "torch_cudnn"):
+                for name in [n for n in args.dev_refs.split(",") if n]:
                     f, b, fb, _ = measure(IMPLS[name](lib), qkv, dout, True, p)
                     print(f"dev T={T} p={p} {name}: fwd {f:.3f} ms ({fl/f/1e9:.0f} TF) "
                           f"bwd {b:.3f} ms ({2.5*fl/b/1e9:.0f} TF) fwdbwd {fb:.3f} ms "

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: build the attention kernels, the GPU + CPU tests and the benchmark library with
 # nvcc directly (no CMake), run the tests, then the benchmark (mode: dev | full | tests).
-# Usage (repo root, on the GPU machine): bench/attention/dev/gpu_dev.sh MODE
+# Usage (repo root, on the GPU machine): [PROFILE=1] bench/attention/dev/gpu_dev.sh MODE (dev|all|full|bench|tests|none)
 # GoogleTest comes from the machine if it has one, else from build_attn_deps/ (carried).
 set -uo pipefail
 MODE=${1:-dev}
@@ -39,10 +39,26 @@ if [ "$MODE" != "bench" ]; then
   build_attn/attention_cpu_test --gtest_brief=1 2>&1 | tail -5
   timeout ${TEST_TIMEOUT:-130} build_attn/attention_cuda_test --gtest_brief=1 --gtest_output=xml:$OUTDIR/attention_cuda_test.xml 2>&1 | tail -40
 fi
+# PROFILE=1: Nsight Compute on the backward (and forward) kernels of profile_bwd.py, T=4096,
+# p = 0 and 0.1 (clocks left alone); a text report and the SASS of the backward kernel to $OUT.
+if [ "${PROFILE:-0}" = 1 ]; then
+  cuobjdump -sass build_attn/flash_bwd_hdim64.o > $OUTDIR/bwd_sass.txt 2>&1
+  grep -c "HMMA" $OUTDIR/bwd_sass.txt
+  grep -oE "(RED|ATOM|ATOMG|LDSM|STS|LDS|SHFL|MUFU|BAR)[.A-Z0-9_]*" $OUTDIR/bwd_sass.txt | sort | uniq -c | sort -rn | head -20
+  timeout ${PROFILE_TIMEOUT:-90} ncu --clock-control none -k regex:"flash_(bwd|fwd)_kernel" -c 4 \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+    --section InstructionStats --section SourceCounters -o $OUTDIR/prof \
+    python3 bench/attention/dev/profile_bwd.py build_attn/libft_attention.so > $OUTDIR/ncu_run.log 2>&1
+  tail -3 $OUTDIR/ncu_run.log
+  ncu --import $OUTDIR/prof.ncu-rep --page details > $OUTDIR/ncu_details.txt 2>&1
+  grep -E "flash_|Duration|Throughput|Registers Per|Achieved Occupancy|Issued Warp|No Eligible|Stall|Bank" $OUTDIR/ncu_details.txt | head -80
+fi
 case "$MODE" in
-  dev) timeout ${DEV_TIMEOUT:-70} $BENCH --dev 2>&1 | tee $OUTDIR/dev.log ;;
+  dev) timeout ${DEV_TIMEOUT:-70} $BENCH --dev ${DEV_ARGS:-} 2>&1 | tee $OUTDIR/dev.log ;;
   all) timeout ${DEV_TIMEOUT:-70} $BENCH --dev 2>&1 | tee $OUTDIR/dev.log
        timeout ${FULL_TIMEOUT:-180} $BENCH 2>&1 | tee $OUTDIR/bench.log ;;
   full|bench) timeout ${FULL_TIMEOUT:-380} $BENCH 2>&1 | tee $OUTDIR/bench.log ;;
+  none) ;;
 esac
 echo "total: $(( $(date +%s) - t0 )) s"

@@ -28,7 +28,8 @@
 namespace ft::cuda::flash {
 
 template <class Kt, bool kBF16, bool kDropout>
-__global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_bwd_kernel(const AttentionParams p) {
+__global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_bwd_kernel(const AttentionParams p,
+                                                                                  int heads_per_group) {
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
   constexpr int DS = Kt::kDsStride, NT = Kt::kNThreads;
   constexpr float kLog2e = 1.4426950408889634f;
@@ -43,9 +44,12 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_bwd_
   float* sDsum = sLse + 2 * BM;                           // 2 stages x BM
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int n_block = blockIdx.x;
-  const int bh = blockIdx.y, b = bh / p.H, h = bh % p.H;
   const int T = p.T;
+  // Causal: key block 0 sees every query tile, so rank = n_block runs longest first.
+  const BlockOrder order =
+      grouped_block_order(blockIdx.x, (T + BN - 1) / BN, p.B * p.H, heads_per_group);
+  const int n_block = order.rank;
+  const int bh = order.bh, b = bh / p.H, h = bh % p.H;
   const int n0 = n_block * BN, n1 = min(n0 + BN, T);
 
   const uint16_t* q = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
@@ -242,49 +246,51 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_bwd_
       }
     }
 
-  // dS^T -> shared memory, then dQ(tile) = dS K, split over warps as kWarpsM x kWarpsD.
+    // dS^T -> shared memory, then dQ(tile) = dS K, split over warps as kWarpsM x kWarpsD.
+    if constexpr (Kt::kDiag != 2) {  // kDiag 2: no dQ phase (timing only)
 #pragma unroll
-    for (int ni = 0; ni < NTL; ++ni)
+      for (int ni = 0; ni < NTL; ++ni)
 #pragma unroll
-      for (int nb = 0; nb < BM / 8; ++nb)
+        for (int nb = 0; nb < BM / 8; ++nb)
 #pragma unroll
-        for (int half = 0; half < 2; ++half)
-          *reinterpret_cast<uint32_t*>(sdS + (key_row0 + ni * 16 + (lane >> 2) + 8 * half) * DS +
-                                       nb * 8 + 2 * (lane & 3)) =
-              pack2<kBF16>(acc_dp[ni][nb][2 * half], acc_dp[ni][nb][2 * half + 1]);
-    __syncthreads();
-    {
-      constexpr int kCols = Kt::kDqCols;
-      const int wm = warp % Kt::kWarpsM, wd = warp / Kt::kWarpsM;
-      float acc_dq[kCols / 8][4];
+          for (int half = 0; half < 2; ++half)
+            *reinterpret_cast<uint32_t*>(sdS + (key_row0 + ni * 16 + (lane >> 2) + 8 * half) * DS +
+                                         nb * 8 + 2 * (lane & 3)) =
+                pack2<kBF16>(acc_dp[ni][nb][2 * half], acc_dp[ni][nb][2 * half + 1]);
+      __syncthreads();
+      {
+        constexpr int kCols = Kt::kDqCols;
+        const int wm = warp % Kt::kWarpsM, wd = warp / Kt::kWarpsM;
+        float acc_dq[kCols / 8][4];
 #pragma unroll
-      for (int dj = 0; dj < kCols / 8; ++dj)
+        for (int dj = 0; dj < kCols / 8; ++dj)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc_dq[dj][e] = 0.f;
+          for (int e = 0; e < 4; ++e) acc_dq[dj][e] = 0.f;
 #pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        uint32_t a[4];
-        ldmatrix_x4_trans(a, smem_u32(sdS + (kk * 16 + (lane & 7) + (lane >> 4) * 8) * DS +
-                                      wm * 16 + ((lane >> 3) & 1) * 8));
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          uint32_t a[4];
+          ldmatrix_x4_trans(a, smem_u32(sdS + (kk * 16 + (lane & 7) + (lane >> 4) * 8) * DS +
+                                        wm * 16 + ((lane >> 3) & 1) * 8));
 #pragma unroll
-        for (int dj = 0; dj < kCols / 16; ++dj) {
-          uint32_t kb[4];
-          ldmatrix_x4_trans(kb, smem_u32(sK + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * S +
-                                         wd * kCols + dj * 16 + (lane >> 4) * 8));
-          mma_16816<kBF16>(acc_dq[2 * dj], a, kb[0], kb[1]);
-          mma_16816<kBF16>(acc_dq[2 * dj + 1], a, kb[2], kb[3]);
+          for (int dj = 0; dj < kCols / 16; ++dj) {
+            uint32_t kb[4];
+            ldmatrix_x4_trans(kb, smem_u32(sK + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) *
+                                                    S + wd * kCols + dj * 16 + (lane >> 4) * 8));
+            mma_16816<kBF16>(acc_dq[2 * dj], a, kb[0], kb[1]);
+            mma_16816<kBF16>(acc_dq[2 * dj + 1], a, kb[2], kb[3]);
+          }
         }
+#pragma unroll
+        for (int dj = 0; dj < kCols / 8; ++dj)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int row = m0 + wm * 16 + (lane >> 2) + 8 * half;
+            const int col = wd * kCols + dj * 8 + 2 * (lane & 3);
+            if (row < T && (Kt::kDiag == 0 || T < 0))  // kDiag 1: the products stay
+              atomicAdd(reinterpret_cast<float2*>(dq_accum + static_cast<int64_t>(row) * D + col),
+                        make_float2(acc_dq[dj][2 * half], acc_dq[dj][2 * half + 1]));
+          }
       }
-#pragma unroll
-      for (int dj = 0; dj < kCols / 8; ++dj)
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int row = m0 + wm * 16 + (lane >> 2) + 8 * half;
-          const int col = wd * kCols + dj * 8 + 2 * (lane & 3);
-          if (row < T)
-            atomicAdd(reinterpret_cast<float2*>(dq_accum + static_cast<int64_t>(row) * D + col),
-                      make_float2(acc_dq[dj][2 * half], acc_dq[dj][2 * half + 1]));
-        }
     }
     m = mn;
     stage ^= 1;

@@ -27,7 +27,8 @@
 namespace ft::cuda::flash {
 
 template <class Kt, bool kBF16, bool kDropout>
-__global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_kernel(const AttentionParams p) {
+__global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_kernel(const AttentionParams p,
+                                                                                  int heads_per_group) {
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
   constexpr int MT = Kt::kMTiles, NT = Kt::kNThreads;
   constexpr float kLog2e = 1.4426950408889634f;
@@ -38,9 +39,11 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
   uint16_t* sV = sK + 2 * BN * S;                        // 2 stages x BN x S
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int m_block = gridDim.x - 1 - blockIdx.x;  // longest (causal) query blocks start first
-  const int bh = blockIdx.y, b = bh / p.H, h = bh % p.H;
   const int T = p.T;
+  const int m_blocks = (T + BM - 1) / BM;
+  const BlockOrder order = grouped_block_order(blockIdx.x, m_blocks, p.B * p.H, heads_per_group);
+  const int m_block = m_blocks - 1 - order.rank;  // longest (causal) query blocks start first
+  const int bh = order.bh, b = bh / p.H, h = bh % p.H;
   const int m0 = m_block * BM, m1 = min(m0 + BM, T);
   const int warp_row0 = warp * MT * 16;  // first local row of this warp
 

@@ -9,6 +9,24 @@
 
 namespace ft::cuda::flash {
 
+// Launch order of the (block, batch*head) CTAs of a 1-D grid: heads in groups of `group` (the
+// grid's last group may be smaller); inside a group the block rank is the slow index and the head
+// the fast one, so every head's rank-0 block (the longest under a causal mask) starts before any
+// rank-1 block of its group. With group = 1 this is the plain (rank fastest, then head) order; a
+// larger group moves the long blocks of the last heads away from the end of the grid (less tail)
+// while the CTAs in flight still cover only ~group heads (their Q, dO, dQ stay in L2).
+struct BlockOrder {
+  int rank, bh;
+};
+__device__ __forceinline__ BlockOrder grouped_block_order(int linear, int n_ranks, int n_bh,
+                                                          int group) {
+  const int per_group = group * n_ranks;
+  const int g = linear / per_group;
+  const int r = linear - g * per_group;
+  const int gg = min(group, n_bh - g * group);
+  return {r / gg, g * group + r % gg};
+}
+
 // Copies rows [row0, row0 + kRows) (rows >= T become zeros) of one head: `base` points at element
 // (b, 0, h, 0); rows are `row_stride` elements apart, kHeadDim contiguous 16-bit elements each.
 // Issued by all kThreads threads; the caller commits the cp.async group.

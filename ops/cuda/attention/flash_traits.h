@@ -24,9 +24,11 @@ struct FlashFwdTraits {
 
 // Backward: a CTA owns kBlockN keys of one (batch, head), each warp kNTiles x 16 of them (dK and dV
 // rows stay in its registers), and loops over kBlockM-query tiles of Q, dO, lse, D.
+// kDiag (timing experiments only, wrong dQ): 1 skips the dQ atomics, 2 the whole dQ phase.
 template <int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, bool kKVInRegs_,
-          int kMinBlocksPerSm_ = 1, int kNTiles_ = 1>
+          int kMinBlocksPerSm_ = 1, int kNTiles_ = 1, int kDiag_ = 0>
 struct FlashBwdTraits {
+  static constexpr int kDiag = kDiag_;
   static constexpr int kNTiles = kNTiles_;
   static constexpr int kMinBlocksPerSm = kMinBlocksPerSm_;
   static constexpr int kHeadDim = kHeadDim_;

@@ -1,0 +1,23 @@
+"""One flash forward + backward at T=4096 (B=8, H=12, D=64, causal, bf16) for p = 0 and 0.1, for
+Nsight Compute to profile (bench/attention/dev/gpu_dev.sh profile). Usage:
+  python3 bench/attention/dev/profile_bwd.py LIB [T]
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import ctypes  # noqa: E402
+
+import torch  # noqa: E402
+
+import bench_attention as ba  # noqa: E402
+
+lib = ctypes.CDLL(os.path.abspath(sys.argv[1]))
+T = int(sys.argv[2]) if len(sys.argv) > 2 else 4096
+qkv, dout = ba.make_inputs(ba.TOKENS // T, T)
+for p in (0.0, 0.1):
+    impl = ba.Flashtrain(lib, 0)
+    impl.setup(qkv, dout, True, p)
+    impl.backward(impl.forward())
+torch.cuda.synchronize()
+print("profiled T", T)
