@@ -8,14 +8,28 @@
 
 namespace ft {
 
-Device resolve_device(DeviceChoice choice) {
-  switch (choice) {
+std::string cuda_incompatibility(const TrainConfig& cfg) {
+  if (cfg.mixed_precision == MixedPrecision::FP32)
+    return "mixed_precision = fp32 runs on the CPU only (the CUDA attention kernels take bf16 or f16)";
+  const int64_t head_dim = cfg.d_model / cfg.n_heads;
+  if (cfg.use_flash_attention && head_dim != 64 && head_dim != 128)
+    return str("use_flash_attention with head dim d_model / n_heads = ", head_dim,
+               " runs on the CPU only (the CUDA flash kernels take 64 or 128)");
+  return "";
+}
+
+Device resolve_device(const TrainConfig& cfg) {
+  switch (cfg.device) {
     case DeviceChoice::Cpu: return Device::cpu();
-    case DeviceChoice::Auto: return cuda_available() ? Device::cuda(0) : Device::cpu();
-    case DeviceChoice::Cuda:
+    case DeviceChoice::Auto:
+      return cuda_available() && cuda_incompatibility(cfg).empty() ? Device::cuda(0) : Device::cpu();
+    case DeviceChoice::Cuda: {
       if (!cuda_available())
         throw Error("config: device = cuda, but no usable CUDA device was found (use device: auto or cpu)");
+      const std::string why = cuda_incompatibility(cfg);
+      if (!why.empty()) throw Error(str("config: device = cuda, but ", why));
       return Device::cuda(0);
+    }
   }
   throw Error("config: unknown device value");
 }

@@ -8,8 +8,12 @@
 
 namespace ft {
 
-// auto: cuda:0 when ft::cuda_available(), else the CPU. cuda without a usable GPU throws ft::Error.
-Device resolve_device(DeviceChoice choice);
+// Why `cfg`'s model cannot run on a GPU, or "" when it can: the CUDA attention kernels take
+// bf16/f16 (so mixed_precision fp32 is CPU-only for now) and flash takes head dims 64 and 128.
+std::string cuda_incompatibility(const TrainConfig& cfg);
+// cfg.device auto: cuda:0 when a GPU is usable and the config can run there, else the CPU.
+// cuda: cuda:0, or an ft::Error naming why not (no GPU, or cuda_incompatibility). cpu: the CPU.
+Device resolve_device(const TrainConfig& cfg);
 // cudaDeviceProp::name for a CUDA device ("NVIDIA H100 80GB HBM3"); "cpu" for the CPU.
 std::string device_name(Device d);
 

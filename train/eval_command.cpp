@@ -11,7 +11,7 @@
 namespace ft {
 
 int run_eval(const EvalOptions& options, std::ostream& out, std::ostream&) {
-  InferenceModel m = load_inference_model(options.checkpoint, resolve_device(DeviceChoice::Auto));
+  InferenceModel m = load_inference_model(options.checkpoint);
   const int64_t T = options.seq_len > 0 ? options.seq_len : m.config.max_seq_len;
   if (T > m.config.max_seq_len)
     throw Error(str("eval: --seq-len ", T, " exceeds the checkpoint's max_seq_len = ", m.config.max_seq_len));

@@ -6,6 +6,7 @@
 #include "autograd/variable.h"
 #include "ops/elementwise.h"
 #include "train/checkpoint.h"
+#include "train/device_choice.h"
 #include "train/file_util.h"
 #include "train/hf_gpt2_names.h"
 #include "train/model_config.h"
@@ -39,9 +40,10 @@ TrainConfig config_of(const std::string& dir) {
 
 }  // namespace
 
-InferenceModel load_inference_model(const std::string& dir, Device device) {
+InferenceModel load_inference_model(const std::string& dir) {
   InferenceModel m;
   m.config = config_of(dir);
+  const Device device = resolve_device(m.config);
   m.device = device;
   m.model = std::make_unique<nn::GPT>(gpt_config_from(m.config), m.config.seed);
   const std::vector<NamedTensor> weights = load_hf_gpt2_weights(dir, Gpt2Dims::from_config(m.config));

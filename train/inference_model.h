@@ -18,7 +18,8 @@ struct InferenceModel {
   std::unique_ptr<nn::GPT> model;
 };
 
-// The model computes in f32 on the CPU and in the config's mixed_precision dtype on a GPU.
-InferenceModel load_inference_model(const std::string& dir, Device device);
+// The device follows the checkpoint config's `device` (train/device_choice.h). The model computes
+// in f32 on the CPU and in the config's mixed_precision dtype on a GPU.
+InferenceModel load_inference_model(const std::string& dir);
 
 }  // namespace ft

@@ -40,7 +40,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
     : cfg_(cfg),
       options_(options),
-      device_(resolve_device(cfg.device)),
+      device_(resolve_device(cfg)),
       scaler_(cfg.mixed_precision == MixedPrecision::FP16, cfg.loss_scale_init, cfg.loss_scale_growth_interval) {
   FT_CHECK_ARG(!(options.resume && !options.init_from.empty()), "[trainer] --resume and --init-from exclude each other");
   model_ = std::make_unique<nn::GPT>(gpt_config_from(cfg), cfg.seed);

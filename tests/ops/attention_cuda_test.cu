@@ -289,11 +289,13 @@ TEST(FlashCuda, DkDvBitReproducibleDqSpreadSmall) {
   EXPECT_LE(max_diff, 0.01 * max_abs);  // fp32 atomics reorder; the bf16 result moves <= 1 ulp
 }
 
-TEST(FlashCuda, MemoryLinearInTAndNoHiddenAllocations) {
+TEST(FlashCuda, WorkspaceLinearInT) {
   SKIP_WITHOUT_CUDA();
-  // Flash allocates nothing itself: every byte it touches is a caller buffer whose size is linear
-  // in T (q, k, v, o, dout, dq, dk, dv, lse, dsum, dq_accum). Check both: device free memory does
-  // not move across forward + backward, and the buffer bytes at T = 1k, 4k, 16k scale with T.
+  // Every byte flash touches is a caller buffer whose size is linear in T (q, k, v, o, dout, dq,
+  // dk, dv, lse, dsum, dq_accum); the launcher asks for no T x T workspace. The end-to-end check,
+  // through the caching allocator's peak, is AttentionMemoryCuda in attention_memory_test.cpp.
+  // (Device free memory is not compared here: cudaMemGetInfo counts every process on the GPU, so
+  // parallel test processes made such a check flaky.)
   std::vector<double> bytes;
   for (int T : {1024, 4096, 16384}) {
     const AttentionCase c{1, 12, T, 64, true, 0.1f};
@@ -301,18 +303,11 @@ TEST(FlashCuda, MemoryLinearInTAndNoHiddenAllocations) {
     AttentionInputs in;
     const size_t n = static_cast<size_t>(T) * 12 * 64;
     in.q = in.k = in.v = in.dout = random_values(n, T, 1.f, c.dtype);
-    size_t free_before = 0, free_after = 0, total = 0;
-    CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
     DeviceAttention dev(cfg, in);
-    size_t free_alloc = 0;
-    CUDA_CHECK(cudaMemGetInfo(&free_alloc, &total));
     dev.run_flash();
-    CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
-    EXPECT_EQ(free_alloc, free_after) << "flash allocated device memory at T " << T;
     const auto ws = cuda::flash_attention_backward_workspace_floats(dev.params());
     bytes.push_back(static_cast<double>(n) * 2 * 8 + (ws.dsum_floats + ws.dq_accum_floats + T * 12) * 4.0);
-    std::printf("T %d: flash fwd+bwd buffers %.1f MiB (allocated %.1f MiB)\n", T, bytes.back() / 1048576.0,
-                (free_before - free_alloc) / 1048576.0);
+    std::printf("T %d: flash fwd+bwd buffers %.1f MiB\n", T, bytes.back() / 1048576.0);
   }
   EXPECT_NEAR(bytes[1] / bytes[0], 4.0, 1e-9);
   EXPECT_NEAR(bytes[2] / bytes[0], 16.0, 1e-9);

@@ -31,17 +31,22 @@ double mean(const std::vector<double>& v, size_t begin, size_t end) {
   return s / static_cast<double>(end - begin);
 }
 
-void expect_learns(TrainConfig c) {
+// Returns the losses so callers can compare them with another run.
+std::vector<double> expect_learns(TrainConfig c) {
   Trainer t(c);
   const TrainSummary s = t.run();
-  ASSERT_EQ(s.losses.size(), 50u);
+  EXPECT_EQ(s.losses.size(), 50u);
+  if (s.losses.size() != 50u) return s.losses;
   // At init the prediction is near uniform: ln V. The stream is predictable from two tokens
-  // back except at the 1-in-16 run starts, so a model that learnt it is far below ln V.
-  EXPECT_NEAR(s.losses.front(), std::log(static_cast<double>(test::kSynthVocab)), 0.1);
+  // back except at the 1-in-16 run starts, so a model that learnt it is far below ln V. (Tied
+  // embeddings lift the input token's own logit by about |wte row|^2 / |x|, which grows with
+  // d_model: 0.11 above ln V at d_model 128, measured on an H200 -- hence 0.2.)
+  EXPECT_NEAR(s.losses.front(), std::log(static_cast<double>(test::kSynthVocab)), c.d_model > 64 ? 0.2 : 0.1);
   EXPECT_LT(mean(s.losses, 45, 50), 0.6 * mean(s.losses, 0, 5)) << "first " << s.losses.front() << " last "
                                                                  << s.losses.back();
   EXPECT_EQ(t.step(), 50);
   EXPECT_EQ(s.last_checkpoint, c.out_dir + "/ckpt-50");
+  return s.losses;
 }
 
 TEST(Trainer, LossFallsOver50Steps) {
@@ -260,7 +265,7 @@ TEST(Trainer, CheckpointRoundTripsIntoAnIdenticalModel) {
   Trainer t(c);
   const TrainSummary s = t.run();
   ASSERT_FALSE(s.last_checkpoint.empty());
-  InferenceModel m = load_inference_model(s.last_checkpoint, Device::cpu());
+  InferenceModel m = load_inference_model(s.last_checkpoint);  // the config says cpu
   EXPECT_EQ(m.config, c);
   const Tensor idx = Tensor::from_vector(test::synthetic_tokens(32, 9), {2, 16});
   autograd::NoGradGuard no_grad;
@@ -387,7 +392,17 @@ TrainConfig gpu_config(const std::string& dir) {
 TEST(TrainerCuda, LossFallsOver50StepsInBf16) {
   FT_REQUIRE_CUDA();
   test::ScratchDir dir;
-  expect_learns(gpu_config(dir.path()));
+  const std::vector<double> gpu = expect_learns(gpu_config(dir.path()));
+  // The same model, data and init on the CPU in fp32: the first loss (no update yet) agrees to
+  // bf16 rounding of weights and activations.
+  test::ScratchDir cpu_dir;
+  TrainConfig c = gpu_config(cpu_dir.path());
+  c.device = DeviceChoice::Cpu;
+  c.mixed_precision = MixedPrecision::FP32;
+  c.max_steps = 1;
+  const TrainSummary cpu = Trainer(c).run();
+  ASSERT_FALSE(gpu.empty());
+  EXPECT_NEAR(gpu.front(), cpu.losses.front(), 0.01 * cpu.losses.front());
 }
 
 TEST(TrainerCuda, ResumeIsBitExactInBf16) {
