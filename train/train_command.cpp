@@ -2,6 +2,7 @@
 #include <iomanip>
 #include <ostream>
 
+#include "core/allocator.h"
 #include "train/command_options.h"
 #include "train/trainer.h"
 
@@ -18,8 +19,12 @@ int run_train(const TrainOptions& options, const TrainConfig& cfg, std::ostream&
     out << "flashtrain: done: steps " << s.start_step << " -> " << s.end_step << ", loss " << std::fixed
         << std::setprecision(4) << s.losses.front() << " -> " << s.losses.back();
     if (s.val_loss >= 0) out << ", val loss " << s.val_loss;
-    out << std::setprecision(1) << ", " << s.tokens_per_s << " tokens/s, " << s.seconds << " s" << std::defaultfloat
-        << std::setprecision(6) << "\n";
+    out << std::setprecision(1) << ", " << s.tokens_per_s << " tokens/s, " << s.seconds << " s";
+    if (trainer.device().is_cuda()) {  // the caching allocator's peak: what the run needed at most
+      out << ", peak device memory " << cuda_allocator(trainer.device().index).stats().peak_allocated_bytes / 1048576.0
+          << " MiB";
+    }
+    out << std::defaultfloat << std::setprecision(6) << "\n";
   }
   out << "flashtrain: results in " << cfg.out_dir << "/ (metrics.jsonl, ckpt-<step>/)\n";
   return 0;
