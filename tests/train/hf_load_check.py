@@ -17,8 +17,9 @@ from transformers import GPT2LMHeadModel
 
 def main(path: str) -> int:
     model, info = GPT2LMHeadModel.from_pretrained(path, output_loading_info=True)
+    # Newer transformers report these as sets, older ones as lists.
     missing = [k for k in info["missing_keys"] if k != "lm_head.weight"]
-    problems = missing + info["unexpected_keys"] + info["mismatched_keys"] + info["error_msgs"]
+    problems = missing + [str(k) for key in ("unexpected_keys", "mismatched_keys", "error_msgs") for k in info[key]]
     if problems:
         print(f"{path}: from_pretrained reported {problems}", file=sys.stderr)
         return 1
