@@ -9,7 +9,11 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast on shared machines
 steps=${*:-build test bench}
 build=build-gpu
+# .gpu/ (git-ignored, sent with the device tool's carry) holds what the GPU machine cannot fetch:
+# the GPT-2 vocabulary (bpe/) and PCRE2 headers with a static library (pcre2/, from Debian's
+# libpcre2-dev), which that machine's image lacks.
 [ -d .gpu/bpe ] && export FLASHTRAIN_BPE_DIR=$PWD/.gpu/bpe
+[ -d .gpu/pcre2 ] && export PKG_CONFIG_PATH=$PWD/.gpu/pcre2/lib/pkgconfig
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader || true
 
 if [[ " $steps " == *" build "* ]]; then

@@ -11,7 +11,7 @@ if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
 fi
 scripts/fetch_gpt2_bpe.sh
 if [ ! -x build/flashtrain ] || [ -n "$(find core ops autograd nn train data -newer build/flashtrain -print -quit 2>/dev/null)" ]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFT_BUILD_TESTS=OFF -DFT_BUILD_BENCH=OFF
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
   cmake --build build -j "$(nproc)" --target flashtrain
 fi
 if ! ls data/kjv/train_*.bin >/dev/null 2>&1; then
