@@ -10,7 +10,6 @@
 
 #include "data/commands.h"
 #include "train/command_options.h"
-#include "train/compare.h"
 #include "train/config.h"
 
 namespace ft {
@@ -33,8 +32,8 @@ const std::vector<CommandHelp>& commands() {
        "mean loss and perplexity of a checkpoint over token shards"},
       {"sample", "sample --checkpoint DIR --prompt TEXT [--max-new-tokens N] [--temperature T] [--top-k K] [--seed S]",
        "generate text from a checkpoint"},
-      {"compare", "compare RUN_A RUN_B [--tolerance X]",
-       "two runs' losses side by side (run directories or metrics.jsonl files)"},
+      {"compare", "compare CONFIG [--set key=value ...] [--tolerance X]",
+       "train twice, flash and naive attention: report of loss, speed, memory (out_dir/compare/)"},
       {"tokenize", "tokenize [--decode] [--special] [--bpe-dir DIR] [--threads N]",
        "GPT-2 BPE: text on stdin -> ids on stdout (--decode: the reverse)"},
       {"prepare", "prepare (--input PATH... | --corpus kjv) --out DIR [--val-fraction F] [--shard-tokens N]",
@@ -184,20 +183,15 @@ int sample_command(const std::vector<std::string>& args, std::ostream& out, std:
 
 int compare_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const std::string cmd = "compare";
-  const ParsedArgs p = parse_args(cmd, args, {{"--tolerance", true, false}});
-  expect_positional(cmd, p, 2, "two runs (run directories or metrics.jsonl files)");
-  const Comparison c = compare_metrics(read_metrics(p.positional[0]), read_metrics(p.positional[1]));
-  out << format_comparison(c, p.positional[0], p.positional[1]);
-  if (c.rows.empty()) throw Error(str("compare: ", p.positional[0], " and ", p.positional[1], " share no logged step"));
-  if (p.has("--tolerance")) {
-    const double tol = double_flag(cmd, "--tolerance", p.value("--tolerance"), 0.0);
-    const double worst = std::max(c.max_train_diff, c.max_val_diff);
-    if (!(worst <= tol)) {
-      err << "flashtrain: error: compare: the runs differ by " << worst << " > tolerance " << tol << "\n";
-      return 1;
-    }
-  }
-  return 0;
+  const ParsedArgs p = parse_args(cmd, args, {{"--set", true, true}, {"--tolerance", true, false}});
+  expect_positional(cmd, p, 1, "the config file (e.g. configs/tiny.yaml)");
+  CompareOptions o;
+  o.config_path = p.positional[0];
+  if (p.has("--set")) o.overrides = p.flags.at("--set");
+  if (p.has("--tolerance")) o.tolerance = double_flag(cmd, "--tolerance", p.value("--tolerance"), 0.0);
+  const TrainConfig cfg = load_config(o.config_path, o.overrides);
+  validate_data_paths(cfg);
+  return run_compare(o, cfg, out, err);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 //   train CONFIG [--set key=value ...] [--resume | --init-from DIR] [--dry-run]
 //   eval --checkpoint DIR --data PATH [--batch-size B] [--seq-len T]
 //   sample --checkpoint DIR --prompt TEXT [--max-new-tokens N] [--temperature T] [--top-k K] [--seed S]
-//   compare RUN RUN [--tolerance X]        loss curves of two runs side by side (train/compare.h)
+//   compare CONFIG [--set key=value ...] [--tolerance X]   flash vs naive training report (train/compare.h)
 //   tokenize ... / prepare ...             data/commands.h
 //   help | --help | -h,  --version
 //

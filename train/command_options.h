@@ -1,6 +1,6 @@
 // What the command line hands to the commands that run a model. cli.cpp parses and checks the
-// flags and the config; these functions do the work: train_command.cpp, eval_command.cpp and
-// sample_command.cpp.
+// flags and the config; these functions do the work: train_command.cpp, eval_command.cpp,
+// sample_command.cpp and compare.cpp.
 #pragma once
 
 #include <cstdint>
@@ -40,10 +40,22 @@ struct SampleOptions {
   uint64_t seed = 0;
 };
 
+// flashtrain compare CONFIG [--set key=value ...] [--tolerance X]   (train/compare.h)
+struct CompareOptions {
+  std::string config_path;
+  std::vector<std::string> overrides;  // "key=value", applied to both runs
+  double tolerance = -1;               // largest accepted relative loss difference; < 0: by precision
+  // Test hook, not a flag: overrides for the naive run only, to force a difference the check must
+  // catch (tests/train/compare_test.cpp).
+  std::vector<std::string> naive_overrides;
+};
+
 // Each returns the process exit status and reports failures by throwing ft::Error.
 // `cfg` is the loaded, validated config (data paths included).
 int run_train(const TrainOptions& options, const TrainConfig& cfg, std::ostream& out, std::ostream& err);
 int run_eval(const EvalOptions& options, std::ostream& out, std::ostream& err);
 int run_sample(const SampleOptions& options, std::ostream& out, std::ostream& err);
+// 0 when the loss curves agree within the tolerance, 1 (after writing the report) when not.
+int run_compare(const CompareOptions& options, const TrainConfig& cfg, std::ostream& out, std::ostream& err);
 
 }  // namespace ft

@@ -154,20 +154,6 @@ TEST(Cli, EvalAndSampleParseThenLoadTheCheckpoint) {
   EXPECT_EQ(lines(s.err), 1u) << s.err;
 }
 
-TEST(Cli, CompareCommand) {
-  test::ScratchDir dir;
-  test::write_text(dir / "a.jsonl", "{\"step\":1,\"loss\":3.0}\n");
-  test::write_text(dir / "b.jsonl", "{\"step\":1,\"loss\":3.01}\n");
-  const CliResult ok = run({"compare", dir / "a.jsonl", dir / "b.jsonl", "--tolerance", "0.1"});
-  EXPECT_EQ(ok.rc, 0) << ok.err;
-  EXPECT_NE(ok.out.find("max |A - B| loss 1.000e-02 at step 1"), std::string::npos) << ok.out;
-  const CliResult off = run({"compare", dir / "a.jsonl", dir / "b.jsonl", "--tolerance", "0.001"});
-  EXPECT_EQ(off.rc, 1);
-  EXPECT_EQ(lines(off.err), 1u);
-  EXPECT_EQ(run({"compare", dir / "a.jsonl"}).rc, 2);
-  EXPECT_EQ(run({"compare", dir / "a.jsonl", dir / "zzz"}).rc, 1);
-}
-
 TEST(Cli, DataCommandsAreWired) {
   // The data library parses its own flags; an unknown one is its usage error, not ours.
   const CliResult r = run({"tokenize", "--no-such-flag"});

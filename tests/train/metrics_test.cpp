@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "train/compare.h"
 #include "train/metrics.h"
 #include "train_test_util.h"
 
@@ -73,33 +72,6 @@ TEST(Metrics, PeakFlopsByDeviceName) {
   EXPECT_EQ(peak_bf16_flops("NVIDIA H100 PCIe"), 756.0e12);
   EXPECT_EQ(peak_bf16_flops("NVIDIA A100-SXM4-80GB"), 312.0e12);
   EXPECT_EQ(peak_bf16_flops("cpu"), -1);
-}
-
-TEST(Compare, LinesUpCommonSteps) {
-  test::ScratchDir dir;
-  test::write_text(dir / "a.jsonl",
-                   "{\"step\":1,\"loss\":3.0}\n{\"step\":2,\"loss\":2.5}\n{\"step\":2,\"val_loss\":2.6,\"val_ppl\":13.46}\n"
-                   "{\"step\":3,\"loss\":2.0}\n");
-  test::write_text(dir / "b.jsonl", "{\"step\":2,\"loss\":2.25}\n{\"step\":2,\"val_loss\":2.7}\n{\"step\":3,\"loss\":2.0}\n");
-  const Comparison c = compare_metrics(read_metrics(dir / "a.jsonl"), read_metrics(dir / "b.jsonl"));
-  ASSERT_EQ(c.rows.size(), 3u);
-  EXPECT_EQ(c.rows[0].step, 2);
-  EXPECT_FALSE(c.rows[0].val);
-  EXPECT_TRUE(c.rows[1].val);
-  EXPECT_DOUBLE_EQ(c.max_train_diff, 0.25);
-  EXPECT_EQ(c.max_train_step, 2);
-  EXPECT_NEAR(c.max_val_diff, 0.1, 1e-12);
-  const std::string text = format_comparison(c, "a", "b");
-  EXPECT_NE(text.find("max |A - B| loss 2.500e-01 at step 2; val_loss 1.000e-01 at step 2"), std::string::npos) << text;
-}
-
-TEST(Compare, NanIsTheLargestDifference) {
-  test::ScratchDir dir;
-  test::write_text(dir / "a.jsonl", "{\"step\":1,\"loss\":3.0}\n{\"step\":2,\"loss\":null}\n");
-  test::write_text(dir / "b.jsonl", "{\"step\":1,\"loss\":3.5}\n{\"step\":2,\"loss\":2.0}\n");
-  const Comparison c = compare_metrics(read_metrics(dir / "a.jsonl"), read_metrics(dir / "b.jsonl"));
-  EXPECT_TRUE(std::isinf(c.max_train_diff));
-  EXPECT_EQ(c.max_train_step, 2);
 }
 
 }  // namespace
