@@ -14,10 +14,6 @@ namespace {
 
 using Kind = cuda::ActivationKind;
 
-// CPU kernels take f32/f64: half tensors are widened here and results rounded back (for relu the
-// round trip is exact: it only selects values).
-Tensor widen(const Tensor& t) { return is_half(t.dtype()) ? cast(t, DType::F32) : t; }
-
 void check_x(const char* op, const Tensor& x) {
   FT_CHECK_ARG(is_floating(x.dtype()), "[", op, "] x must be floating point, got ", x.dtype());
   FT_CHECK_ARG(!(x.is_cuda() && x.dtype() == DType::F64), "[", op, "] f64 is CPU-only, x is on ", x.device());
@@ -43,7 +39,7 @@ Tensor activation_forward(const char* op, Kind kind, const Tensor& x0) {
   dispatch(
       x.device(),
       [&] {
-        const Tensor xf = widen(x);
+        const Tensor xf = widen_half(x);
         Tensor yf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : y;
         dispatch_cpu_float(xf.dtype(), op, [&](auto tag) {
           using T = decltype(tag);
@@ -74,7 +70,7 @@ Tensor activation_backward(const char* op, Kind kind, const Tensor& dy0, const T
   dispatch(
       x.device(),
       [&] {
-        const Tensor dyf = widen(dy), xf = widen(x);
+        const Tensor dyf = widen_half(dy), xf = widen_half(x);
         Tensor dxf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : dx;
         dispatch_cpu_float(xf.dtype(), op, [&](auto tag) {
           using T = decltype(tag);

@@ -10,9 +10,6 @@ namespace {
 
 DType stat_dtype(DType x) { return x == DType::F64 ? DType::F64 : DType::F32; }
 
-// CPU kernels take f32/f64: half tensors are widened here and results rounded back.
-Tensor widen(const Tensor& t) { return is_half(t.dtype()) ? cast(t, DType::F32) : t; }
-
 // Checks logits (..., V) against targets (...) and returns the targets as contiguous int32.
 Tensor checked_targets(const char* op, const Tensor& logits, const Tensor& targets) {
   FT_CHECK_ARG(logits.dim() >= 1 && logits.size(-1) > 0, "[", op, "] logits need a non-empty last (vocabulary) axis, got shape ",
@@ -52,7 +49,7 @@ CrossEntropyOut cross_entropy_forward(const Tensor& logits0, const Tensor& targe
       dev,
       [&] {
         check_target_range(targets, V, ignore_index);
-        const Tensor lf = widen(logits);
+        const Tensor lf = widen_half(logits);
         dispatch_cpu_float(lf.dtype(), "cross_entropy", [&](auto tag) {
           using T = decltype(tag);
           cpu::cross_entropy_forward<T>(lf.data<T>(), targets.data<int32_t>(), out.loss.data<T>(), out.lse.data<T>(),
@@ -92,7 +89,7 @@ Tensor cross_entropy_backward(const Tensor& dloss0, const Tensor& logits0, const
       dev,
       [&] {
         check_target_range(targets, V, ignore_index);
-        const Tensor lf = widen(logits);
+        const Tensor lf = widen_half(logits);
         Tensor df = is_half(logits.dtype()) ? Tensor::empty(logits.shape(), DType::F32) : dlogits;
         dispatch_cpu_float(lf.dtype(), "cross_entropy_backward", [&](auto tag) {
           using T = decltype(tag);

@@ -27,7 +27,7 @@ Tensor apply(const char* op, const Tensor& x0, float p, PhiloxState state) {
   dispatch(
       x.device(),
       [&] {
-        const Tensor xf = is_half(x.dtype()) ? cast(x, DType::F32) : x;
+        const Tensor xf = widen_half(x);
         Tensor yf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : y;
         dispatch_cpu_float(xf.dtype(), op, [&](auto tag) {
           using T = decltype(tag);

@@ -20,10 +20,6 @@ void check_same_place(const char* op, const Tensor& a, const Tensor& b) {
   FT_CHECK_ARG(a.device() == b.device(), "[", op, "] devices differ: ", a.device(), " and ", b.device());
 }
 
-// Runs a CPU kernel written for float/double on tensors of any floating dtype: half inputs are
-// widened to f32 and the result rounded back, as the CUDA kernels do in registers.
-Tensor on_cpu_float(const Tensor& t) { return is_half(t.dtype()) ? cast(t, DType::F32) : t; }
-
 Tensor binary(const char* op, cpu::BinaryOp cpu_op, cuda::BinaryKind cuda_kind, const Tensor& a0,
               const Tensor& b0) {
   check_same_place(op, a0, b0);
@@ -37,7 +33,7 @@ Tensor binary(const char* op, cpu::BinaryOp cpu_op, cuda::BinaryKind cuda_kind, 
   dispatch(
       a.device(),
       [&] {
-        const Tensor af = on_cpu_float(a), bf = on_cpu_float(b);
+        const Tensor af = widen_half(a), bf = widen_half(b);
         Tensor of = is_half(a.dtype()) ? Tensor::empty(a.shape(), DType::F32) : out;
         dispatch_cpu_float(af.dtype(), op, [&](auto tag) {
           using T = decltype(tag);
@@ -73,7 +69,7 @@ Tensor scale(const Tensor& x0, double alpha) {
   dispatch(
       x.device(),
       [&] {
-        const Tensor xf = on_cpu_float(x);
+        const Tensor xf = widen_half(x);
         Tensor of = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : out;
         dispatch_cpu_float(xf.dtype(), "scale", [&](auto tag) {
           using T = decltype(tag);
@@ -126,6 +122,8 @@ void add_(const Tensor& dst, const Tensor& src0, double alpha) {
         cuda::axpby(p, s);
       });
 }
+
+Tensor widen_half(const Tensor& x) { return is_half(x.dtype()) ? cast(x, DType::F32) : x; }
 
 Tensor cast(const Tensor& x0, DType dtype) {
   if (x0.dtype() == dtype) return x0;

@@ -80,7 +80,7 @@ void embedding_backward_(const Tensor& dweight, const Tensor& dout0, const Tenso
       dweight.device(),
       [&] {
         check_id_range("embedding_backward", ids, V);
-        const Tensor df = is_half(dout.dtype()) ? cast(dout, DType::F32) : dout;
+        const Tensor df = widen_half(dout);
         dispatch_cpu_float(df.dtype(), "embedding_backward", [&](auto tag) {
           using T = decltype(tag);
           cpu::embedding_backward<T>(ids.data<int32_t>(), df.data<T>(), dweight.data<T>(), ids.numel(), C);

@@ -11,9 +11,6 @@ namespace {
 // Statistics and parameter gradients: fp32, or f64 when the whole computation is f64.
 DType stat_dtype(DType x) { return x == DType::F64 ? DType::F64 : DType::F32; }
 
-// CPU kernels take f32/f64: half tensors are widened here and results rounded back.
-Tensor widen(const Tensor& t) { return is_half(t.dtype()) ? cast(t, DType::F32) : t; }
-
 // The checks both directions share: x (..., C) floating, weight (C) of x's dtype, one device.
 int64_t check_x_and_weight(const char* op, const Tensor& x, const Tensor& weight) {
   FT_CHECK_ARG(x.dim() >= 1 && x.size(-1) > 0, "[", op, "] x needs a non-empty last axis, got shape ", x.shape());
@@ -47,7 +44,7 @@ LayerNormOut layernorm_forward(const Tensor& x0, const Tensor& weight0, const Te
   dispatch(
       dev,
       [&] {
-        const Tensor xf = widen(x), wf = widen(weight), bf = widen(bias);
+        const Tensor xf = widen_half(x), wf = widen_half(weight), bf = widen_half(bias);
         Tensor yf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : out.y;
         dispatch_cpu_float(xf.dtype(), "layernorm", [&](auto tag) {
           using T = decltype(tag);
@@ -93,7 +90,7 @@ LayerNormGrads layernorm_backward(const Tensor& dy0, const Tensor& x0, const Ten
   dispatch(
       dev,
       [&] {
-        const Tensor dyf = widen(dy), xf = widen(x), wf = widen(weight);
+        const Tensor dyf = widen_half(dy), xf = widen_half(x), wf = widen_half(weight);
         Tensor dxf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : g.dx;
         dispatch_cpu_float(xf.dtype(), "layernorm_backward", [&](auto tag) {
           using T = decltype(tag);

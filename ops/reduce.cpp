@@ -46,7 +46,7 @@ Tensor reduce(const char* op, const Tensor& x0, int axis0, bool keepdim, bool is
   dispatch(
       x.device(),
       [&] {
-        const Tensor xf = is_half(x.dtype()) ? cast(x, DType::F32) : x;
+        const Tensor xf = widen_half(x);
         Tensor yf = is_half(x.dtype()) ? Tensor::empty(y.shape(), DType::F32) : y;
         dispatch_cpu_float(xf.dtype(), op, [&](auto tag) {
           using T = decltype(tag);
@@ -96,7 +96,7 @@ Tensor reduce_backward(const Tensor& dy0, const Shape& x_shape, int axis0, doubl
   dispatch(
       dy.device(),
       [&] {
-        const Tensor dyf = is_half(dy.dtype()) ? cast(dy, DType::F32) : dy;
+        const Tensor dyf = widen_half(dy);
         Tensor dxf = is_half(dy.dtype()) ? Tensor::empty(x_shape, DType::F32) : dx;
         dispatch_cpu_float(dyf.dtype(), "reduce_backward", [&](auto tag) {
           using T = decltype(tag);

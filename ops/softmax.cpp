@@ -8,9 +8,6 @@
 namespace ft::ops {
 namespace {
 
-// CPU kernels take f32/f64: half tensors are widened here and results rounded back.
-Tensor widen(const Tensor& t) { return is_half(t.dtype()) ? cast(t, DType::F32) : t; }
-
 int64_t check_rows(const char* op, const Tensor& x) {
   FT_CHECK_ARG(x.dim() >= 1 && x.size(-1) > 0, "[", op, "] needs a non-empty last axis, got shape ", x.shape());
   FT_CHECK_ARG(is_floating(x.dtype()), "[", op, "] needs a floating dtype, got ", x.dtype());
@@ -29,7 +26,7 @@ Tensor softmax_forward(const Tensor& x0) {
   dispatch(
       x.device(),
       [&] {
-        const Tensor xf = widen(x);
+        const Tensor xf = widen_half(x);
         Tensor yf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : y;
         dispatch_cpu_float(xf.dtype(), "softmax", [&](auto tag) {
           using T = decltype(tag);
@@ -61,7 +58,7 @@ Tensor softmax_backward(const Tensor& dy0, const Tensor& y0) {
   dispatch(
       y.device(),
       [&] {
-        const Tensor yf = widen(y), dyf = widen(dy);
+        const Tensor yf = widen_half(y), dyf = widen_half(dy);
         Tensor dxf = is_half(y.dtype()) ? Tensor::empty(y.shape(), DType::F32) : dx;
         dispatch_cpu_float(yf.dtype(), "softmax_backward", [&](auto tag) {
           using T = decltype(tag);
