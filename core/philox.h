@@ -55,9 +55,15 @@ FT_HOST_DEVICE PhiloxBits philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, u
 // A position in the random stream: the key (seed) and where along the counter space to start.
 // Stochastic ops take one explicitly; a Generator hands them out and advances `offset` by what
 // each op consumes, so a replay with the same state draws the same bits.
+//
+// offset_base (CUDA graphs, compile_model): when set, a device pointer to a uint64 that CUDA kernels
+// add to `offset` when they run. A captured graph bakes kernel arguments in, so the trainer keeps
+// the generator's running offset in that word and rewrites it before each replay; the masks then
+// advance from replay to replay exactly as in eager mode. CPU code ignores it (it is null there).
 struct PhiloxState {
   uint64_t seed = 0;
   uint64_t offset = 0;
+  const uint64_t* offset_base = nullptr;
 };
 
 }  // namespace ft

@@ -292,6 +292,10 @@ const std::vector<KeySpec>& key_table() {
       FT_INT_KEY(loss_scale_growth_interval, positive_int),
       FT_BOOL_KEY(shuffle),
       FT_INT_KEY(keep_checkpoints, non_negative_int),
+      FT_BOOL_KEY(deterministic),
+      FT_BOOL_KEY(zero1),
+      FT_DOUBLE_KEY(allreduce_bucket_mb, positive_double),
+      FT_DOUBLE_KEY(dist_timeout_s, positive_double),
   };
   return table;
 }

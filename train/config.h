@@ -86,6 +86,14 @@ struct TrainConfig {
   int64_t log_interval = 10;
   int64_t checkpoint_interval = 500;  // 0 = only at the end of the run
   int64_t keep_checkpoints = 3;        // extra: keep the newest N checkpoints; 0 = keep all
+  // extra: bit-identical gradients for identical inputs (flash attention accumulates dQ in a fixed
+  // order instead of by atomics), which is what makes a resumed run repeat the uninterrupted one.
+  bool deterministic = true;
+
+  // ---- data parallel (issue 7; one process per GPU, batch_size is per GPU) ----
+  bool zero1 = false;                 // shard AdamW's state (and the update) across ranks
+  double allreduce_bucket_mb = 25.0;  // gradient all-reduce bucket size, launched during backward
+  double dist_timeout_s = 300.0;      // a rank, NCCL op or rendezvous that takes longer ends the job
   std::string out_dir = "runs/gpt2-small";
 
   int64_t head_dim() const { return d_model / n_heads; }
