@@ -27,12 +27,25 @@ struct DropoutParams {
   uint64_t offset = 0;
   uint32_t threshold = 0;  // keep iff piece >= threshold; 0 keeps everything, 65536 drops all
   float keep_scale = 1.f;  // 1 / (1 - p), applied to kept elements
+  // Graph replay (core/philox.h): a device word added to `offset`. A CUDA kernel calls
+  // resolve_dropout_offset once at its start, before any dropout_bits, so the rest of it sees a
+  // plain offset.
+  const uint64_t* offset_base = nullptr;
 };
+
+// Folds *offset_base into offset (device code; a no-op when offset_base is null).
+FT_HOST_DEVICE void resolve_dropout_offset(DropoutParams& d) {
+  if (d.offset_base != nullptr) {
+    d.offset += *d.offset_base;
+    d.offset_base = nullptr;
+  }
+}
 
 inline DropoutParams make_dropout_params(PhiloxState state, float p) {
   DropoutParams d;
   d.seed = state.seed;
   d.offset = state.offset;
+  d.offset_base = state.offset_base;
   d.threshold = static_cast<uint32_t>(std::lround(static_cast<double>(p) * 65536.0));
   d.keep_scale = p < 1.f ? 1.f / (1.f - p) : 0.f;
   return d;
