@@ -10,6 +10,7 @@
 
 #include "data/commands.h"
 #include "train/command_options.h"
+#include "train/gradients_command.h"
 #include "train/config.h"
 
 namespace ft {
@@ -34,6 +35,8 @@ const std::vector<CommandHelp>& commands() {
        "generate text from a checkpoint"},
       {"compare", "compare CONFIG [--set key=value ...] [--tolerance X]",
        "train twice, flash and naive attention: report of loss, speed, memory (out_dir/compare/)"},
+      {"gradients", "gradients --checkpoint DIR --data PATH --out FILE [--batch-size B] [--seq-len T]",
+       "logits, loss and every parameter gradient of one batch, as safetensors (cross-checks)"},
       {"tokenize", "tokenize [--decode] [--special] [--bpe-dir DIR] [--threads N]",
        "GPT-2 BPE: text on stdin -> ids on stdout (--decode: the reverse)"},
       {"prepare", "prepare (--input PATH... | --corpus kjv) --out DIR [--val-fraction F] [--shard-tokens N]",
@@ -181,6 +184,21 @@ int sample_command(const std::vector<std::string>& args, std::ostream& out, std:
   return run_sample(o, out, err);
 }
 
+int gradients_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const std::string cmd = "gradients";
+  const ParsedArgs p = parse_args(cmd, args, {{"--checkpoint", true, false}, {"--data", true, true}, {"--out", true, false},
+                                              {"--batch-size", true, false}, {"--seq-len", true, false}});
+  expect_positional(cmd, p, 0, "");
+  GradientsOptions o;
+  o.checkpoint = required(cmd, p, "--checkpoint");
+  required(cmd, p, "--data");
+  o.data = p.flags.at("--data");
+  o.out = required(cmd, p, "--out");
+  if (p.has("--batch-size")) o.batch_size = int_flag(cmd, "--batch-size", p.value("--batch-size"), 1);
+  if (p.has("--seq-len")) o.seq_len = int_flag(cmd, "--seq-len", p.value("--seq-len"), 1);
+  return run_gradients(o, out, err);
+}
+
 int compare_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const std::string cmd = "compare";
   const ParsedArgs p = parse_args(cmd, args, {{"--set", true, true}, {"--tolerance", true, false}});
@@ -233,7 +251,7 @@ int cli_main(const std::vector<std::string>& args, std::istream& in, std::ostrea
     // The data commands parse their own flags and report their own errors (data/commands.h).
     if (command == "tokenize") return tokenize_command(rest, in, out, err);
     if (command == "prepare") return prepare_command(rest, out, err);
-    if (command == "train" || command == "eval" || command == "sample" || command == "compare") {
+    if (command == "train" || command == "eval" || command == "sample" || command == "compare" || command == "gradients") {
       if (wants_help(rest)) {
         out << usage_of(command) << "\n";
         return 0;
@@ -241,6 +259,7 @@ int cli_main(const std::vector<std::string>& args, std::istream& in, std::ostrea
       if (command == "train") return train_command(rest, out, err);
       if (command == "eval") return eval_command(rest, out, err);
       if (command == "sample") return sample_command(rest, out, err);
+      if (command == "gradients") return gradients_command(rest, out, err);
       return compare_command(rest, out, err);
     }
     throw UsageError("", str("unknown command '", command, "'"));
