@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, run every test (GPU tests included), run the benchmarks.
 # Logs and result tables go to $OUT (the device tool brings that folder back).
-#   scripts/gpu_check.sh [build] [test] [bench] ...   (default: build test bench)
+#   scripts/gpu_check.sh [build] [test] [bench] [crosscheck] [trainbench]   (default: build test bench)
+# crosscheck: Hugging Face loads our checkpoint; loss, logits and gradients agree (scripts/gpu_cross_check.sh).
+# trainbench: GPT-2-small tokens/s and memory against PyTorch eager and torch.compile (bench/train/).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/flashtrain-gpu-check}
@@ -35,4 +37,11 @@ if [[ " $steps " == *" test "* ]]; then
 fi
 if [[ " $steps " == *" bench "* ]]; then
   FT_COMMIT=${FT_COMMIT:-unknown} ./$build/bench/bench_ops --out "$OUT" 2>&1 | tee "$OUT/bench_ops.log" | tail -40
+fi
+if [[ " $steps " == *" crosscheck "* ]]; then
+  scripts/gpu_cross_check.sh $build "${KJV_DIR:-.gpu/kjv}" 2>&1 | tee "$OUT/crosscheck.log" | tail -12
+  echo "crosscheck rc=${PIPESTATUS[0]}"
+fi
+if [[ " $steps " == *" trainbench "* ]]; then
+  bench/train/train_bench.sh $build "${KJV_DIR:-.gpu/kjv}" "$OUT/trainbench" 2>&1 | tail -30
 fi
