@@ -14,6 +14,7 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& cfg, Generator& gen)
   register_module("c_attn", c_attn);
   register_module("c_proj", c_proj);
   base_opts_.causal = true;
+  base_opts_.deterministic = cfg.deterministic;
   base_opts_.block_size = static_cast<int>(cfg.sparse_block_size);
   base_opts_.window_blocks = static_cast<int>(cfg.sparse_window_blocks);
   base_opts_.global_blocks = static_cast<int>(cfg.sparse_global_blocks);

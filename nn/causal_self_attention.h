@@ -22,7 +22,7 @@ class CausalSelfAttention : public Module {
   int n_heads_;
   double dropout_;
   bool use_flash_;
-  ops::AttentionOptions base_opts_;  // causal and the block-sparse pattern; dropout set per call
+  ops::AttentionOptions base_opts_;  // causal, determinism, the block-sparse pattern; dropout per call
   Generator& gen_;
 };
 

@@ -20,6 +20,9 @@ struct GPTConfig {
   double initializer_range = 0.02;  // std of the normal init; residual projections / sqrt(2 L)
   double layer_norm_eps = 1e-5;
   bool use_flash_attention = true;  // false: the naive (materialised S and P) twin
+  // Bit-identical gradients for identical inputs: flash attention's backward adds dQ in a fixed
+  // order instead of by atomics (ops::AttentionOptions::deterministic; a few % slower on a GPU).
+  bool deterministic = true;
   // Block-sparse causal attention (ops/attention.h): 0 is dense causal. Not the sequence length
   // (TrainConfig::block_size is T): a key block kb is visible from query block qb iff
   // qb - sparse_window_blocks < kb <= qb or kb < sparse_global_blocks.

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "ops/attention_params.h"
 #include "ops/cpu/attention_reference.h"
@@ -223,7 +224,15 @@ void cpu_backward(bool flash, const AttentionParams& cfg, const Tensor& q, const
 
 #if defined(FT_WITH_CUDA)
 void cuda_flash_forward(const AttentionParams& p, Stream s) { cuda::flash_attention_forward(p, s); }
-void cuda_flash_backward(const AttentionParams& p, Stream s) { cuda::flash_attention_backward(p, s); }
+void cuda_flash_backward(const AttentionParams& p, Stream s, bool deterministic, int* dq_semaphore) {
+  cuda::flash_attention_backward(p, s, {deterministic, dq_semaphore});
+}
+// Element counts of the flash backward's dq_accum and dq_semaphore workspaces (0: not used).
+std::pair<int64_t, int64_t> flash_dq_workspace(const AttentionParams& p, bool deterministic) {
+  const cuda::FlashBackwardNeeds needs = cuda::flash_backward_needs(p, deterministic);
+  const cuda::FlashBackwardWorkspace ws = cuda::flash_attention_backward_workspace(p);
+  return {needs.dq_accum ? ws.dq_accum_floats : 0, needs.dq_semaphore ? ws.dq_semaphore_ints : 0};
+}
 void cuda_naive_forward(const AttentionParams& p, const cuda::NaiveAttentionBuffers& buf, Device d, Stream s) {
   cuda::naive_attention_forward(p, buf, cuda::context(d.index).blas, s);
 }
@@ -241,7 +250,8 @@ struct NaiveAttentionBuffers {
 }  // namespace cuda
 [[noreturn]] void no_cuda(const char* op) { throw Error(str("[", op, "] flashtrain was built without CUDA")); }
 void cuda_flash_forward(const AttentionParams&, Stream) { no_cuda("flash_attention_forward"); }
-void cuda_flash_backward(const AttentionParams&, Stream) { no_cuda("flash_attention_backward"); }
+void cuda_flash_backward(const AttentionParams&, Stream, bool, int*) { no_cuda("flash_attention_backward"); }
+std::pair<int64_t, int64_t> flash_dq_workspace(const AttentionParams&, bool) { return {0, 0}; }
 void cuda_naive_forward(const AttentionParams&, const cuda::NaiveAttentionBuffers&, Device, Stream) {
   no_cuda("naive_attention_forward");
 }
@@ -291,11 +301,17 @@ void backward(const char* op, bool flash, const Tensor& q, const Tensor& k, cons
         set_forward_pointers(p, q, k, v, out, lse);
         set_backward_pointers(p, dout, dq, dk, dv);
         if (flash) {
-          const Tensor dsum = Tensor::empty({d.B, d.H, d.T}, DType::F32, q.device());            // (B, H, T)
-          const Tensor dq_accum = Tensor::empty({d.B, d.H, d.T, d.D}, DType::F32, q.device());  // (B, H, T, D)
+          const Tensor dsum = Tensor::empty({d.B, d.H, d.T}, DType::F32, q.device());  // (B, H, T)
           p.dsum = dsum.data<float>();
-          p.dq_accum = dq_accum.data<float>();
-          cuda_flash_backward(p, s);
+          // (B, H, T, D) fp32 dQ sums and (B, H, ceil(T / 32), 4) dQ order counters, each only
+          // where the mode uses it (the deterministic backward without dropout needs neither)
+          const auto [accum_n, semaphore_n] = flash_dq_workspace(p, opts.deterministic);
+          const Tensor dq_accum =
+              accum_n ? Tensor::empty({d.B, d.H, d.T, d.D}, DType::F32, q.device()) : Tensor();
+          const Tensor dq_semaphore = semaphore_n ? Tensor::empty({semaphore_n}, DType::I32, q.device()) : Tensor();
+          p.dq_accum = dq_accum.defined() ? dq_accum.data<float>() : nullptr;
+          cuda_flash_backward(p, s, opts.deterministic,
+                              dq_semaphore.defined() ? dq_semaphore.data<int32_t>() : nullptr);
           return;
         }
         const Shape bhtt{d.B, d.H, d.T, d.T};

@@ -38,6 +38,11 @@ struct AttentionOptions {
   int block_size = 0;
   int window_blocks = 0;  // >= 1 when block_size > 0: every query block sees itself
   int global_blocks = 0;
+  // Flash backward on CUDA: true makes dq bit-identical for identical inputs (the key blocks add
+  // into dQ in one fixed order, waiting on per-tile counters); false adds with fp32 atomics in
+  // arrival order (dq reproducible to rounding only). dk, dv, out and the CPU paths are always
+  // deterministic; naive ignores it. Cost on an H200: bench/attention/NOTES.md.
+  bool deterministic = false;
 };
 
 // Philox offsets one attention call consumes: one per (batch, head) slice.
@@ -54,7 +59,8 @@ AttentionForward flash_attention_forward(const Tensor& q, const Tensor& k, const
                                          const AttentionOptions& opts);
 // Writes the gradients into dq, dk, dv (given, (B, T, H, D), q's dtype; they may be strided slices
 // of one dqkv buffer). out and lse are the forward's; opts must equal the forward's.
-// On CUDA dq is accumulated with fp32 atomics: reproducible to rounding only (dk, dv are exact).
+// On CUDA dq is accumulated with fp32 atomics: reproducible to rounding only unless
+// opts.deterministic (dk, dv are always exact).
 void flash_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                               const Tensor& lse, const Tensor& dout, const AttentionOptions& opts,
                               const Tensor& dq, const Tensor& dk, const Tensor& dv);

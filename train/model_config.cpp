@@ -14,6 +14,7 @@ nn::GPTConfig gpt_config_from(const TrainConfig& cfg) {
   g.activation = cfg.activation == Activation::Relu ? nn::MlpActivation::Relu : nn::MlpActivation::Gelu;
   g.initializer_range = cfg.initializer_range;
   g.use_flash_attention = cfg.use_flash_attention;
+  g.deterministic = cfg.deterministic;
   if (cfg.sparse_window_blocks > 0) {
     g.sparse_block_size = cfg.block_size;
     g.sparse_window_blocks = cfg.sparse_window_blocks;

@@ -10,6 +10,7 @@
 // is what the unfused baseline costs. The backward writes dq, dk, dv straight into the three
 // slices of one dqkv (B, T, 3C) buffer, so no concatenation follows.
 //
+// Determinism: opts (saved whole in the node) carries opts.deterministic to the flash backward.
 // Dropout: with opts.dropout_p > 0 the caller draws opts.philox from its Generator with
 // gen.next(ops::attention_philox_offsets(B, H)).
 #pragma once

@@ -21,6 +21,18 @@ using namespace ft::cuda::flash;
 
 std::string g_error;
 cublasHandle_t g_cublas = nullptr;
+int* g_dq_semaphore = nullptr;  // the deterministic backward's counters, grown on demand
+int64_t g_dq_semaphore_ints = 0;
+
+int* dq_semaphore_for(const AttentionParams& p) {
+  const int64_t need = ft::cuda::flash_attention_backward_workspace(p).dq_semaphore_ints;
+  if (need > g_dq_semaphore_ints) {
+    if (g_dq_semaphore) CUDA_CHECK(cudaFree(g_dq_semaphore));
+    CUDA_CHECK(cudaMalloc(&g_dq_semaphore, need * sizeof(int)));
+    g_dq_semaphore_ints = need;
+  }
+  return g_dq_semaphore;
+}
 
 // Variants for timing experiments (bf16 only, so the library builds fast). Each is a pair
 // (forward, backward); group = launch-order tokens per head group (flash_launch.cuh).
@@ -34,28 +46,43 @@ void fwd_shipped_tiles(const AttentionParams& p, cudaStream_t s, int group) {
   if (p.T <= C::kSmallT) return fwd_bf16<C::FwdSmallT, false>(p, s, group);
   return fwd_bf16<C::Fwd, false>(p, s, group);
 }
-template <class Bwd>
+template <class Bwd, bool kOrderedDq = false>
 void bwd_bf16(const AttentionParams& p, cudaStream_t s, int group) {
-  if (p.dropout.threshold != 0) return launch_flash_bwd<Bwd, true, true>(p, s, group);
-  return launch_flash_bwd<Bwd, true, false>(p, s, group);
+  int* sem = kOrderedDq ? dq_semaphore_for(p) : nullptr;
+  if (p.dropout.threshold != 0) return launch_flash_bwd<Bwd, true, true, kOrderedDq>(p, s, group, sem);
+  return launch_flash_bwd<Bwd, true, false, kOrderedDq>(p, s, group, sem);
+}
+void split_bf16(const AttentionParams& p, cudaStream_t s, int group) {
+  using C = FlashConfig<64>;
+  if (p.dropout.threshold != 0) return launch_flash_bwd_split<C::Bwd, C::BwdDq, true, true>(p, s, group);
+  return launch_flash_bwd_split<C::Bwd, C::BwdDq, true, false>(p, s, group);
 }
 
 // 0: shipped. 1: the launch order of the kernels before the head-group order (one head at a
-// time). 2, 3: diagnostics (wrong dQ): no dQ atomics / no dQ phase. Numbers, and the variants
-// tried and removed: bench/attention/NOTES.md.
+// time). 2, 3: diagnostics (wrong dQ): no dQ atomics / no dQ phase. 4: the shipped deterministic
+// backward (any dtype / head dim). 5, 6: the two deterministic designs at every dropout: 5 the
+// counter-ordered dQ, 6 the split backward (dK/dV kernel without its dQ phase, then
+// flash_bwd_dq_kernel). Numbers, and the variants tried and removed: bench/attention/NOTES.md.
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
+  if (variant == 4) {
+    forward ? ft::cuda::flash_attention_forward(p, s)
+            : ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
+    return;
+  }
   if (p.D != 64 || variant == 0) {
     forward ? ft::cuda::flash_attention_forward(p, s) : ft::cuda::flash_attention_backward(p, s);
     return;
   }
   if (p.dtype != AttentionDType::kBF16) throw Error("variants are built for bf16 only");
-  if (variant < 1 || variant > 3) throw Error(str("unknown variant ", variant));
+  if (variant < 1 || variant > 6) throw Error(str("unknown variant ", variant));
   const int group = variant == 1 ? 0 : FlashConfig<64>::kGroupTokens;
   if (forward) return fwd_shipped_tiles(p, s, group);
   switch (variant) {
     case 1: return bwd_bf16<FlashConfig<64>::Bwd>(p, s, group);
     case 2: return bwd_bf16<FlashBwdTraits<64, 32, 64, 4, false, 3, 1, 1>>(p, s, group);
-    default: return bwd_bf16<FlashBwdTraits<64, 32, 64, 4, false, 3, 1, 2>>(p, s, group);
+    case 3: return bwd_bf16<FlashBwdTraits<64, 32, 64, 4, false, 3, 1, 2>>(p, s, group);
+    case 5: return bwd_bf16<FlashConfig<64>::Bwd, true>(p, s, group);
+    default: return split_bf16(p, s, group);
   }
 }
 

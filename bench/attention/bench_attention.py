@@ -13,6 +13,7 @@ fwd_tflops, fwdbwd_tflops, peak_mib}) and <out>/attention-<card>.md.
 """
 import argparse
 import ctypes
+import datetime
 import json
 import math
 import os
@@ -156,6 +157,8 @@ def measure(impl, qkv, dout, causal, p):
 
 IMPLS = {
     "flashtrain_flash": lambda lib: Flashtrain(lib, 0),
+    # The deterministic backward (fixed dQ order; what training uses by default): variant 4.
+    "flashtrain_flash_det": lambda lib: Flashtrain(lib, 0, 4),
     "flashtrain_naive": lambda lib: Flashtrain(lib, 1),
     "torch_flash": lambda lib: TorchSdpa(SDPBackend.FLASH_ATTENTION),
     "torch_cudnn": lambda lib: TorchSdpa(SDPBackend.CUDNN_ATTENTION),
@@ -218,9 +221,10 @@ def write_outputs(args, card, rows, quiet=True):
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, f"attention-{card}.json"), "w") as fh:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                   "rows": rows}, fh, indent=1)
+                   "date": args.date, "commit": args.commit, "rows": rows}, fh, indent=1)
     lines = [f"# Attention benchmark on {torch.cuda.get_device_name()} (torch {torch.__version__})",
-             "", "bf16, D=64, H=12, causal, B*T=32768. TF = TFLOP/s (fwd 4BHT^2D/2, bwd 2.5x). "
+             "", f"Date {args.date}, commit {args.commit}. flashtrain_flash_det is our deterministic "
+             "backward (bit-identical dq; what training uses by default).", "", "bf16, D=64, H=12, causal, B*T=32768. TF = TFLOP/s (fwd 4BHT^2D/2, bwd 2.5x). "
              "Ratio = fwd+bwd time of torch_flash / ours (>1: we are faster).", "",
              "| T | p | impl | fwd ms | bwd ms | fwd+bwd ms | fwd TF | fwd+bwd TF | peak MiB | vs torch_flash |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -244,16 +248,22 @@ def fmt(x, spec):
 
 
 def main():
+    global BUDGET_MS
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--dev", action="store_true", help="time flash tile variants only")
     ap.add_argument("--ts", default="512,1024,2048,4096,8192,16384")
     ap.add_argument("--impls", default=",".join(IMPLS))
-    ap.add_argument("--variants", default="0,1,2,3", help="--dev: flash variants (attention_capi.cu)")
+    ap.add_argument("--variants", default="0,4", help="--dev: flash variants (attention_capi.cu)")
     ap.add_argument("--dev-ts", default=None, help="--dev: sequence lengths (default 1024,4096)")
     ap.add_argument("--dev-refs", default="torch_flash,torch_cudnn", help="--dev: torch backends")
+    ap.add_argument("--commit", default=os.environ.get("FT_COMMIT", "unknown"),
+                    help="the source version measured (recorded in the outputs)")
+    ap.add_argument("--budget-ms", type=float, default=BUDGET_MS, help="timing budget per measurement")
     args = ap.parse_args()
+    BUDGET_MS = args.budget_ms
+    args.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lib = ctypes.CDLL(os.path.abspath(args.lib))
     card = torch.cuda.get_device_name().replace("NVIDIA ", "").split()[0].lower()
     print("device:", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)

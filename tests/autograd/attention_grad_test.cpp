@@ -83,6 +83,27 @@ TEST(AttentionGrad, DropoutReplaysTheSavedStateAndFlashEqualsNaive) {
   EXPECT_EQ(test::max_abs_diff(grads[0], grads[1]), 0.0);
 }
 
+// opts.deterministic reaches the flash backward through the node: two backward passes of the same
+// graph inputs on a GPU give the same gradient bits (T = 1000: 16 key blocks add into each dQ row).
+TEST(AttentionGrad, DeterministicFlashGradientIsBitIdenticalOnGpu) {
+  FT_REQUIRE_CUDA();
+  const int B = 2, T = 1000, H = 4, D = 64;
+  ops::AttentionOptions o;
+  o.dropout_p = 0.1f;
+  o.philox = {5, 1};
+  o.deterministic = true;
+  Tensor grads[2];
+  for (int run = 0; run < 2; ++run) {
+    const Tensor qkv = randn_tensor({B, T, 3 * H * D}, 21, DType::BF16, Device::cuda());
+    set_requires_grad(qkv);
+    const Tensor y = attention(qkv, H, o, true);
+    backward(y, randn_tensor({B, T, H * D}, 22, DType::BF16, Device::cuda()));
+    grads[run] = grad(qkv);
+  }
+  ASSERT_TRUE(grads[0].defined() && grads[1].defined());
+  EXPECT_EQ(test::max_abs_diff(grads[0], grads[1]), 0.0);
+}
+
 TEST(AttentionGrad, RejectsAQkvThatDoesNotSplitIntoHeads) {
   const Tensor qkv = randn_tensor({1, 4, 10}, 9);
   EXPECT_THROW(attention(qkv, 2, {}, true), Error);

@@ -2,7 +2,8 @@
 // Flash's error in every output is at most 2x naive attention's error in the same precision;
 // flash and naive draw identical dropout masks; the dropped fraction matches p; block-sparse flash
 // equals masked naive; fully masked rows give zeros; flash allocates nothing and its buffers grow
-// linearly in T; dK and dV are bit-reproducible (dQ uses atomics: its spread is measured).
+// linearly in T; dK and dV are bit-reproducible (dQ uses atomics: its spread is measured); the
+// deterministic backward gives bit-identical dq, dk, dv; a device offset base equals a plain offset.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -10,6 +11,9 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "core/cuda/check.h"
 #include "core/half.h"
@@ -63,7 +67,8 @@ class DeviceAttention {
         n_(static_cast<size_t>(cfg.B) * cfg.T * cfg.H * cfg.D),
         rows_(static_cast<size_t>(cfg.B) * cfg.H * cfg.T),
         qkv_(3 * n_), dqkv_(3 * n_), o_(n_), dout_(n_), lse_(rows_), dsum_(rows_),
-        dq_accum_(rows_ * cfg.D) {
+        dq_accum_(rows_ * cfg.D),
+        dq_semaphore_(static_cast<size_t>(cuda::flash_attention_backward_workspace(cfg).dq_semaphore_ints)) {
     const int H = cfg.H, D = cfg.D, T = cfg.T;
     std::vector<uint16_t> qkv(3 * n_), dout(n_);
     for (int b = 0; b < cfg.B; ++b)
@@ -99,13 +104,15 @@ class DeviceAttention {
     p_.lse = lse_.ptr, p_.dsum = dsum_.ptr, p_.dq_accum = dq_accum_.ptr;
   }
 
-  const AttentionParams& params() const { return p_; }
+  AttentionParams& params() { return p_; }
 
-  Outputs run_flash() {
+  // deterministic: the fixed-order dQ backward (its counters poisoned first: the launch zeroes them).
+  Outputs run_flash(bool deterministic = false) {
     poison();
+    CUDA_CHECK(cudaMemset(dq_semaphore_.ptr, 0x5A, dq_semaphore_.n * sizeof(int)));
     cuda::flash_attention_forward(p_, nullptr);
     CUDA_CHECK_LAUNCH();
-    cuda::flash_attention_backward(p_, nullptr);
+    cuda::flash_attention_backward(p_, nullptr, {deterministic, deterministic ? dq_semaphore_.ptr : nullptr});
     CUDA_CHECK(cudaDeviceSynchronize());
     return download();
   }
@@ -156,6 +163,7 @@ class DeviceAttention {
   size_t n_, rows_;
   DeviceBuffer<uint16_t> qkv_, dqkv_, o_, dout_;
   DeviceBuffer<float> lse_, dsum_, dq_accum_;
+  DeviceBuffer<int> dq_semaphore_;
 };
 
 void expect_within_twice_naive(const Outputs& flash, const Outputs& naive, const Reference& ref,
@@ -178,19 +186,21 @@ void expect_within_twice_naive(const Outputs& flash, const Outputs& naive, const
   EXPECT_LE(lse_error(naive.lse, ref.lse), 2e-3) << name << " lse (naive)";
 }
 
-class FlashCudaVsReference : public ::testing::TestWithParam<AttentionCase> {};
+// (case, deterministic backward)
+class FlashCudaVsReference : public ::testing::TestWithParam<std::tuple<AttentionCase, bool>> {};
 
 TEST_P(FlashCudaVsReference, WithinTwiceNaiveError) {
   SKIP_WITHOUT_CUDA();
-  const AttentionCase c = GetParam();
+  const AttentionCase c = std::get<0>(GetParam());
+  const bool deterministic = std::get<1>(GetParam());
   const AttentionParams cfg = config_of(c, 777, 3);
   const AttentionInputs in = make_inputs(c, 100u + c.T + c.D);
   const Reference ref = reference_of(cfg, in);
   DeviceAttention dev(cfg, in);
   CublasHandle cublas;
-  const Outputs flash = dev.run_flash();
+  const Outputs flash = dev.run_flash(deterministic);
   const Outputs naive = dev.run_naive(cublas.h);
-  expect_within_twice_naive(flash, naive, ref, case_name(c));
+  expect_within_twice_naive(flash, naive, ref, case_name(c) + (deterministic ? " deterministic" : ""));
 }
 
 std::vector<AttentionCase> cuda_cases() {
@@ -216,8 +226,12 @@ std::vector<AttentionCase> cuda_cases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaVsReference, ::testing::ValuesIn(cuda_cases()),
-                         [](const auto& info) { return case_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaVsReference,
+                         ::testing::Combine(::testing::ValuesIn(cuda_cases()), ::testing::Bool()),
+                         [](const auto& info) {
+                           return case_name(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "_det" : "_atomic");
+                         });
 
 TEST(FlashCuda, SameMaskAsNaive) {
   SKIP_WITHOUT_CUDA();
@@ -305,12 +319,75 @@ TEST(FlashCuda, WorkspaceLinearInT) {
     in.q = in.k = in.v = in.dout = random_values(n, T, 1.f, c.dtype);
     DeviceAttention dev(cfg, in);
     dev.run_flash();
-    const auto ws = cuda::flash_attention_backward_workspace_floats(dev.params());
-    bytes.push_back(static_cast<double>(n) * 2 * 8 + (ws.dsum_floats + ws.dq_accum_floats + T * 12) * 4.0);
+    const auto ws = cuda::flash_attention_backward_workspace(dev.params());
+    bytes.push_back(static_cast<double>(n) * 2 * 8 +
+                    (ws.dsum_floats + ws.dq_accum_floats + ws.dq_semaphore_ints + T * 12) * 4.0);
     std::printf("T %d: flash fwd+bwd buffers %.1f MiB\n", T, bytes.back() / 1048576.0);
   }
   EXPECT_NEAR(bytes[1] / bytes[0], 4.0, 1e-9);
   EXPECT_NEAR(bytes[2] / bytes[0], 16.0, 1e-9);
+}
+
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Deterministic mode: repeated backward passes on the same inputs give the same bits in every
+// gradient (three runs, so one lucky pair of atomic orders cannot pass), over the grid of the
+// issue; and its dq equals the atomic path's to rounding (the same sum in another order).
+TEST(FlashCuda, DeterministicBackwardIsBitIdentical) {
+  SKIP_WITHOUT_CUDA();
+  std::vector<AttentionCase> cases;
+  for (bool causal : {false, true})
+    for (float p : {0.f, 0.1f})
+      for (int T : {17, 1000, 2048})
+        for (int D : {64, 128}) cases.push_back({T >= 2048 ? 1 : 2, T >= 1000 ? 4 : 3, T, D, causal, p});
+  cases.push_back({1, 2, 1000, 64, true, 0.1f, AttentionDType::kBF16, 32, 4, 2});   // block-sparse
+  cases.push_back({2, 2, 333, 128, false, 0.1f, AttentionDType::kF16, 64, 2, 1});  // f16, sparse
+  size_t atomic_differs = 0;
+  for (const AttentionCase& c : cases) {
+    DeviceAttention dev(config_of(c, 4321, 9), make_inputs(c, 500u + c.T + c.D));
+    const Outputs a = dev.run_flash(true), b = dev.run_flash(true), d = dev.run_flash(true);
+    const Outputs atomic = dev.run_flash(false);
+    const std::string name = case_name(c);
+    EXPECT_TRUE(same_bits(a.dq, b.dq) && same_bits(a.dq, d.dq)) << name << " dq";
+    EXPECT_TRUE(same_bits(a.dk, b.dk) && same_bits(a.dk, d.dk)) << name << " dk";
+    EXPECT_TRUE(same_bits(a.dv, b.dv) && same_bits(a.dv, d.dv)) << name << " dv";
+    EXPECT_TRUE(same_bits(a.o, atomic.o) && same_bits(a.dk, atomic.dk) && same_bits(a.dv, atomic.dv))
+        << name << ": only dq may depend on the mode";
+    double max_diff = 0, max_abs = 0;
+    for (size_t i = 0; i < a.dq.size(); ++i) {
+      max_diff = std::max<double>(max_diff, std::abs(a.dq[i] - atomic.dq[i]));
+      max_abs = std::max<double>(max_abs, std::abs(a.dq[i]));
+    }
+    EXPECT_LE(max_diff, 0.01 * max_abs + 1e-6) << name << " dq deterministic vs atomic";
+    atomic_differs += !same_bits(a.dq, atomic.dq);
+  }
+  std::printf("deterministic dq differs from the atomic path's bits in %zu of %zu cases\n", atomic_differs,
+              cases.size());
+}
+
+// Graph replay (core/dropout_mask.h): offset_base pointing at a device word X with offset Y gives
+// the same bits as offset X + Y, in the forward and in every gradient.
+TEST(FlashCuda, DropoutOffsetBaseEqualsPlainOffset) {
+  SKIP_WITHOUT_CUDA();
+  for (int D : {64, 128}) {
+    const AttentionCase c{2, 3, 300, D, true, 0.1f};
+    const AttentionInputs in = make_inputs(c, 77);
+    const uint64_t X = 0x100000005ull, Y = 12;  // X above 2^32: the carry into the high word counts
+    DeviceBuffer<uint64_t> base(1);
+    CUDA_CHECK(cudaMemcpy(base.ptr, &X, sizeof(X), cudaMemcpyHostToDevice));
+    DeviceAttention plain(config_of(c, 99, X + Y), in), based(config_of(c, 99, Y), in),
+        unbased(config_of(c, 99, Y), in);
+    based.params().dropout.offset_base = base.ptr;
+    const Outputs a = plain.run_flash(true), b = based.run_flash(true), u = unbased.run_flash(true);
+    EXPECT_TRUE(same_bits(a.o, b.o)) << "D " << D << " o";
+    EXPECT_TRUE(same_bits(a.dq, b.dq)) << "D " << D << " dq";
+    EXPECT_TRUE(same_bits(a.dk, b.dk)) << "D " << D << " dk";
+    EXPECT_TRUE(same_bits(a.dv, b.dv)) << "D " << D << " dv";
+    EXPECT_FALSE(same_bits(a.o, u.o)) << "D " << D << ": the base must matter";
+  }
 }
 
 }  // namespace

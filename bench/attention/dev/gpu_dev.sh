@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: build the attention kernels, the GPU + CPU tests and the benchmark library with
 # nvcc directly (no CMake), run the tests, then the benchmark (mode: dev | full | tests).
-# Usage (repo root, on the GPU machine): [PROFILE=1] bench/attention/dev/gpu_dev.sh MODE (dev|all|full|bench|tests|none)
+# Usage (repo root, on the GPU machine): [PROFILE=1] [SKIP_BUILD=1] bench/attention/dev/gpu_dev.sh MODE (dev|all|full|bench|tests|none)
 # GoogleTest comes from the machine if it has one, else from build_attn_deps/ (carried).
 set -uo pipefail
 MODE=${1:-dev}
@@ -14,6 +14,7 @@ if [ ! -f /usr/include/gtest/gtest.h ] && [ ! -f /usr/local/include/gtest/gtest.
   GT_INC="-Ibuild_attn_deps/include"; GT_LIB="build_attn_deps/lib/libgtest_main.a build_attn_deps/lib/libgtest.a"
 fi
 t0=$(date +%s)
+if [ "${SKIP_BUILD:-0}" != 1 ]; then  # SKIP_BUILD=1: reuse build_attn/ from an earlier run in this call
 pids=()
 for f in ops/cuda/attention/flash_fwd_hdim64 ops/cuda/attention/flash_bwd_hdim64 \
          ops/cuda/attention/flash_fwd_hdim128 ops/cuda/attention/flash_bwd_hdim128 \
@@ -32,10 +33,11 @@ K="build_attn/flash_fwd_hdim64.o build_attn/flash_bwd_hdim64.o build_attn/flash_
 g++ -o build_attn/attention_cpu_test build_attn/attention_cpu_test.o build_attn/attention_reference.o $GT_LIB -pthread || echo "LINK FAIL cpu test"
 nvcc -o build_attn/attention_cuda_test build_attn/attention_cuda_test.o build_attn/attention_reference.o $K $GT_LIB -lcublas -Xcompiler -pthread || echo "LINK FAIL cuda test"
 nvcc -shared -o build_attn/libft_attention.so build_attn/attention_capi.o $K -lcublas || echo "LINK FAIL capi"
+fi
 
 BENCH="python3 bench/attention/bench_attention.py --lib build_attn/libft_attention.so --out $OUTDIR"
 export PYTHONUNBUFFERED=1
-if [ "$MODE" != "bench" ]; then
+if [ "$MODE" != "bench" ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
   build_attn/attention_cpu_test --gtest_brief=1 2>&1 | tail -5
   timeout ${TEST_TIMEOUT:-130} build_attn/attention_cuda_test --gtest_brief=1 --gtest_output=xml:$OUTDIR/attention_cuda_test.xml 2>&1 | tail -40
 fi
@@ -56,9 +58,9 @@ if [ "${PROFILE:-0}" = 1 ]; then
 fi
 case "$MODE" in
   dev) timeout ${DEV_TIMEOUT:-70} $BENCH --dev ${DEV_ARGS:-} 2>&1 | tee $OUTDIR/dev.log ;;
-  all) timeout ${DEV_TIMEOUT:-70} $BENCH --dev 2>&1 | tee $OUTDIR/dev.log
-       timeout ${FULL_TIMEOUT:-180} $BENCH 2>&1 | tee $OUTDIR/bench.log ;;
-  full|bench) timeout ${FULL_TIMEOUT:-380} $BENCH 2>&1 | tee $OUTDIR/bench.log ;;
+  all) timeout ${DEV_TIMEOUT:-70} $BENCH --dev ${DEV_ARGS:-} 2>&1 | tee $OUTDIR/dev.log
+       timeout ${FULL_TIMEOUT:-180} $BENCH ${BENCH_ARGS:-} 2>&1 | tee $OUTDIR/bench.log ;;
+  full|bench) timeout ${FULL_TIMEOUT:-380} $BENCH ${BENCH_ARGS:-} 2>&1 | tee $OUTDIR/bench.log ;;
   none) ;;
 esac
 echo "total: $(( $(date +%s) - t0 )) s"

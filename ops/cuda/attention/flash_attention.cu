@@ -14,10 +14,15 @@ void flash_attention_forward(const AttentionParams& p, Stream stream) {
   }
 }
 
-void flash_attention_backward(const AttentionParams& p, Stream stream) {
+void flash_attention_backward(const AttentionParams& p, Stream stream, const FlashBackwardMode& mode) {
+  const FlashBackwardNeeds needs = flash_backward_needs(p, mode.deterministic);
+  if ((needs.dq_semaphore && mode.dq_semaphore == nullptr) || (needs.dq_accum && p.dq_accum == nullptr))
+    throw Error(str("[flash_attention_backward] missing workspace: dq_accum ", p.dq_accum != nullptr, " (needed ",
+                    needs.dq_accum, "), dq_semaphore ", mode.dq_semaphore != nullptr, " (needed ",
+                    needs.dq_semaphore, ")"));
   switch (p.D) {
-    case 64: return flash::run_flash_bwd<64>(p, stream);
-    case 128: return flash::run_flash_bwd<128>(p, stream);
+    case 64: return flash::run_flash_bwd<64>(p, stream, mode);
+    case 128: return flash::run_flash_bwd<128>(p, stream, mode);
     default: throw Error(str("[flash_attention_backward] head dim ", p.D, " not built (64, 128)"));
   }
 }

@@ -1,12 +1,18 @@
 // Flash attention launchers (kernel-level API: POD params and a stream, no Tensor).
 //
 // flash_attention_forward writes p.o and p.lse from p.q, p.k, p.v.
-// flash_attention_backward reads q, k, v, o, lse, dout and writes dq, dk, dv; it needs two fp32
-// workspaces from the caller: p.dsum (B*H*T floats) and p.dq_accum (B*H*T*D floats), see
-// flash_attention_backward_workspace_floats. dQ is accumulated with fp32 atomics, so dq is
-// reproducible only to rounding; dk and dv are deterministic.
+// flash_attention_backward reads q, k, v, o, lse, dout and writes dq, dk, dv; it needs workspaces
+// from the caller (sizes: flash_attention_backward_workspace): p.dsum always; p.dq_accum unless
+// deterministic without dropout; mode.dq_semaphore only when deterministic with dropout
+// (flash_backward_needs). dk and dv are always deterministic. dQ is a sum over key blocks: by
+// default added with fp32 atomics in whatever order the CTAs get there (reproducible only to
+// rounding). mode.deterministic makes dq bit-identical run to run: without dropout a separate dQ
+// kernel sums each row's key tiles in order in registers; with dropout every (query tile, warp)
+// waits on a counter so the key blocks add in one fixed order (flash_launch.cuh: why two designs).
 // Supported: bf16 / f16, D in {64, 128}, T >= 1, strides multiples of 8 elements, 16-byte aligned
 // pointers (the ops front door validates; the launchers throw ft::Error on other head dims).
+// Dropout with p.dropout.offset_base set: the kernels add *offset_base to the offset at their start
+// (graph replay, core/dropout_mask.h).
 #pragma once
 
 #include <cstdint>
@@ -16,16 +22,38 @@
 
 namespace ft::cuda {
 
+struct FlashBackwardMode {
+  bool deterministic = false;
+  int* dq_semaphore = nullptr;  // deterministic with dropout: dq_semaphore_ints ints (zeroed by the launch)
+};
+
 void flash_attention_forward(const AttentionParams& p, Stream stream);
-void flash_attention_backward(const AttentionParams& p, Stream stream);
+void flash_attention_backward(const AttentionParams& p, Stream stream, const FlashBackwardMode& mode = {});
+
+// The dQ counters: one per (batch * head, 32-query tile, warp of the 4-warp backward CTA). The
+// backward's tile shape is static_asserted against these in flash_launch.cuh.
+constexpr int kFlashDqSemaphoreRows = 32;
+constexpr int kFlashDqSemaphoresPerTile = 4;
 
 struct FlashBackwardWorkspace {
-  int64_t dsum_floats;      // (B, H, T)
-  int64_t dq_accum_floats;  // (B, H, T, D)
+  int64_t dsum_floats;        // (B, H, T)
+  int64_t dq_accum_floats;    // (B, H, T, D)
+  int64_t dq_semaphore_ints;  // (B, H, ceil(T / 32), 4)
 };
-inline FlashBackwardWorkspace flash_attention_backward_workspace_floats(const AttentionParams& p) {
-  const int64_t rows = static_cast<int64_t>(p.B) * p.H * p.T;
-  return {rows, rows * p.D};
+// Which of the workspaces a backward call with this mode uses.
+struct FlashBackwardNeeds {
+  bool dq_accum, dq_semaphore;
+};
+inline FlashBackwardNeeds flash_backward_needs(const AttentionParams& p, bool deterministic) {
+  const bool dropout = p.dropout.threshold != 0;
+  return {!deterministic || dropout, deterministic && dropout};
+}
+
+inline FlashBackwardWorkspace flash_attention_backward_workspace(const AttentionParams& p) {
+  const int64_t bh = static_cast<int64_t>(p.B) * p.H;
+  const int64_t rows = bh * p.T;
+  const int64_t tiles = (p.T + kFlashDqSemaphoreRows - 1) / kFlashDqSemaphoreRows;
+  return {rows, rows * p.D, bh * tiles * kFlashDqSemaphoresPerTile};
 }
 
 }  // namespace ft::cuda

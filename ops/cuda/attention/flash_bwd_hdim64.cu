@@ -2,5 +2,6 @@
 #include "ops/cuda/attention/flash_launch.cuh"
 
 namespace ft::cuda::flash {
-template void run_flash_bwd<64>(const AttentionParams& p, cudaStream_t stream);
+template void run_flash_bwd<64>(const AttentionParams& p, cudaStream_t stream,
+                                const FlashBackwardMode& mode);
 }  // namespace ft::cuda::flash

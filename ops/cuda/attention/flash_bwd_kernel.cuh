@@ -16,7 +16,16 @@
 // The dropout keep bits are regenerated from Philox for each tile (same function as the forward),
 // in registers: a first version drew them into shared memory before the tile barrier, which kept
 // the tensor cores idle meanwhile (dropout 0.1 then cost +27% of the backward on an H200).
-// dQ uses atomicAdd, so its low bits depend on the order CTAs finish: not bit-reproducible.
+// dQ uses atomicAdd, so by default its low bits depend on the order CTAs get there: not
+// bit-reproducible. kOrderedDq (the deterministic backward with dropout) fixes the order: each
+// warp's dQ sub-tile of query tile m has a counter in global memory; the CTA of key block n waits
+// (lane 0 spinning) until the counter equals the number of non-empty key blocks above n, adds,
+// then releases +1. So key blocks add in descending order, and the grid is launched in that order
+// too (rank r of a head group = key block n_blocks - 1 - r): a CTA only ever waits for CTAs
+// launched before it, so it cannot wait on one that never gets an SM (no deadlock), and under a
+// causal mask block n + 1 starts two query tiles further on than block n, so it runs ahead.
+// (Ascending order would make block n wait for block n - 1 to reach its first tile: a wavefront
+// that keeps every CTA of a head resident until block 0 finishes.)
 #pragma once
 
 #include <cmath>
@@ -27,9 +36,28 @@
 
 namespace ft::cuda::flash {
 
-template <class Kt, bool kBF16, bool kDropout>
-__global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_bwd_kernel(const AttentionParams p,
-                                                                                  int heads_per_group) {
+// The number of key blocks above n_block whose tile with query rows [m0, m1) is non-empty: how
+// many adds into that dQ tile precede this block's in the deterministic (descending) order. Called
+// by a whole warp (the block-sparse case counts 32 key blocks per step with a ballot).
+__device__ __forceinline__ int dq_blocks_above(const AttentionParams& p, int m0, int m1, int n_block,
+                                               int n_blocks, int block_n, int lane) {
+  if (p.block_size == 0) {
+    const int last = p.causal ? min(n_blocks - 1, (m1 - 1) / block_n) : n_blocks - 1;
+    return max(0, last - n_block);
+  }
+  int count = 0;
+  for (int base = n_block + 1; base < n_blocks; base += 32) {
+    const int nb = base + lane;
+    const int n0 = nb * block_n, n1 = min(n0 + block_n, p.T);
+    const bool live = nb < n_blocks && attention_tile_kind(p, m0, m1, n0, n1) != kTileEmpty;
+    count += __popc(__ballot_sync(0xffffffffu, live));
+  }
+  return count;
+}
+
+template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false>
+__global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
+    flash_bwd_kernel(const AttentionParams p, int heads_per_group, int* dq_semaphore) {
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
   constexpr int DS = Kt::kDsStride, NT = Kt::kNThreads;
   constexpr float kLog2e = 1.4426950408889634f;
@@ -45,10 +73,13 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_bwd_
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int T = p.T;
-  // Causal: key block 0 sees every query tile, so rank = n_block runs longest first.
-  const BlockOrder order =
-      grouped_block_order(blockIdx.x, (T + BN - 1) / BN, p.B * p.H, heads_per_group);
-  const int n_block = order.rank;
+  // Causal: key block 0 sees every query tile, so rank = n_block runs longest first; the
+  // deterministic order runs shortest first (see the top of this file).
+  const int n_blocks = (T + BN - 1) / BN;
+  const BlockOrder order = grouped_block_order(blockIdx.x, n_blocks, p.B * p.H, heads_per_group);
+  const int n_block = kOrderedDq ? n_blocks - 1 - order.rank : order.rank;
+  DropoutParams drop = p.dropout;
+  if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
   const int bh = order.bh, b = bh / p.H, h = bh % p.H;
   const int n0 = n_block * BN, n1 = min(n0 + BN, T);
 
@@ -111,11 +142,21 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_bwd_
       for (int e = 0; e < 4; ++e) acc_dk[ni][dj][e] = acc_dv[ni][dj][e] = 0.f;
 
   const float scale_log2 = p.softmax_scale * kLog2e;
-  const float keep_scale = kDropout ? p.dropout.keep_scale : 1.f;
+  const float keep_scale = kDropout ? drop.keep_scale : 1.f;
   int stage = 0;
+  // kOrderedDq: this warp's counter of tile m; a release not yet made (see the dQ phase).
+  auto dq_sem = [&](int mm) {
+    return dq_semaphore + (static_cast<int64_t>(bh) * m_blocks + mm) * Kt::kNWarps + warp;
+  };
+  int* pending_release = nullptr;
+  const bool defer_release = kOrderedDq && p.causal;
   while (m < m_blocks) {
     const int mn = next_tile(m + 1);
     const int m0 = m * BM, m1 = min(m0 + BM, T);
+    int peek = -1;  // kOrderedDq: the counter as seen at the start of the tile (lane 0)
+    if constexpr (kOrderedDq) {
+      if (lane == 0) peek = ld_relaxed_gpu(dq_sem(m));
+    }
     cp_async_wait<0>();
     __syncthreads();
     if (mn < m_blocks) load_q_tile(mn, stage ^ 1);
@@ -140,7 +181,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_bwd_
 #pragma unroll
       for (int i = 0; i < kCallsPerLane; ++i) {
         const int k = r + 8 * i, qi = k / kGroupsPerWarp, gi = k % kGroupsPerWarp;
-        bytes[i] = dropout_keep_byte(p.dropout, bh, m0 + (qi >> 1) * 8 + 2 * c + (qi & 1),
+        bytes[i] = dropout_keep_byte(drop, bh, m0 + (qi >> 1) * 8 + 2 * c + (qi & 1),
                                      (n0 + key_row0) / 8 + gi);
       }
 #pragma unroll
@@ -280,6 +321,29 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_bwd_
             mma_16816<kBF16>(acc_dq[2 * dj + 1], a, kb[2], kb[3]);
           }
         }
+        // kOrderedDq: make the deferred release of the previous tile, then wait until every key
+        // block above this one has added into this tile. The peek taken at the start of the tile
+        // usually shows that already (the blocks above run ahead), and then no acquire load sits
+        // on the critical path. Formally a relaxed read of a released value orders nothing; what
+        // orders our adds after theirs is that the releaser's adds were performed at L2 before its
+        // counter changed, and ours are issued only after lane 0 has read the changed value and
+        // the warp has synchronised (a control dependency; GPUs do not issue stores or reductions
+        // speculatively). Measured
+        // against the always-acquire form: 3.63 vs 3.99 ms at T = 4096 (bench/attention/NOTES.md);
+        // FlashCuda.DeterministicBackwardIsBitIdentical checks the bits.
+        int* sem = nullptr;
+        if constexpr (kOrderedDq) {
+          const int expected = dq_blocks_above(p, m0, m1, n_block, n_blocks, BN, lane);
+          sem = dq_sem(m);
+          if (lane == 0) {
+            if (pending_release != nullptr) red_release_gpu_add(pending_release, 1);
+            if (peek != expected)
+              while (ld_acquire_gpu(sem) != expected) {
+              }
+          }
+          pending_release = nullptr;
+          __syncwarp();
+        }
 #pragma unroll
         for (int dj = 0; dj < kCols / 8; ++dj)
 #pragma unroll
@@ -290,10 +354,25 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_bwd_
               atomicAdd(reinterpret_cast<float2*>(dq_accum + static_cast<int64_t>(row) * D + col),
                         make_float2(acc_dq[dj][2 * half], acc_dq[dj][2 * half + 1]));
           }
+        if constexpr (kOrderedDq) {
+          // Causal: release at the next tile's dQ phase (or after the loop), when these adds have
+          // long completed, so the release's fence costs little; the block below starts two tiles
+          // later and seldom waits for it. Dense: at once (every block waits on its neighbour).
+          if (defer_release) {
+            pending_release = sem;  // released at the next tile's dQ phase or after the loop
+          } else {
+            __syncwarp();
+            if (lane == 0) red_release_gpu_add(sem, 1);
+          }
+        }
       }
     }
     m = mn;
     stage ^= 1;
+  }
+  if (pending_release != nullptr) {
+    __syncwarp();
+    if (lane == 0) red_release_gpu_add(pending_release, 1);
   }
   cp_async_wait<0>();
   __syncthreads();  // every warp is done reading sK (dQ) before it is reused for the output

@@ -1,6 +1,8 @@
 // The two small kernels around the flash backward main kernel.
 //   flash_bwd_preprocess_kernel: D = rowsum(dO o O) in fp32 (B, H, T), and zeroes the fp32 dQ
-//     accumulator (B, H, T, D) that the main kernel adds into -- one pass, no separate memset.
+//     accumulator (B, H, T, D) that the main kernel adds into and the n_semaphores dQ counters of
+//     the deterministic mode -- one pass, no separate memset (zero_dq_accum false: the split
+//     deterministic backward, whose dQ kernel writes dq directly, needs neither).
 //   flash_bwd_convert_dq_kernel: dQ = softmax_scale * dq_accum, rounded to the input dtype and
 //     written (B, T, H, D) with dq's strides.
 // Both are memory-bound: kThreadsPerRow threads per (b, t, h) row, 16-byte loads.
@@ -12,9 +14,12 @@
 namespace ft::cuda::flash {
 
 template <int kHeadDim, bool kBF16>
-__global__ void flash_bwd_preprocess_kernel(const AttentionParams p) {
+__global__ void flash_bwd_preprocess_kernel(const AttentionParams p, int* semaphores,
+                                            int64_t n_semaphores, bool zero_dq_accum) {
   constexpr int kThreadsPerRow = kHeadDim / 8;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t i = idx; i < n_semaphores; i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    semaphores[i] = 0;
   const int64_t row_id = idx / kThreadsPerRow;  // = bh * T + t
   const int c = static_cast<int>(idx % kThreadsPerRow) * 8;
   const int64_t rows = static_cast<int64_t>(p.B) * p.H * p.T;
@@ -34,9 +39,11 @@ __global__ void flash_bwd_preprocess_kernel(const AttentionParams p) {
       const float2 of = unpack2<kBF16>(ow[i]), df = unpack2<kBF16>(dw[i]);
       dot = fmaf(of.x, df.x, fmaf(of.y, df.y, dot));
     }
-    float4* acc = reinterpret_cast<float4*>(p.dq_accum + row_id * kHeadDim + c);
-    acc[0] = make_float4(0.f, 0.f, 0.f, 0.f);
-    acc[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (zero_dq_accum) {
+      float4* acc = reinterpret_cast<float4*>(p.dq_accum + row_id * kHeadDim + c);
+      acc[0] = make_float4(0.f, 0.f, 0.f, 0.f);
+      acc[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
   }
 #pragma unroll
   for (int off = kThreadsPerRow / 2; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);

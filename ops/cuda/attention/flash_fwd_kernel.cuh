@@ -21,6 +21,7 @@
 #include <cmath>
 
 #include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 #include "ops/cuda/attention/flash_tile.cuh"
 
@@ -46,6 +47,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
   const int bh = order.bh, b = bh / p.H, h = bh % p.H;
   const int m0 = m_block * BM, m1 = min(m0 + BM, T);
   const int warp_row0 = warp * MT * 16;  // first local row of this warp
+  DropoutParams drop = p.dropout;
+  if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
 
   const uint16_t* q = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
   const uint16_t* k = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride + h * p.k_head_stride;
@@ -109,7 +112,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
 #pragma unroll
         for (int half = 0; half < 2; ++half)
           keep_bits[mi][half] = dropout_keep_bits_row<BN / 8>(
-              p.dropout, bh, m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * half, n0 / 8, lane);
+              drop, bh, m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * half, n0 / 8, lane);
     }
 
     // S = Q K^T for this warp's rows: MT x (BN / 8) accumulator tiles.
@@ -197,24 +200,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
     }
 
     // O += P V, P straight from registers.
-    const uint16_t* sVs = sV + stage * BN * S;
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      uint32_t a[MT][4];
-#pragma unroll
-      for (int mi = 0; mi < MT; ++mi) acc_to_a<kBF16>(a[mi], acc_s[mi][2 * kk], acc_s[mi][2 * kk + 1]);
-#pragma unroll
-      for (int dj = 0; dj < D / 16; ++dj) {
-        uint32_t vb[4];
-        ldmatrix_x4_trans(vb, smem_u32(sVs + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * S +
-                                       dj * 16 + (lane >> 4) * 8));
-#pragma unroll
-        for (int mi = 0; mi < MT; ++mi) {
-          mma_16816<kBF16>(acc_o[mi][2 * dj], a[mi], vb[0], vb[1]);
-          mma_16816<kBF16>(acc_o[mi][2 * dj + 1], a[mi], vb[2], vb[3]);
-        }
-      }
-    }
+    mma_acc_by_smem<kBF16, MT, BN, D, S>(acc_o, acc_s, sV + stage * BN * S, lane);
     n = nn;
     stage ^= 1;
   }
@@ -222,7 +208,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
 
   // Epilogue: O /= l (times keep_scale), lse = m * scale + ln(l); rows with no visible key get
   // O = 0 and lse = -inf.
-  const float keep_scale = kDropout ? p.dropout.keep_scale : 1.f;
+  const float keep_scale = kDropout ? drop.keep_scale : 1.f;
   float* lse = p.lse + static_cast<int64_t>(bh) * T;
 #pragma unroll
   for (int mi = 0; mi < MT; ++mi)

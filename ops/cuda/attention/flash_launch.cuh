@@ -18,12 +18,18 @@
 // Launch order (both directions, D=64): a 1-D grid walked in groups of 32768 / T heads, longest
 // causal blocks first inside a group (grouped_block_order): 2-4% on fwd+bwd at T >= 2048 against
 // one head at a time; all heads longest-first lost (L2). D=128 keeps one head per group.
+// Deterministic backward without dropout: the dK/dV kernel without its dQ phase, then a dQ kernel
+// shaped like the forward (64-row tile as FwdSmallT); with dropout: the counter-ordered dQ, whose
+// key blocks launch in descending order inside the same groups (shortest causal block first: the
+// order in which they add into dQ; flash_bwd_kernel.cuh says why).
 #pragma once
 
 #include <algorithm>
 
 #include "core/cuda/check.h"
 #include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_attention.h"
+#include "ops/cuda/attention/flash_bwd_dq_kernel.cuh"
 #include "ops/cuda/attention/flash_bwd_kernel.cuh"
 #include "ops/cuda/attention/flash_bwd_preprocess.cuh"
 #include "ops/cuda/attention/flash_fwd_kernel.cuh"
@@ -43,6 +49,7 @@ struct FlashConfig<64> {
   using FwdSmallT = FlashFwdTraits<64, 64, 64, 4, 3>;
   using FwdDropout = FwdSmallT;
   using Bwd = FlashBwdTraits<64, 32, 64, 4, false, 3, 1>;
+  using BwdDq = FlashFwdTraits<64, 64, 64, 4, 3>;  // the split deterministic backward's dQ kernel
 };
 template <>
 struct FlashConfig<128> {
@@ -52,6 +59,7 @@ struct FlashConfig<128> {
   using FwdSmallT = Fwd;
   using FwdDropout = Fwd;
   using Bwd = FlashBwdTraits<128, 32, 64, 4, false, 1, 1>;
+  using BwdDq = FlashFwdTraits<128, 64, 64, 4, 1>;
 };
 
 // Runs f(std::bool_constant<kBF16>, std::bool_constant<kDropout>).
@@ -106,28 +114,75 @@ void run_flash_fwd_with(const AttentionParams& p, cudaStream_t stream, int group
   });
 }
 
-template <class Kt, bool kBF16, bool kDropout>
-void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_tokens) {
+template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false>
+void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_tokens,
+                      int* dq_semaphore = nullptr) {
   constexpr int kHeadDim = Kt::kHeadDim;
+  static_assert(!kOrderedDq ||
+                    (Kt::kBlockM == kFlashDqSemaphoreRows && Kt::kNWarps == kFlashDqSemaphoresPerTile),
+                "the dQ counters (flash_attention.h) are sized for 32-query tiles of 4 warps");
   const int64_t row_threads = static_cast<int64_t>(p.B) * p.H * p.T * (kHeadDim / 8);
   const int kRowBlock = 256;
   const unsigned row_blocks = static_cast<unsigned>((row_threads + kRowBlock - 1) / kRowBlock);
   check_grid(p);
-  flash_bwd_preprocess_kernel<kHeadDim, kBF16><<<row_blocks, kRowBlock, 0, stream>>>(p);
+  const int64_t n_semaphores =
+      kOrderedDq ? flash_attention_backward_workspace(p).dq_semaphore_ints : 0;
+  flash_bwd_preprocess_kernel<kHeadDim, kBF16><<<row_blocks, kRowBlock, 0, stream>>>(
+      p, dq_semaphore, n_semaphores, true);
   CUDA_CHECK_LAUNCH();
-  auto kernel = flash_bwd_kernel<Kt, kBF16, kDropout>;
+  auto kernel = flash_bwd_kernel<Kt, kBF16, kDropout, kOrderedDq>;
   set_smem_limit(kernel, Kt::kSmemBytes);
   const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;
-  kernel<<<grid, Kt::kNThreads, Kt::kSmemBytes, stream>>>(p, heads_per_group(p, group_tokens));
+  kernel<<<grid, Kt::kNThreads, Kt::kSmemBytes, stream>>>(p, heads_per_group(p, group_tokens),
+                                                          dq_semaphore);
   CUDA_CHECK_LAUNCH();
   flash_bwd_convert_dq_kernel<kHeadDim, kBF16><<<row_blocks, kRowBlock, 0, stream>>>(p);
   CUDA_CHECK_LAUNCH();
 }
 
+// The split deterministic backward: dK, dV from the main kernel without its dQ phase (longest
+// key blocks first, no counters), then dQ from flash_bwd_dq_kernel (KtDq: a forward-shaped tile).
+template <class Kt, class KtDq, bool kBF16, bool kDropout>
+void launch_flash_bwd_split(const AttentionParams& p, cudaStream_t stream, int group_tokens) {
+  constexpr int kHeadDim = Kt::kHeadDim;
+  static_assert(KtDq::kHeadDim == kHeadDim, "one head dim");
+  const int64_t row_threads = static_cast<int64_t>(p.B) * p.H * p.T * (kHeadDim / 8);
+  const int kRowBlock = 256;
+  const unsigned row_blocks = static_cast<unsigned>((row_threads + kRowBlock - 1) / kRowBlock);
+  check_grid(p);
+  flash_bwd_preprocess_kernel<kHeadDim, kBF16><<<row_blocks, kRowBlock, 0, stream>>>(p, nullptr, 0, false);
+  CUDA_CHECK_LAUNCH();
+  using KtNoDq = FlashBwdNoDq<Kt>;
+  auto kernel = flash_bwd_kernel<KtNoDq, kBF16, kDropout, false>;
+  set_smem_limit(kernel, KtNoDq::kSmemBytes);
+  const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;
+  kernel<<<grid, KtNoDq::kNThreads, KtNoDq::kSmemBytes, stream>>>(p, heads_per_group(p, group_tokens),
+                                                                  nullptr);
+  CUDA_CHECK_LAUNCH();
+  auto dq_kernel = flash_bwd_dq_kernel<KtDq, kBF16, kDropout>;
+  constexpr int kDqSmem = flash_bwd_dq_smem_bytes<KtDq>();
+  set_smem_limit(dq_kernel, kDqSmem);
+  const unsigned dq_grid = static_cast<unsigned>((p.T + KtDq::kBlockM - 1) / KtDq::kBlockM) * p.B * p.H;
+  dq_kernel<<<dq_grid, KtDq::kNThreads, kDqSmem, stream>>>(p, heads_per_group(p, group_tokens));
+  CUDA_CHECK_LAUNCH();
+}
+
+// Deterministic: without dropout the split backward, with dropout the counter-ordered dQ; each is
+// the faster of the two there (H200, T = 1024 .. 16384: bench/attention/NOTES.md): the split
+// recomputes S and dP, which costs less than the ordering's waits, unless the dropout bits must be
+// drawn a third time as well.
 template <class Kt>
-void run_flash_bwd_with(const AttentionParams& p, cudaStream_t stream, int group_tokens = 0) {
+void run_flash_bwd_with(const AttentionParams& p, cudaStream_t stream, int group_tokens = 0,
+                        const FlashBackwardMode& mode = {}) {
   dispatch_dtype_dropout(p, [&](auto bf16, auto dropout) {
-    launch_flash_bwd<Kt, decltype(bf16)::value, decltype(dropout)::value>(p, stream, group_tokens);
+    constexpr bool kBF16 = decltype(bf16)::value, kDropout = decltype(dropout)::value;
+    if (!mode.deterministic)
+      launch_flash_bwd<Kt, kBF16, kDropout, false>(p, stream, group_tokens);
+    else if constexpr (kDropout)
+      launch_flash_bwd<Kt, kBF16, true, true>(p, stream, group_tokens, mode.dq_semaphore);
+    else
+      launch_flash_bwd_split<Kt, typename FlashConfig<Kt::kHeadDim>::BwdDq, kBF16, false>(p, stream,
+                                                                                         group_tokens);
   });
 }
 
@@ -146,8 +201,9 @@ void run_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
   });
 }
 template <int kHeadDim>
-void run_flash_bwd(const AttentionParams& p, cudaStream_t stream) {
-  run_flash_bwd_with<typename FlashConfig<kHeadDim>::Bwd>(p, stream, FlashConfig<kHeadDim>::kGroupTokens);
+void run_flash_bwd(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode) {
+  run_flash_bwd_with<typename FlashConfig<kHeadDim>::Bwd>(p, stream, FlashConfig<kHeadDim>::kGroupTokens,
+                                                          mode);
 }
 
 }  // namespace ft::cuda::flash

@@ -45,6 +45,23 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
                : "r"(addr));
 }
 
+// A gpu-scope acquire load and release add: the handshake of the deterministic dQ order (a
+// writer's earlier global writes, including REDs by other lanes ordered by __syncwarp before the
+// release, are visible to a reader whose acquire load sees the released value).
+__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ int ld_relaxed_gpu(const int* p) {
+  int v;
+  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void red_release_gpu_add(int* p, int v) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+
 // d += a * b, fp32 accumulate; kBF16 picks bf16 or f16 operands. Not volatile: a pure register
 // operation, so the compiler may schedule it freely (ldmatrix stays volatile: it reads shared memory).
 template <bool kBF16>

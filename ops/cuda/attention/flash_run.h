@@ -5,10 +5,11 @@
 #include <cuda_runtime.h>
 
 #include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_attention.h"
 
 namespace ft::cuda::flash {
 template <int kHeadDim>
 void run_flash_fwd(const AttentionParams& p, cudaStream_t stream);
 template <int kHeadDim>
-void run_flash_bwd(const AttentionParams& p, cudaStream_t stream);
+void run_flash_bwd(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode);
 }  // namespace ft::cuda::flash

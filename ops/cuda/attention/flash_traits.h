@@ -24,7 +24,8 @@ struct FlashFwdTraits {
 
 // Backward: a CTA owns kBlockN keys of one (batch, head), each warp kNTiles x 16 of them (dK and dV
 // rows stay in its registers), and loops over kBlockM-query tiles of Q, dO, lse, D.
-// kDiag (timing experiments only, wrong dQ): 1 skips the dQ atomics, 2 the whole dQ phase.
+// kDiag: 2 skips the whole dQ phase (the split deterministic backward, whose dQ comes from
+// flash_bwd_dq_kernel); 1 (timing experiments only, wrong dQ) skips the dQ atomics.
 template <int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, bool kKVInRegs_,
           int kMinBlocksPerSm_ = 1, int kNTiles_ = 1, int kDiag_ = 0>
 struct FlashBwdTraits {
@@ -50,5 +51,10 @@ struct FlashBwdTraits {
   static_assert(kBlockN == 16 * kNWarps * kNTiles, "each warp owns kNTiles x 16 keys");
   static_assert(kWarpsM * kWarpsD == kNWarps && kDqCols % 16 == 0, "dQ warp tiling");
 };
+
+// The same backward tile without its dQ phase.
+template <class Kt>
+using FlashBwdNoDq = FlashBwdTraits<Kt::kHeadDim, Kt::kBlockM, Kt::kBlockN, Kt::kNWarps, Kt::kKVInRegs,
+                                    Kt::kMinBlocksPerSm, Kt::kNTiles, 2>;
 
 }  // namespace ft::cuda::flash

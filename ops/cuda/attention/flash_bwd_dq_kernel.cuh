@@ -1,0 +1,218 @@
+// Flash attention backward, dQ on its own (the second kernel of the deterministic backward without
+// dropout; flash_launch.cuh).
+//
+// One CTA per (block of kBlockM query rows, batch * head), shaped like the forward kernel: Q and dO
+// rows are loaded once into registers (A fragments), K and V tiles stream through shared memory
+// (double-buffered with cp.async), and for each key tile the CTA recomputes
+//   S  = Q K^T,  P = exp(S * scale - lse)     (lse from the forward: no online softmax)
+//   dP = dO V^T, dS = P o (dP o Z - D)         (Z = keep * keep_scale, D = rowsum(dO o O))
+//   dQ += dS K                                 (dS straight from the accumulators, as P in O += P V)
+// then writes dQ * softmax_scale once. Each dQ element is one thread's sum over the key tiles in
+// ascending order: no atomics, so dq is bit-identical run to run. The price is recomputing S and
+// dP (the dK / dV kernel computes them too): 3 products per tile here against the 1 product of the
+// dQ phase it replaces (bench/attention/NOTES.md has the measured trade).
+// The dropout keep bits are the forward's (same rows x keys layout, dropout_keep_bits_row).
+#pragma once
+
+#include <cmath>
+
+#include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_mma.cuh"
+#include "ops/cuda/attention/flash_ptx.cuh"
+#include "ops/cuda/attention/flash_tile.cuh"
+
+namespace ft::cuda::flash {
+
+// Shared memory: Q and dO tiles, K and V tiles x 2 stages.
+template <class Kt>
+constexpr int flash_bwd_dq_smem_bytes() {
+  return (2 * Kt::kBlockM + 4 * Kt::kBlockN) * Kt::kSmemStride * 2;
+}
+
+template <class Kt, bool kBF16, bool kDropout>
+__global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
+    flash_bwd_dq_kernel(const AttentionParams p, int heads_per_group) {
+  constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
+  constexpr int MT = Kt::kMTiles, NT = Kt::kNThreads;
+  constexpr float kLog2e = 1.4426950408889634f;
+
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  uint16_t* sQ = reinterpret_cast<uint16_t*>(smem_raw);  // BM x S (reused for dQ at the end)
+  uint16_t* sdO = sQ + BM * S;                           // BM x S
+  uint16_t* sK = sdO + BM * S;                           // 2 stages x BN x S
+  uint16_t* sV = sK + 2 * BN * S;                        // 2 stages x BN x S
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int T = p.T;
+  const int m_blocks = (T + BM - 1) / BM;
+  const BlockOrder order = grouped_block_order(blockIdx.x, m_blocks, p.B * p.H, heads_per_group);
+  const int m_block = m_blocks - 1 - order.rank;  // longest (causal) query blocks start first
+  const int bh = order.bh, b = bh / p.H, h = bh % p.H;
+  const int m0 = m_block * BM, m1 = min(m0 + BM, T);
+  const int warp_row0 = warp * MT * 16;
+  DropoutParams drop = p.dropout;
+  if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
+
+  const uint16_t* q = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
+  const uint16_t* k = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride + h * p.k_head_stride;
+  const uint16_t* v = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride + h * p.v_head_stride;
+  const uint16_t* dout =
+      static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride + h * p.do_head_stride;
+  uint16_t* dq = static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride + h * p.dq_head_stride;
+  const float* lse = p.lse + static_cast<int64_t>(bh) * T;
+  const float* dsum = p.dsum + static_cast<int64_t>(bh) * T;
+
+  const int n_blocks = (T + BN - 1) / BN;
+  const int n_end = p.causal ? min(n_blocks, (m1 - 1) / BN + 1) : n_blocks;
+  auto next_tile = [&](int n) {
+    for (; n < n_end; ++n)
+      if (attention_tile_kind(p, m0, m1, n * BN, min(n * BN + BN, T)) != kTileEmpty) break;
+    return n;
+  };
+  auto load_kv = [&](int n, int stage) {
+    load_rows_async<BN, D, S, NT>(sK + stage * BN * S, k, p.k_row_stride, n * BN, T, tid);
+    load_rows_async<BN, D, S, NT>(sV + stage * BN * S, v, p.v_row_stride, n * BN, T, tid);
+  };
+
+  load_rows_async<BM, D, S, NT>(sQ, q, p.q_row_stride, m0, T, tid);
+  load_rows_async<BM, D, S, NT>(sdO, dout, p.do_row_stride, m0, T, tid);
+  cp_async_commit();
+  int n = next_tile(0);
+  if (n < n_end) load_kv(n, 0);
+  cp_async_commit();
+
+  // lse (as log2, +inf for a row that sees no key: its P row is zero) and D of this thread's rows.
+  float lse_log2[MT][2], d_row[MT][2];
+#pragma unroll
+  for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * half;
+      const float l = row < T ? lse[row] : 0.f;
+      lse_log2[mi][half] = l == -INFINITY ? INFINITY : l * kLog2e;
+      d_row[mi][half] = row < T ? dsum[row] : 0.f;
+    }
+  cp_async_wait<1>();
+  __syncthreads();
+
+  // Q and dO A fragments, in registers for the whole pass (re-reading dO from shared memory per
+  // tile saved 16 registers and lost 6% at T = 4096, p = 0).
+  uint32_t qf[MT][D / 16][4], df[MT][D / 16][4];
+#pragma unroll
+  for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const int off = (warp_row0 + mi * 16 + (lane & 15)) * S + kk * 16 + (lane >> 4) * 8;
+      ldmatrix_x4(qf[mi][kk], smem_u32(sQ + off));
+      ldmatrix_x4(df[mi][kk], smem_u32(sdO + off));
+    }
+
+  float acc_dq[MT][D / 8][4];
+#pragma unroll
+  for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+    for (int dj = 0; dj < D / 8; ++dj)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_dq[mi][dj][e] = 0.f;
+  const float scale_log2 = p.softmax_scale * kLog2e;
+  const float keep_scale = kDropout ? drop.keep_scale : 1.f;
+
+  int stage = 0;
+  while (n < n_end) {
+    const int nn = next_tile(n + 1);
+    const int n0 = n * BN, n1 = min(n0 + BN, T);
+    cp_async_wait<0>();
+    __syncthreads();  // tile n visible; everyone is done with the other stage
+    if (nn < n_end) load_kv(nn, stage ^ 1);
+    cp_async_commit();
+
+    uint32_t keep_bits[MT][2];
+    if constexpr (kDropout) {
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+          keep_bits[mi][half] = dropout_keep_bits_row<BN / 8>(
+              drop, bh, m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * half, n0 / 8, lane);
+    }
+
+    // S = Q K^T and dP = dO V^T for this warp's rows.
+    float acc_s[MT][BN / 8][4], acc_dp[MT][BN / 8][4];
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+      for (int nb = 0; nb < BN / 8; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_s[mi][nb][e] = acc_dp[mi][nb][e] = 0.f;
+    const uint16_t* sKs = sK + stage * BN * S;
+    const uint16_t* sVs = sV + stage * BN * S;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+      for (int nj = 0; nj < BN / 16; ++nj) {
+        const int off = (nj * 16 + (lane & 7) + ((lane >> 4) << 3)) * S + kk * 16 + ((lane >> 3) & 1) * 8;
+        uint32_t kb[4], vb[4];
+        ldmatrix_x4(kb, smem_u32(sKs + off));
+        ldmatrix_x4(vb, smem_u32(sVs + off));
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) {
+          mma_16816<kBF16>(acc_s[mi][2 * nj], qf[mi][kk], kb[0], kb[1]);
+          mma_16816<kBF16>(acc_s[mi][2 * nj + 1], qf[mi][kk], kb[2], kb[3]);
+          mma_16816<kBF16>(acc_dp[mi][2 * nj], df[mi][kk], vb[0], vb[1]);
+          mma_16816<kBF16>(acc_dp[mi][2 * nj + 1], df[mi][kk], vb[2], vb[3]);
+        }
+      }
+    }
+
+    // dS = P o (dP o Z - D), into acc_s.
+    const bool need_mask = attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T;
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+      for (int nb = 0; nb < BN / 8; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int half = e >> 1;
+          float pe = fast_exp2(fmaf(acc_s[mi][nb][e], scale_log2, -lse_log2[mi][half]));
+          if (need_mask) {
+            const int row = m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * half;
+            const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
+            if (col >= T || row >= T || !attention_allowed(p, row, col)) pe = 0.f;
+          }
+          float z = keep_scale;
+          if constexpr (kDropout) z = ((keep_bits[mi][half] >> (2 * nb + (e & 1))) & 1u) ? keep_scale : 0.f;
+          acc_s[mi][nb][e] = pe * (acc_dp[mi][nb][e] * z - d_row[mi][half]);
+        }
+
+    // dQ += dS K, dS straight from registers, K rows transposed on load.
+    mma_acc_by_smem<kBF16, MT, BN, D, S>(acc_dq, acc_s, sKs, lane);
+    n = nn;
+    stage ^= 1;
+  }
+  cp_async_wait<0>();
+
+  // dQ * scale, staged through this warp's own rows of sQ, then 16-byte stores.
+#pragma unroll
+  for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+    for (int dj = 0; dj < D / 8; ++dj)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = warp_row0 + mi * 16 + (lane >> 2) + 8 * half;
+        *reinterpret_cast<uint32_t*>(sQ + r * S + dj * 8 + 2 * (lane & 3)) =
+            pack2<kBF16>(acc_dq[mi][dj][2 * half] * p.softmax_scale,
+                         acc_dq[mi][dj][2 * half + 1] * p.softmax_scale);
+      }
+  __syncwarp();
+  constexpr int kChunksPerRow = D / 8;
+#pragma unroll
+  for (int i = lane; i < MT * 16 * kChunksPerRow; i += 32) {
+    const int r = warp_row0 + i / kChunksPerRow, c = (i % kChunksPerRow) * 8;
+    const int row = m0 + r;
+    if (row < T)
+      *reinterpret_cast<uint4*>(dq + row * p.dq_row_stride + c) =
+          *reinterpret_cast<const uint4*>(sQ + r * S + c);
+  }
+}
+
+}  // namespace ft::cuda::flash

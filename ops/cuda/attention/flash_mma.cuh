@@ -1,0 +1,36 @@
+// Warp-level matrix products shared by the flash kernels.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/cuda/attention/flash_ptx.cuh"
+
+namespace ft::cuda::flash {
+
+// acc += P B for one warp's MT slabs of 16 rows. P (MT x 16 rows, BN columns) is a tile the warp
+// just computed, still in mma accumulator registers; it becomes the A operand in registers, with
+// no trip through shared memory. B is BN rows x D columns of 16-bit elements in shared memory
+// (row stride S elements), read transposed by ldmatrix. The forward's O += P V and the
+// deterministic dQ kernel's dQ += dS K are this product.
+template <bool kBF16, int MT, int BN, int D, int S>
+__device__ __forceinline__ void mma_acc_by_smem(float (&acc)[MT][D / 8][4], const float (&p)[MT][BN / 8][4],
+                                                const uint16_t* sB, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk) {
+    uint32_t a[MT][4];
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi) acc_to_a<kBF16>(a[mi], p[mi][2 * kk], p[mi][2 * kk + 1]);
+#pragma unroll
+    for (int dj = 0; dj < D / 16; ++dj) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, smem_u32(sB + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * S + dj * 16 + (lane >> 4) * 8));
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi) {
+        mma_16816<kBF16>(acc[mi][2 * dj], a[mi], b[0], b[1]);
+        mma_16816<kBF16>(acc[mi][2 * dj + 1], a[mi], b[2], b[3]);
+      }
+    }
+  }
+}
+
+}  // namespace ft::cuda::flash

@@ -1,0 +1,20 @@
+// gpt_config_from: the trainer's keys that shape the model reach nn::GPTConfig.
+#include <gtest/gtest.h>
+
+#include "train/model_config.h"
+
+namespace ft {
+namespace {
+
+// `deterministic` (default true) becomes GPTConfig::deterministic, which CausalSelfAttention hands
+// to the flash backward (ops::AttentionOptions::deterministic).
+TEST(ModelConfig, DeterministicReachesTheModel) {
+  TrainConfig c;
+  EXPECT_TRUE(c.deterministic);
+  EXPECT_TRUE(gpt_config_from(c).deterministic);
+  c.deterministic = false;
+  EXPECT_FALSE(gpt_config_from(c).deterministic);
+}
+
+}  // namespace
+}  // namespace ft
