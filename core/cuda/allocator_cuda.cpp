@@ -5,6 +5,12 @@
 // the block plus one rounding unit; otherwise it calls cudaMalloc, and on out-of-memory frees
 // the cache and tries once more. A training step allocates the same sizes every iteration, so
 // after the first step every request is a cache hit.
+//
+// Private pools (core/cuda/allocator_pool.h): each block records its owner (0 = the general
+// cache, else a pool id) and a freed block goes back to its owner's free list. While a pool is
+// active on the calling thread, requests are served from that pool only, and a block freed then
+// is adopted by the pool whatever its owner. Nothing is released to the driver while a pool is
+// active (a capture may be in progress: no cudaFree, no device sync).
 #include <cuda_runtime.h>
 
 #include <map>
@@ -13,11 +19,15 @@
 #include <vector>
 
 #include "core/allocator.h"
+#include "core/cuda/allocator_pool.h"
 #include "core/counting_allocator.h"
 #include "core/cuda/check.h"
 
 namespace ft {
 namespace {
+
+using cuda::active_pool;
+using cuda::PoolId;
 
 constexpr size_t kSmallLimit = 1u << 20;
 constexpr size_t kSmallRound = 512;
@@ -30,6 +40,8 @@ size_t round_size(size_t n) {
 
 std::string mib(size_t b) { return str(b / (1 << 20), " MiB"); }
 
+thread_local std::vector<PoolId> t_active_pool;  // by device index
+
 class CudaCachingAllocator final : public Allocator {
  public:
   explicit CudaCachingAllocator(int device) : device_(device) {}
@@ -37,15 +49,19 @@ class CudaCachingAllocator final : public Allocator {
   void* allocate(size_t nbytes) override {
     if (nbytes == 0) return nullptr;
     const size_t size = round_size(nbytes);
+    const PoolId pool = active_pool(device_);
     std::lock_guard<std::mutex> lock(mu_);
-    void* p = take_cached(size);
+    std::multimap<size_t, void*>& free = free_list(pool);
+    void* p = take_cached(free, size);
     size_t block = size;
     if (p) {
-      block = live_.at(p);  // take_cached recorded the cached block's true size
+      block = live_.at(p).size;  // take_cached recorded the cached block's true size
+      live_[p].pool = pool;
       stats_.cache_hits++;
     } else {
-      p = device_malloc(size);
-      live_[p] = size;
+      p = device_malloc(size, pool != 0);
+      live_[p] = Block{size, pool};
+      if (pool != 0) pools_.at(pool).reserved += size;
     }
     stats_.allocated_bytes += block;
     if (stats_.allocated_bytes > stats_.peak_allocated_bytes)
@@ -55,12 +71,20 @@ class CudaCachingAllocator final : public Allocator {
 
   void deallocate(void* ptr, size_t) override {
     if (!ptr) return;
+    const PoolId active = active_pool(device_);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = live_.find(ptr);
     FT_ASSERT(it != live_.end(), "freeing a pointer this allocator does not own");
-    stats_.allocated_bytes -= it->second;
-    free_.emplace(it->second, ptr);
+    const Block b = it->second;
     live_.erase(it);
+    stats_.allocated_bytes -= b.size;
+    PoolId owner = b.pool;
+    if (active != 0 && owner != active) {  // a graph being captured may have used it: adopt it
+      if (owner != 0) pools_.at(owner).reserved -= b.size;
+      pools_.at(active).reserved += b.size;
+      owner = active;
+    }
+    free_list(owner).emplace(b.size, ptr);
   }
 
   MemoryStats stats() const override {
@@ -75,28 +99,75 @@ class CudaCachingAllocator final : public Allocator {
 
   void empty_cache() override {
     std::lock_guard<std::mutex> lock(mu_);
-    release_cache();
+    if (active_pool(device_) == 0) release_cache();
+  }
+
+  PoolId create_pool() {
+    std::lock_guard<std::mutex> lock(mu_);
+    const PoolId id = next_pool_++;
+    pools_.emplace(id, Pool{});
+    return id;
+  }
+
+  // The pool's cached blocks join the general cache; its live blocks will when freed.
+  void release_pool(PoolId id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pools_.find(id);
+    if (it == pools_.end()) return;
+    for (auto& [size, p] : it->second.free) free_.emplace(size, p);
+    for (auto& [p, b] : live_)
+      if (b.pool == id) b.pool = 0;
+    pools_.erase(it);
+  }
+
+  size_t pool_reserved(PoolId id) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pools_.find(id);
+    return it == pools_.end() ? 0 : it->second.reserved;
+  }
+
+  bool has_pool(PoolId id) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return pools_.count(id) != 0;
   }
 
  private:
-  void* take_cached(size_t size) {
-    auto it = free_.lower_bound(size);
-    if (it == free_.end()) return nullptr;
+  struct Block {
+    size_t size = 0;
+    PoolId pool = 0;
+  };
+  struct Pool {
+    std::multimap<size_t, void*> free;
+    size_t reserved = 0;
+  };
+
+  std::multimap<size_t, void*>& free_list(PoolId pool) {
+    if (pool == 0) return free_;
+    auto it = pools_.find(pool);
+    FT_ASSERT(it != pools_.end(), "cuda allocator pool ", pool, " does not exist on cuda:", device_);
+    return it->second.free;
+  }
+
+  void* take_cached(std::multimap<size_t, void*>& free, size_t size) {
+    auto it = free.lower_bound(size);
+    if (it == free.end()) return nullptr;
     const size_t unit = size < kSmallLimit ? kSmallRound : kLargeRound;
     if (it->first > size + size / 8 + unit) return nullptr;
     void* p = it->second;
-    live_[p] = it->first;
-    free_.erase(it);
+    live_[p] = Block{it->first, 0};
+    free.erase(it);
     return p;
   }
 
-  void* device_malloc(size_t size) {
+  // in_pool: a pool is active (perhaps a capture): out of memory throws without emptying the
+  // cache, since that would synchronise the device and cudaFree.
+  void* device_malloc(size_t size, bool in_pool) {
     int prev = 0;
     CUDA_CHECK(cudaGetDevice(&prev));
     CUDA_CHECK(cudaSetDevice(device_));
     void* p = nullptr;
     cudaError_t err = cudaMalloc(&p, size);
-    if (err == cudaErrorMemoryAllocation) {
+    if (err == cudaErrorMemoryAllocation && !in_pool) {
       (void)cudaGetLastError();
       release_cache();
       err = cudaMalloc(&p, size);
@@ -105,8 +176,9 @@ class CudaCachingAllocator final : public Allocator {
       (void)cudaGetLastError();
       CUDA_CHECK(cudaSetDevice(prev));
       throw Error(str("[cuda_allocator] out of memory on cuda:", device_, " allocating ", mib(size),
-                      " (in tensors ", mib(stats_.allocated_bytes), ", reserved ",
-                      mib(stats_.reserved_bytes), "): ", cudaGetErrorString(err)));
+                      in_pool ? " for a CUDA graph's private pool" : "", " (in tensors ",
+                      mib(stats_.allocated_bytes), ", reserved ", mib(stats_.reserved_bytes), "): ",
+                      cudaGetErrorString(err)));
     }
     CUDA_CHECK(cudaSetDevice(prev));
     stats_.reserved_bytes += size;
@@ -114,7 +186,8 @@ class CudaCachingAllocator final : public Allocator {
     return p;
   }
 
-  // Frees cached blocks; waits for the device first so no kernel still uses them.
+  // Frees the general cache's blocks (never a pool's); waits for the device first so no kernel
+  // still uses them.
   void release_cache() {
     if (free_.empty()) return;
     CUDA_CHECK(cudaSetDevice(device_));
@@ -128,8 +201,10 @@ class CudaCachingAllocator final : public Allocator {
 
   int device_;
   mutable std::mutex mu_;
-  std::multimap<size_t, void*> free_;
-  std::unordered_map<void*, size_t> live_;
+  std::multimap<size_t, void*> free_;  // the general cache
+  std::unordered_map<void*, Block> live_;
+  std::unordered_map<PoolId, Pool> pools_;
+  PoolId next_pool_ = 1;
   MemoryStats stats_;
 };
 
@@ -156,6 +231,36 @@ Allocator& cuda_allocator(int index) {
   if (!a) a = new CudaCachingAllocator(index);
   return *a;
 }
+
+namespace cuda {
+namespace {
+CudaCachingAllocator& caching(int device) { return static_cast<CudaCachingAllocator&>(cuda_allocator(device)); }
+}  // namespace
+
+PoolId create_pool(int device) { return caching(device).create_pool(); }
+
+void release_pool(int device, PoolId pool) {
+  FT_CHECK_ARG(active_pool(device) != pool, "[cuda_allocator] pool ", pool, " is released while active");
+  caching(device).release_pool(pool);
+}
+
+size_t pool_reserved_bytes(int device, PoolId pool) { return caching(device).pool_reserved(pool); }
+
+PoolId active_pool(int device) {
+  return device >= 0 && static_cast<size_t>(device) < t_active_pool.size() ? t_active_pool[device] : 0;
+}
+
+PoolScope::PoolScope(int device, PoolId pool) : device_(device), prev_(active_pool(device)) {
+  FT_CHECK_ARG(device >= 0, "[cuda_allocator] PoolScope on device ", device);
+  FT_CHECK_ARG(pool == 0 || caching(device).has_pool(pool), "[cuda_allocator] pool ", pool,
+               " does not exist on cuda:", device);
+  if (t_active_pool.size() <= static_cast<size_t>(device)) t_active_pool.resize(device + 1, 0);
+  t_active_pool[device] = pool;
+}
+
+PoolScope::~PoolScope() { t_active_pool[device_] = prev_; }
+
+}  // namespace cuda
 
 Allocator& pinned_allocator() {
   static auto* a = new PinnedAllocator();

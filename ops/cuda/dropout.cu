@@ -20,6 +20,7 @@ struct alignas(kGroup * sizeof(T)) Pack8 {
 template <class T, bool kVec>
 __global__ void dropout_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t cols,
                                int64_t groups, DropoutParams d) {
+  resolve_dropout_offset(d);  // graph replay: the offset lives in device memory
   const int64_t n = rows * groups;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {

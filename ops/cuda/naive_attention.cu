@@ -63,6 +63,8 @@ __device__ float block_reduce_sum(float x) {
 template <bool kBF16, bool kDropout>
 __global__ void naive_softmax_fwd_kernel(const AttentionParams p, const float* scores, void* probs,
                                          void* probs_dropped) {
+  DropoutParams drop = p.dropout;
+  if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: the offset is in device memory
   const int64_t row_id = blockIdx.x;
   const int T = p.T, i = static_cast<int>(row_id % T);
   const int64_t bh = row_id / T;
@@ -81,7 +83,7 @@ __global__ void naive_softmax_fwd_kernel(const AttentionParams p, const float* s
   const float inv = l > 0.f ? 1.f / l : 0.f;
   for (int g = threadIdx.x; g < groups; g += blockDim.x) {
     PhiloxBits bits{};
-    if constexpr (kDropout) bits = dropout_bits(p.dropout, bh, i, g);
+    if constexpr (kDropout) bits = dropout_bits(drop, bh, i, g);
     for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
       const float pj = attention_allowed(p, i, j) ? __expf(s[j] * p.softmax_scale - m) * inv : 0.f;
       store16<kBF16>(probs, row_id * T + j, pj);
@@ -97,6 +99,8 @@ __global__ void naive_softmax_fwd_kernel(const AttentionParams p, const float* s
 template <bool kBF16, bool kDropout>
 __global__ void naive_softmax_bwd_kernel(const AttentionParams p, const float* dprobs,
                                          const void* probs, void* probs_dropped, void* dscores) {
+  DropoutParams drop = p.dropout;
+  if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: the offset is in device memory
   const int64_t row_id = blockIdx.x;
   const int T = p.T, i = static_cast<int>(row_id % T);
   const int64_t bh = row_id / T;
@@ -106,7 +110,7 @@ __global__ void naive_softmax_bwd_kernel(const AttentionParams p, const float* d
   float dot = 0.f;
   for (int g = threadIdx.x; g < groups; g += blockDim.x) {
     PhiloxBits bits{};
-    if constexpr (kDropout) bits = dropout_bits(p.dropout, bh, i, g);
+    if constexpr (kDropout) bits = dropout_bits(drop, bh, i, g);
     for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
       float z = keep_scale;
       if constexpr (kDropout) z = dropout_keep(bits, j - 8 * g, p.dropout.threshold) ? keep_scale : 0.f;
@@ -116,7 +120,7 @@ __global__ void naive_softmax_bwd_kernel(const AttentionParams p, const float* d
   dot = block_reduce_sum(dot);
   for (int g = threadIdx.x; g < groups; g += blockDim.x) {
     PhiloxBits bits{};
-    if constexpr (kDropout) bits = dropout_bits(p.dropout, bh, i, g);
+    if constexpr (kDropout) bits = dropout_bits(drop, bh, i, g);
     for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
       float z = keep_scale;
       if constexpr (kDropout) z = dropout_keep(bits, j - 8 * g, p.dropout.threshold) ? keep_scale : 0.f;

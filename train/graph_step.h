@@ -1,0 +1,83 @@
+// compile_model: one training micro-step (forward + backward) captured in a CUDA graph and
+// replayed -- our counterpart of torch.compile's whole-step capture.
+//
+// A micro-step, eager or replayed, is exactly
+//   inputs, targets = windows[:, :T], windows[:, 1:]     (contiguous copies on the device)
+//   loss = model.forward(inputs, targets, B * T).loss
+//   loss_sum += f32(loss)
+//   backward(loss, seed)                                   (seed = the loss scale, 1 without one)
+// with the gradients adding into the parameters' gradient views (the trainer's arena), so
+// gradient accumulation is A replays between one zeroing and one optimizer step, both outside.
+// It issues the same kernels with the same arguments as the trainer's eager micro-step, so a
+// replay gives bit-identical losses and gradients (tests/train/graph_step_test.cpp).
+//
+// What varies from replay to replay lives in device memory that run() rewrites, in stream order,
+// before the launch: the batch (windows, (B, T+1) int32), the backward seed (so fp16's loss scale
+// is not frozen into the graph), and the Philox base word: while capturing, the model's Generator
+// hands out offsets relative to the capture start plus that word (core/random.h), and before each
+// replay run() stores the generator's logical offset there and advances the generator by what one
+// micro-step consumes -- the masks move on exactly as in eager mode and state() stays exact for
+// checkpoints. The graph's memory is a private allocator pool (core/cuda/allocator_pool.h).
+//
+// Lifecycle: the first run() is eager (a warm-up: kernels load, cuBLASLt plans are built, the
+// cuBLAS workspace exists); the second captures (its cached warm-up activations are released
+// first, so the pool does not double the peak) and replays; later ones replay. A batch of another
+// shape re-captures. Nothing else may use the model's generator between runs without the
+// generator staying consistent -- which it does, since the replayer reads it at every run.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+
+#include "core/tensor.h"
+#include "data/loader.h"
+#include "nn/gpt.h"
+
+namespace ft {
+
+namespace cuda {
+class Graph;
+}
+
+class CapturedMicroStep {
+ public:
+  // model: on a CUDA `device`, in training mode, its parameters' gradients set up (views into
+  // the arena). log: where the capture is announced ("compile_model: micro-step captured ...").
+  CapturedMicroStep(nn::GPT& model, Device device, std::ostream* log = nullptr);
+  ~CapturedMicroStep();
+  CapturedMicroStep(const CapturedMicroStep&) = delete;
+  CapturedMicroStep& operator=(const CapturedMicroStep&) = delete;
+
+  // Zeroes loss_sum(); call before the first micro-step of an optimizer step.
+  void begin_step();
+  // One micro-step on `batch` with the backward seeded by loss_scale (see above).
+  void run(const Batch& batch, double loss_scale);
+  // The summed micro-step losses since begin_step(), (1) f32 on the device.
+  const Tensor& loss_sum() const { return loss_sum_; }
+
+  bool captured() const;
+  int64_t num_kernels() const;           // kernel nodes of the graph, 0 before capture
+  uint64_t philox_per_micro_step() const { return philox_per_step_; }
+  int64_t replays() const { return replays_; }
+
+ private:
+  void load_batch(const Batch& batch);
+  void body(double eager_seed);  // the micro-step; eager_seed < 0: capturing (seed filled outside)
+  void capture();
+
+  nn::GPT& model_;
+  Device device_;
+  std::ostream* log_;
+  std::unique_ptr<cuda::Graph> graph_;
+  Tensor windows_;     // (B, T+1) int32, read by the graph
+  Tensor seed_;        // the loss's shape and dtype: the backward seed
+  Tensor loss_sum_;    // (1) f32
+  Tensor philox_base_; // (1) i64: the logical generator offset of the current replay
+  int64_t B_ = 0, T_ = 0;
+  bool warmed_up_ = false;
+  uint64_t philox_per_step_ = 0;
+  int64_t replays_ = 0;
+};
+
+}  // namespace ft
