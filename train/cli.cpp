@@ -12,6 +12,7 @@
 #include "train/command_options.h"
 #include "train/gradients_command.h"
 #include "train/config.h"
+#include "train/dist_env.h"
 
 namespace ft {
 
@@ -27,7 +28,7 @@ struct CommandHelp {
 
 const std::vector<CommandHelp>& commands() {
   static const std::vector<CommandHelp> list = {
-      {"train", "train CONFIG [--set key=value ...] [--resume | --init-from DIR] [--dry-run]",
+      {"train", "train CONFIG [--set key=value ...] [--resume | --init-from DIR] [--dry-run] [--nproc N]",
        "train a GPT-2 from a YAML config (configs/*.yaml)"},
       {"eval", "eval --checkpoint DIR --data PATH [--batch-size B] [--seq-len T]",
        "mean loss and perplexity of a checkpoint over token shards"},
@@ -132,7 +133,8 @@ bool wants_help(const std::vector<std::string>& args) {
 int train_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const std::string cmd = "train";
   const ParsedArgs p = parse_args(cmd, args,
-                                  {{"--set", true, true}, {"--resume", false, false}, {"--init-from", true, false}, {"--dry-run", false, false}});
+                                  {{"--set", true, true}, {"--resume", false, false}, {"--init-from", true, false}, {"--dry-run", false, false},
+                                   {"--nproc", true, false}});
   expect_positional(cmd, p, 1, "the config file (e.g. configs/gpt2-small.yaml)");
   TrainOptions o;
   o.config_path = p.positional[0];
@@ -140,12 +142,21 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   o.resume = p.has("--resume");
   if (p.has("--init-from")) o.init_from = p.value("--init-from");
   o.dry_run = p.has("--dry-run");
+  // --nproc N: N ranks on this host, one per GPU (train/local_launcher.h); 1 runs in this process.
+  if (p.has("--nproc")) {
+    const int64_t n = int_flag(cmd, "--nproc", p.value("--nproc"), 1);
+    if (n > 1024) throw UsageError(cmd, str("--nproc ", n, " is more than 1024 ranks on one host"));
+    o.nproc = static_cast<int>(n);
+  }
+  o.args = args;
   if (o.resume && !o.init_from.empty())
     throw UsageError(cmd, "--resume and --init-from exclude each other (a resumed run takes its weights from its checkpoint)");
 
   // Every config error surfaces here, before the trainer starts.
   const TrainConfig cfg = load_config(o.config_path, o.overrides);
-  validate_data_paths(cfg);
+  // In a data-parallel job every rank checks the files; only rank 0 reads every token id (the scan
+  // is one pass over the data, which N ranks would repeat N times).
+  validate_data_paths(cfg, detect_dist_env().rank == 0);
   if (o.dry_run) {
     out << config_to_yaml(cfg);
     err << "flashtrain train: " << o.config_path << ": config and data are valid (--dry-run)\n";

@@ -1,6 +1,6 @@
 // The `flashtrain` command line: `flashtrain <command> [args]`.
 //
-//   train CONFIG [--set key=value ...] [--resume | --init-from DIR] [--dry-run]
+//   train CONFIG [--set key=value ...] [--resume | --init-from DIR] [--dry-run] [--nproc N]
 //   eval --checkpoint DIR --data PATH [--batch-size B] [--seq-len T]
 //   sample --checkpoint DIR --prompt TEXT [--max-new-tokens N] [--temperature T] [--top-k K] [--seed S]
 //   compare CONFIG [--set key=value ...] [--tolerance X]   flash vs naive training report (train/compare.h)

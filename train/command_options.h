@@ -12,13 +12,15 @@
 
 namespace ft {
 
-// flashtrain train CONFIG [--set key=value ...] [--resume | --init-from DIR] [--dry-run]
+// flashtrain train CONFIG [--set key=value ...] [--resume | --init-from DIR] [--dry-run] [--nproc N]
 struct TrainOptions {
   std::string config_path;
   std::vector<std::string> overrides;  // "key=value", applied in order
   bool resume = false;                 // continue from find_latest_checkpoint(out_dir)
   std::string init_from;               // HF GPT-2 directory to take the weights from
   bool dry_run = false;                // validate config and data, echo the config, stop
+  int nproc = 1;                       // > 1: launch this many local ranks (train/local_launcher.h)
+  std::vector<std::string> args;       // the train command's arguments, for those ranks
 };
 
 // flashtrain eval --checkpoint DIR --data PATH [--batch-size B] [--seq-len T]

@@ -120,7 +120,7 @@ TEST(Cli, UsageErrorsExitTwoWithUsage) {
   const CliResult flag = run({"train", f.config, "--resum"});
   EXPECT_EQ(flag.rc, 2);
   EXPECT_EQ(flag.err, "flashtrain: error: unknown flag '--resum' for 'train'\nusage: flashtrain train CONFIG [--set "
-                      "key=value ...] [--resume | --init-from DIR] [--dry-run]\n");
+                      "key=value ...] [--resume | --init-from DIR] [--dry-run] [--nproc N]\n");
   EXPECT_EQ(run({"train"}).rc, 2);
   EXPECT_EQ(run({"train", f.config, "--set"}).err.rfind("flashtrain: error: --set needs a value\n", 0), 0u);
   EXPECT_EQ(run({"train", f.config, "--resume", "--init-from", "x"}).rc, 2);
