@@ -16,6 +16,7 @@ std::vector<Tensor> AccumulateGrad::backward(const std::vector<Tensor>& grad_out
     // a flat buffer, both work.
     ops::add_(meta->grad, ops::cast(g, meta->grad.dtype()));
   }
+  if (on_grad_ready) on_grad_ready();
   return {};
 }
 

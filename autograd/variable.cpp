@@ -1,5 +1,6 @@
 #include "autograd/variable.h"
 
+#include "autograd/accumulate_grad.h"
 #include "ops/elementwise.h"
 
 namespace ft::autograd {
@@ -41,6 +42,20 @@ void set_grad(const Tensor& t, const Tensor& g) {
                  " does not match tensor ", t);
   }
   ensure_meta(t).grad = g;
+}
+
+void set_grad_ready_hook(const Tensor& t, std::function<void()> hook) {
+  AutogradMeta& m = ensure_meta(t);
+  FT_CHECK_ARG(!m.grad_fn && m.requires_grad, "[set_grad_ready_hook] only a leaf that requires a gradient has one");
+  // The same accumulator autograd::record would make (autograd/function.cpp), made early so the
+  // hook is on it; record reuses an existing one.
+  if (!m.accumulator) {
+    auto acc = std::make_shared<AccumulateGrad>();
+    acc->leaf_meta = std::static_pointer_cast<AutogradMeta>(t.autograd_meta());
+    acc->shape = t.shape();
+    m.accumulator = acc;
+  }
+  std::static_pointer_cast<AccumulateGrad>(m.accumulator)->on_grad_ready = std::move(hook);
 }
 
 std::shared_ptr<Node> grad_fn(const Tensor& t) {

@@ -1,6 +1,8 @@
 // Tensor-level autograd API: mark leaves, read gradients, run backward.
 #pragma once
 
+#include <functional>
+
 #include "autograd/node.h"
 
 namespace ft::autograd {
@@ -14,6 +16,11 @@ Tensor grad(const Tensor& t);
 // gradient in place, so a preset view into a flat buffer collects the gradient there
 // (this is how the parameter arena gets all gradients in one buffer).
 void set_grad(const Tensor& t, const Tensor& g);
+// Calls `hook` (or stops calling it, with an empty function) each time a backward pass has finished
+// adding into leaf `t`'s gradient: once per pass, after the leaf's last contribution, while the
+// pass goes on (data parallelism launches gradient all-reduces from it). `t` must be a leaf that
+// requires a gradient; the hook belongs to the leaf's accumulator node, made here if it is missing.
+void set_grad_ready_hook(const Tensor& t, std::function<void()> hook);
 // The node that produced `t`, or null for leaves and constants.
 std::shared_ptr<Node> grad_fn(const Tensor& t);
 

@@ -10,17 +10,23 @@ AdamW::AdamW(ParamArena& arena, const AdamWConfig& cfg) : arena_(arena), cfg_(cf
   v_ = Tensor::zeros({arena.numel()}, DType::F32, arena.device());
 }
 
-void AdamW::step(double lr, int64_t step, double grad_scale, const Tensor& grad_norm) {
-  autograd::NoGradGuard no_grad;
+ops::AdamWOptions adamw_options(const AdamWConfig& cfg, double lr, int64_t step, double grad_scale,
+                                const Tensor& grad_norm) {
   ops::AdamWOptions o;
   o.lr = static_cast<float>(lr);
-  o.beta1 = static_cast<float>(cfg_.beta1);
-  o.beta2 = static_cast<float>(cfg_.beta2);
-  o.eps = static_cast<float>(cfg_.eps);
+  o.beta1 = static_cast<float>(cfg.beta1);
+  o.beta2 = static_cast<float>(cfg.beta2);
+  o.eps = static_cast<float>(cfg.eps);
   o.step = step;
   o.grad_scale = static_cast<float>(grad_scale);
   o.grad_norm = grad_norm;
-  o.max_grad_norm = static_cast<float>(cfg_.max_grad_norm);
+  o.max_grad_norm = static_cast<float>(cfg.max_grad_norm);
+  return o;  // weight_decay is set per region by the caller
+}
+
+void AdamW::step(double lr, int64_t step, double grad_scale, const Tensor& grad_norm) {
+  autograd::NoGradGuard no_grad;
+  ops::AdamWOptions o = adamw_options(cfg_, lr, step, grad_scale, grad_norm);
   for (const bool decay : {true, false}) {
     const ParamArena::Region r = decay ? arena_.decay_region() : arena_.no_decay_region();
     if (r.numel() == 0) continue;

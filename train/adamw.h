@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/adamw.h"
 #include "train/param_arena.h"
 #include "train/safetensors.h"
 
@@ -16,6 +17,10 @@ struct AdamWConfig {
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.0;
   double max_grad_norm = 0.0;  // 0: no clipping
 };
+
+// The kernel options of one update from the config and the step's values (shared with ZeRO-1).
+ops::AdamWOptions adamw_options(const AdamWConfig& cfg, double lr, int64_t step, double grad_scale,
+                                const Tensor& grad_norm);
 
 class AdamW {
  public:

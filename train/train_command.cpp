@@ -4,17 +4,30 @@
 
 #include "core/allocator.h"
 #include "train/command_options.h"
+#include "train/dist_env.h"
+#include "train/local_launcher.h"
 #include "train/trainer.h"
 
 namespace ft {
 
-int run_train(const TrainOptions& options, const TrainConfig& cfg, std::ostream& out, std::ostream&) {
+int run_train(const TrainOptions& options, const TrainConfig& cfg, std::ostream& out, std::ostream& err) {
+  if (options.nproc > 1) {
+    // This process only launches: N copies of flashtrain, same arguments minus --nproc, each a rank.
+    const DistEnv env = detect_dist_env();
+    if (env.launcher != "single")
+      throw Error(str("--nproc ", options.nproc, " inside a job that ", env.launcher, " launched already (", describe(env),
+                      "); use one launcher"));
+    std::vector<std::string> child_args = {"train"};
+    for (const auto& a : without_nproc(options.args)) child_args.push_back(a);
+    return launch_local(options.nproc, child_args, err);
+  }
   TrainerOptions to;
   to.resume = options.resume;
   to.init_from = options.init_from;
   to.out = &out;
   Trainer trainer(cfg, to);
   const TrainSummary s = trainer.run();
+  if (detect_dist_env().rank != 0) return 0;  // data parallel: rank 0 alone reports
   if (s.end_step > s.start_step) {
     out << "flashtrain: done: steps " << s.start_step << " -> " << s.end_step << ", loss " << std::fixed
         << std::setprecision(4) << s.losses.front() << " -> " << s.losses.back();

@@ -12,6 +12,8 @@
 #include "train/checkpoint.h"
 #include "train/device_batch.h"
 #include "train/device_choice.h"
+#include "train/dist_data_parallel.h"
+#include "train/graph_step.h"
 #include "train/model_config.h"
 
 namespace ft {
@@ -31,6 +33,34 @@ LoaderOptions loader_options(const TrainConfig& cfg, const std::vector<std::stri
   return o;
 }
 
+void print_data_parallel_header(std::ostream& out, DataParallel& dp, const TrainConfig& cfg) {
+  out << "flashtrain: data parallel: " << dp.world_size() << " ranks (" << dp.comm().backend() << "), "
+      << dp.world_size() * cfg.tokens_per_step() << " tokens per step in all, "
+      << (dp.zero1() ? "ZeRO-1 (optimizer state sharded)"
+                     : str("gradients all-reduced in ", dp.grad_sync()->buckets().size(), " buckets of ~",
+                           cfg.allreduce_bucket_mb, " MiB", dp.grad_sync()->overlap() ? " during backward" : ""))
+      << "\n";
+}
+
+DataParallelOptions data_parallel_options(const TrainConfig& cfg, const AdamWConfig& adamw, std::ostream* log) {
+  DataParallelOptions o;
+  o.timeout_s = cfg.dist_timeout_s;
+  o.bucket_mb = cfg.allreduce_bucket_mb;
+  o.zero1 = cfg.zero1;
+  o.adamw = adamw;
+  o.log = log;
+  return o;
+}
+
+// A checkpoint's data position counts global steps of a given world size; another size cannot
+// continue it exactly.
+void check_world_size(const Json& extra, int world, const std::string& dir) {
+  const Json* w = extra.is_object() ? extra.find("world_size") : nullptr;
+  const int64_t saved = w && w->is_integer() ? w->as_int64() : 1;
+  FT_CHECK_ARG(saved == world, "--resume: ", dir, " was written by a job of ", saved, " rank", saved == 1 ? "" : "s",
+               ", this job has ", world, ": resume with the same world size (", saved, ")");
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -43,6 +73,8 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
       device_(resolve_device(cfg)),
       scaler_(cfg.mixed_precision == MixedPrecision::FP16, cfg.loss_scale_init, cfg.loss_scale_growth_interval) {
   FT_CHECK_ARG(!(options.resume && !options.init_from.empty()), "[trainer] --resume and --init-from exclude each other");
+  const DistEnv dist_env = detect_dist_env();
+  if (dist_env.distributed()) device_ = rank_device(device_, dist_env);
   model_ = std::make_unique<nn::GPT>(gpt_config_from(cfg), cfg.seed);
   model_->to(device_);
   model_->train();
@@ -53,9 +85,17 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
   ac.eps = cfg.eps;
   ac.weight_decay = cfg.weight_decay;
   ac.max_grad_norm = cfg.grad_clip;
-  optimizer_ = std::make_unique<AdamW>(*arena_, ac);
+  if (dist_env.distributed()) {
+    dp_ = std::make_unique<DataParallel>(dist_env, device_, *arena_, *model_, data_parallel_options(cfg, ac, options.out));
+    if (!dp_->is_root()) options_.out = nullptr;  // rank 0 alone prints
+    model_->generator().set_lane(static_cast<uint64_t>(dp_->rank()));  // dropout masks differ per rank
+  }
+  if (!(dp_ && dp_->zero1())) optimizer_ = std::make_unique<AdamW>(*arena_, ac);  // ZeRO-1 keeps its own shard
 
-  train_loader_ = std::make_unique<Loader>(loader_options(cfg, cfg.train_data, "train", cfg.shuffle));
+  LoaderOptions train_lo = loader_options(cfg, cfg.train_data, "train", cfg.shuffle);
+  train_lo.rank = dp_ ? dp_->rank() : 0;  // the rank's slice of each global batch (data/loader.h)
+  train_lo.world_size = world_size();
+  train_loader_ = std::make_unique<Loader>(train_lo);
   if (!cfg.val_data.empty()) val_loader_ = std::make_unique<Loader>(loader_options(cfg, cfg.val_data, "val", false));
 
   if (cfg.max_steps > 0) {
@@ -79,21 +119,28 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
     // A fresh run replaces checkpoints of its own steps only; warn that older ones stay, since
     // --resume would pick the newest of them.
     const auto old = list_checkpoints(cfg.out_dir);
-    if (options.out && !old.empty())
-      *options.out << "flashtrain: note: " << cfg.out_dir << " holds checkpoints of an earlier run (newest: step "
+    if (options_.out && !old.empty())
+      *options_.out << "flashtrain: note: " << cfg.out_dir << " holds checkpoints of an earlier run (newest: step "
                    << old.back().first << "); this run starts at step 0 and overwrites them only step by step\n";
   }
+  if (dp_) dp_->share_initial_weights();  // every rank starts from rank 0's weights, bit for bit
   // A resumed run drops the metrics the interrupted run wrote after its checkpoint; a fresh run
   // starts the file over (step 0 keeps nothing of an earlier run's training rows).
-  metrics_ = std::make_unique<MetricsLog>((std::filesystem::path(cfg.out_dir) / "metrics.jsonl").string(), step_);
+  if (!dp_ || dp_->is_root())
+    metrics_ = std::make_unique<MetricsLog>((std::filesystem::path(cfg.out_dir) / "metrics.jsonl").string(), step_);
+  if (cfg.compile_model && device_.is_cuda()) graph_step_ = std::make_unique<CapturedMicroStep>(*model_, device_, options_.out);
 }
 
 Trainer::~Trainer() = default;
 
+int Trainer::world_size() const { return dp_ ? dp_->world_size() : 1; }
+
 void Trainer::restore(const std::string& dir) {
   const Checkpoint ckpt = load_checkpoint(dir);
+  check_world_size(ckpt.state.extra, world_size(), dir);
   arena_->load_master(ckpt.model);
-  optimizer_->load_state(ckpt.optimizer);
+  if (optimizer_) optimizer_->load_state(ckpt.optimizer);
+  else dp_->load_optimizer_state(ckpt.optimizer);
   step_ = ckpt.state.step;
   model_->generator().set_state(ckpt.state.rng);
   FT_CHECK_ARG(ckpt.state.data_position.is_string(), dir, "/state.json: data_position must be a string");
@@ -110,25 +157,36 @@ void Trainer::restore(const std::string& dir) {
 double Trainer::train_step() {
   const int64_t A = cfg_.gradient_accumulation_steps;
   arena_->zero_grads();
-  const Tensor loss_sum = Tensor::zeros({1}, DType::F32, device_);  // summed on the device
+  if (graph_step_) graph_step_->begin_step();
+  const Tensor loss_sum = graph_step_ ? graph_step_->loss_sum() : Tensor::zeros({1}, DType::F32, device_);
   for (int64_t a = 0; a < A; ++a) {
+    if (graph_step_) {  // compile_model: the same micro-step, replayed from a CUDA graph
+      graph_step_->run(train_loader_->next(), scaler_.scale());
+      continue;
+    }
     const DeviceBatch b = to_device(train_loader_->next(), device_);
     const nn::GPTOutput out = model_->forward(b.inputs, b.targets, b.tokens());
     {
       autograd::NoGradGuard no_grad;
       ops::add_(loss_sum, ops::cast(out.loss.detach(), DType::F32).reshape({1}));
     }
+    if (dp_ && a == A - 1) dp_->before_last_backward();  // buckets all-reduce as this backward fills them
     if (scaler_.enabled())
       autograd::backward(out.loss, Tensor::full(out.loss.shape(), scaler_.scale(), out.loss.dtype(), device_));
     else
       autograd::backward(out.loss);
   }
-  const double loss = loss_sum.item() / static_cast<double>(A);
+  // Data parallel: gradients and loss become sums over the W ranks; 1/W joins the scale below.
+  if (dp_) dp_->after_backward(loss_sum);
+  const double W = world_size();
+  const double loss = loss_sum.item() / (static_cast<double>(A) * W);
   if (!std::isfinite(loss)) throw Error(stop_message(loss));
 
-  const ops::GradNorm norm = ops::grad_norm(arena_->grads());
+  const ops::GradNorm norm = dp_ ? dp_->grad_norm() : ops::grad_norm(arena_->grads());
   last_lr_ = schedule_.at(step_);
-  optimizer_->step(last_lr_, step_ + 1, 1.0 / (static_cast<double>(A) * scaler_.scale()), norm.norm);
+  const double grad_scale = 1.0 / (static_cast<double>(A) * scaler_.scale() * W);
+  if (optimizer_) optimizer_->step(last_lr_, step_ + 1, grad_scale, norm.norm);
+  else dp_->optimizer_step(last_lr_, step_ + 1, grad_scale, norm.norm);
   if (scaler_.enabled() && !scaler_.update(norm.nonfinite.item() == 0.0)) ++skipped_steps_;
   ++step_;
   return loss;
@@ -152,12 +210,15 @@ std::string Trainer::save_checkpoint() {
   Checkpoint c;
   c.config = cfg_;
   c.model = arena_->master_tensors();
-  c.optimizer = optimizer_->state_tensors();
+  // ZeRO-1 gathers the full m and v (a collective: every rank gets here), so the format is one GPU's.
+  c.optimizer = optimizer_ ? optimizer_->state_tensors() : dp_->optimizer_state();
   c.state.step = step_;
   c.state.rng = model_->generator().state();
   c.state.data_position = Json(train_loader_->position().to_string());
   c.state.loss_scaler = scaler_.to_json();
-  c.state.extra = Json::object({{"tokens_seen", step_ * cfg_.tokens_per_step()}});
+  c.state.extra = Json::object({{"tokens_seen", step_ * cfg_.tokens_per_step() * world_size()}});
+  if (dp_) c.state.extra.set("world_size", Json(world_size()));
+  if (dp_ && !dp_->is_root()) return "";  // rank 0 alone writes
   const std::string path = ft::save_checkpoint(cfg_.out_dir, c);
   prune_checkpoints(cfg_.out_dir, cfg_.keep_checkpoints);
   return path;
@@ -171,8 +232,12 @@ void Trainer::print_header(std::ostream& out) const {
   out << "flashtrain: " << cfg_.batch_size << " x " << cfg_.max_seq_len << " tokens x " << cfg_.gradient_accumulation_steps
       << " micro-batches = " << cfg_.tokens_per_step() << " tokens per step, " << total_steps_ << " steps ("
       << train_loader_->steps_per_epoch() << " micro-batches per epoch), out_dir " << cfg_.out_dir << "\n";
-  if (cfg_.compile_model)
-    out << "flashtrain: compile_model: true -- CUDA-graph capture is not implemented yet; running eagerly\n";
+  if (dp_) print_data_parallel_header(out, *dp_, cfg_);
+  if (cfg_.compile_model && !graph_step_)
+    out << "flashtrain: compile_model: true is ignored on the CPU (CUDA graphs need a GPU); running eagerly\n";
+  else if (graph_step_)
+    out << "flashtrain: compile_model: the first micro-step runs eagerly (warm-up), then a micro-step is captured "
+           "in a CUDA graph and replayed\n";
 }
 
 TrainSummary Trainer::run() {
@@ -195,8 +260,10 @@ TrainSummary Trainer::run() {
     const int64_t done = step_;
     if (done == 1 || done % cfg_.log_interval == 0 || done == total_steps_) {
       const double dt = seconds_since(last_log);
-      const double tps = dt > 0 ? static_cast<double>((done - last_log_step) * cfg_.tokens_per_step()) / dt : 0;
-      metrics_->log_train(done, loss, last_lr_, tps);
+      // All ranks' tokens (world_size() x one rank's); MFU stays per GPU.
+      const double tps =
+          dt > 0 ? static_cast<double>((done - last_log_step) * cfg_.tokens_per_step() * world_size()) / dt : 0;
+      if (metrics_) metrics_->log_train(done, loss, last_lr_, tps);
       if (out) {
         Progress p;
         p.step = done;
@@ -204,7 +271,7 @@ TrainSummary Trainer::run() {
         p.loss = loss;
         p.lr = last_lr_;
         p.tokens_per_s = tps;
-        p.mfu = peak > 0 ? tps * flops_tok / peak : -1;
+        p.mfu = peak > 0 ? tps / world_size() * flops_tok / peak : -1;
         p.eta_s = eta_seconds(done - s.start_step, total_steps_ - s.start_step, seconds_since(t0));
         *out << format_progress(p);
         if (scaler_.enabled()) *out << " | scale " << scaler_.scale() << " (" << skipped_steps_ << " skipped)";
@@ -215,7 +282,7 @@ TrainSummary Trainer::run() {
     }
     if (val_loader_ && cfg_.eval_interval > 0 && (done % cfg_.eval_interval == 0 || done == total_steps_)) {
       const EvalResult r = evaluate();
-      metrics_->log_eval(done, r.loss);
+      if (metrics_) metrics_->log_eval(done, r.loss);
       s.val_loss = r.loss;
       if (out)
         *out << "step " << done << " | val loss " << std::fixed << std::setprecision(4) << r.loss << " | val ppl "
@@ -228,7 +295,9 @@ TrainSummary Trainer::run() {
   }
   s.end_step = step_;
   s.seconds = seconds_since(t0);
-  s.tokens_per_s = s.seconds > 0 ? static_cast<double>((s.end_step - s.start_step) * cfg_.tokens_per_step()) / s.seconds : 0;
+  s.tokens_per_s = s.seconds > 0 ? static_cast<double>((s.end_step - s.start_step) * cfg_.tokens_per_step() *
+                                                       world_size()) / s.seconds
+                                 : 0;
   return s;
 }
 

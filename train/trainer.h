@@ -37,6 +37,9 @@
 
 namespace ft {
 
+class CapturedMicroStep;  // train/graph_step.h
+class DataParallel;       // train/dist_data_parallel.h
+
 struct TrainerOptions {
   bool resume = false;      // continue from find_latest_checkpoint(out_dir); none there is an error
   std::string init_from;    // else: take the weights (only) from this HF GPT-2 directory
@@ -80,6 +83,12 @@ class Trainer {
   const LossScaler& loss_scaler() const { return scaler_; }
   int64_t step() const { return step_; }
   int64_t total_steps() const { return total_steps_; }
+  // Data parallelism (issue 7): non-null when the environment describes a job of several ranks
+  // (train/dist_env.h); then the device is cuda:local_rank (or the CPU), each rank reads its slice
+  // of every global batch, gradients are summed over ranks, and only rank 0 writes logs, metrics
+  // and checkpoints.
+  DataParallel* data_parallel() { return dp_.get(); }
+  int world_size() const;
 
  private:
   void restore(const std::string& checkpoint_dir);
@@ -94,8 +103,10 @@ class Trainer {
   std::unique_ptr<AdamW> optimizer_;
   LossScaler scaler_;
   std::unique_ptr<Loader> train_loader_, val_loader_;
+  std::unique_ptr<CapturedMicroStep> graph_step_;  // compile_model on a GPU, else null (eager)
   LrSchedule schedule_;
-  std::unique_ptr<MetricsLog> metrics_;
+  std::unique_ptr<MetricsLog> metrics_;  // null on ranks other than 0
+  std::unique_ptr<DataParallel> dp_;     // after what it references, so destroyed first
   int64_t step_ = 0, total_steps_ = 0;
   int64_t skipped_steps_ = 0;  // fp16 overflow skips
   double last_lr_ = 0;

@@ -1,0 +1,54 @@
+// The collectives data parallelism needs, over flat contiguous tensors of one device, behind one
+// interface so the trainer, GradSync and ZeRO-1 do not care whether NCCL or the CPU rendezvous
+// sockets carry them.
+//
+// Streams (CUDA). Collectives run on the communicator's own stream, not the compute stream, so a
+// gradient bucket can be reduced while the backward pass goes on. The caller orders the two:
+//   comm_waits_for_compute()  the comm stream waits for everything issued on the compute stream so
+//                             far (record an event there, wait on it) -- call before launching a
+//                             collective on data the compute stream just wrote;
+//   compute_waits_for_comm()  the compute stream waits for every collective enqueued so far --
+//                             call before the compute stream reads their results.
+// Neither blocks the host. Tensors handed to a collective must stay alive until the compute stream
+// has waited for it (the caching allocator reuses a freed block in compute-stream order only).
+//
+// CPU: every call completes before it returns; the two ordering calls do nothing.
+//
+// Faults: a collective that does not complete within the configured timeout, or a peer that dies,
+// ends the process with a message naming the rank and what failed (see the implementations).
+#pragma once
+
+#include "core/tensor.h"
+
+namespace ft {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual const char* backend() const = 0;  // "nccl" | "cpu"
+
+  // t = sum over ranks of t, in place. t: contiguous f32 (any numel, a one-element norm too).
+  virtual void all_reduce_sum_(const Tensor& t) = 0;
+  // out (numel n) = the rank's n-slice [rank*n, (rank+1)*n) of the sum over ranks of in
+  // (numel world_size*n). Contiguous f32. out may be in's own rank-th slice (in place, as ZeRO-1
+  // does on the gradient arena); no other overlap.
+  virtual void reduce_scatter_sum(const Tensor& in, const Tensor& out) = 0;
+  // out (numel world_size*n) = every rank's in (numel n) in rank order. in may be out's own slice
+  // [rank*n, (rank+1)*n) (in-place all-gather). Contiguous f32.
+  virtual void all_gather(const Tensor& in, const Tensor& out) = 0;
+
+  virtual void comm_waits_for_compute() = 0;
+  virtual void compute_waits_for_comm() = 0;
+
+  // Every rank arrives here before any leaves (host-side; waits for the collectives enqueued).
+  virtual void barrier() = 0;
+};
+
+// Checks shared by the implementations: contiguous f32 on `device`, the numel relation. `op` names
+// the collective in the message.
+void check_collective_tensor(const char* op, const Tensor& t, Device device);
+
+}  // namespace ft

@@ -1,0 +1,71 @@
+// Gradient all-reduce for data parallelism, overlapped with the backward pass.
+//
+// The gradient arena (train/param_arena.h: decay region, then no-decay region, each in model order)
+// is cut into buckets of about `bucket_mb` MiB along the arena: a bucket is a run of whole
+// parameter tensors (with the padding after them), so the buckets tile [0, N). A tensor larger than
+// the bucket size is a bucket of its own.
+//
+// Overlap. Before the backward pass of the LAST micro-batch of an optimizer step the trainer calls
+// arm(); from then on each parameter's grad-ready hook (autograd::set_grad_ready_hook: fired once
+// per pass, after the leaf's last contribution -- GPT-2's tied wte gets two) counts the bucket
+// down, and a bucket whose every tensor is final is launched at once: the comm stream waits for the
+// compute stream up to now (an event), then all-reduces the bucket in place. The backward pass goes
+// on meanwhile. finish() launches whatever is left (buckets of parameters no gradient reached) and
+// makes the compute stream wait for every all-reduce, so the optimizer reads summed gradients.
+// Earlier micro-batches only accumulate locally: one all-reduce per optimizer step.
+//
+// The result is the SUM over ranks; the trainer folds 1/world_size into AdamW's grad_scale.
+//
+// sync_all() (no overlap): all buckets at once, for callers whose backward pass runs where hooks
+// cannot launch work -- a replayed CUDA graph (compile_model) -- or to measure what overlap gains.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/module.h"
+#include "train/communicator.h"
+#include "train/param_arena.h"
+
+namespace ft {
+
+class GradSync {
+ public:
+  // Installs the hooks on `model`'s parameters (the arena's leaves, so build the arena first).
+  GradSync(ParamArena& arena, nn::Module& model, Communicator& comm, double bucket_mb);
+  ~GradSync();  // removes the hooks
+  GradSync(const GradSync&) = delete;
+  GradSync& operator=(const GradSync&) = delete;
+
+  struct Bucket {
+    int64_t begin = 0, end = 0;  // arena elements [begin, end)
+    int tensors = 0;             // parameter tensors in it
+  };
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+
+  // Overlap off: arm() does nothing and finish() reduces all buckets after the backward pass.
+  void set_overlap(bool on) { overlap_ = on; }
+  bool overlap() const { return overlap_; }
+
+  void arm();     // before the last micro-batch's backward
+  void finish();  // after it: launch the rest, compute stream waits for all
+  void sync_all();  // all buckets now (overlap or not), compute stream waits for all
+
+  // How many buckets the last finish() found launched already during the backward pass.
+  int launched_during_backward() const { return launched_early_; }
+
+ private:
+  void on_ready(int bucket);
+  void launch(int bucket);
+
+  ParamArena& arena_;
+  Communicator& comm_;
+  std::vector<Bucket> buckets_;
+  std::vector<Tensor> hooked_;     // the leaves whose hooks we set, to remove them
+  std::vector<int> remaining_;     // per bucket: tensors not yet final in this pass
+  std::vector<bool> launched_;
+  bool armed_ = false, overlap_ = true;
+  int launched_early_ = 0;
+};
+
+}  // namespace ft
