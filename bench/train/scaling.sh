@@ -20,7 +20,8 @@ rows=$outdir/scaling-rows.jsonl
 
 run() {  # run GPUS ZERO1 OVERLAP COMPILE
   local n=$1 z=$2 ov=$3 cm=$4
-  local tag=g$n-z$z-o$ov-c$cm run=/tmp/ft-scaling-$tag
+  local tag=g$n-z$z-o$ov-c$cm
+  local run=/tmp/ft-scaling-$tag
   rm -rf "$run"
   local nproc=(); [ "$n" -gt 1 ] && nproc=(--nproc "$n")
   FLASHTRAIN_DP_OVERLAP=$ov timeout 420 "$build/flashtrain" train configs/gpt2-small.yaml "${nproc[@]}" \

@@ -34,10 +34,13 @@ def main():
     for r in rows:
         b = base.get((r["zero1"], r.get("compile_model", False)))
         r["efficiency"] = round(r["tokens_per_s"] / (r["gpus"] * b), 4) if b and r["tokens_per_s"] else None
+    # FT_COMMIT first: the device machine's copy of the tree may carry stale git metadata.
+    commit = os.environ.get("FT_COMMIT", "")
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        commit = commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                          text=True).stdout.strip()
     except OSError:
-        commit = ""
+        pass
     slug = card_slug(a.card)
     os.makedirs(a.results, exist_ok=True)
     with open(os.path.join(a.results, f"scaling-{slug}.json"), "w") as f:
