@@ -79,7 +79,7 @@ if [[ " $steps " == *" bench "* ]]; then
     echo "bench: needs 2 GPUs, found $ngpu"
     verdict 1 scaling_bench
   else
-    RESULTS_DIR=$OUT bench/train/scaling.sh $build "$kjv" /tmp/ft-scaling "${NGPU:-$ngpu}" "${STEPS:-40}" \
+    RESULTS_DIR=$OUT bench/train/scaling.sh $build "$kjv" /tmp/ft-scaling "${NGPU:-$ngpu}" "${STEPS:-150}" \
       > "$OUT/scaling.log" 2>&1
     rc=$?
     grep -E "^==|^\| " "$OUT/scaling.log" | head -30

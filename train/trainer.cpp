@@ -233,6 +233,7 @@ void Trainer::print_header(std::ostream& out) const {
       << " micro-batches = " << cfg_.tokens_per_step() << " tokens per step, " << total_steps_ << " steps ("
       << train_loader_->steps_per_epoch() << " micro-batches per epoch), out_dir " << cfg_.out_dir << "\n";
   if (dp_) print_data_parallel_header(out, *dp_, cfg_);
+  if (cfg_.zero1 && !dp_) out << "flashtrain: note: zero1: true has no effect in a single-process run\n";
   if (cfg_.compile_model && !graph_step_)
     out << "flashtrain: compile_model: true is ignored on the CPU (CUDA graphs need a GPU); running eagerly\n";
   else if (graph_step_)

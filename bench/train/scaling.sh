@@ -9,10 +9,10 @@
 # is written after the last timed interval; ZeRO-1 gathers it chunk-wise on the host.
 # Writes OUT_DIR/scaling-rows.jsonl and, via bench/train/scaling_summary.py,
 # bench/results/scaling-<card>.json and .md (when RESULTS_DIR is set: there instead).
-#   bench/train/scaling.sh BUILD_DIR DATA_DIR OUT_DIR [N_GPUS (default: all)] [STEPS (default 40)]
+#   bench/train/scaling.sh BUILD_DIR DATA_DIR OUT_DIR [N_GPUS (default: all)] [STEPS (default 150)]
 set -uo pipefail
 build=${1:?build dir}; data=${2:?data dir}; outdir=${3:?out dir}
-ngpu=${4:-$(nvidia-smi -L | wc -l)}; steps=${5:-40}
+ngpu=${4:-$(nvidia-smi -L | wc -l)}; steps=${5:-150}
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$outdir"
 rows=$outdir/scaling-rows.jsonl

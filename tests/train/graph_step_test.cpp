@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -125,6 +126,8 @@ struct Case {
   double dropout;
   int64_t accumulation;
 };
+// gtest prints a parameter in test listings (and ctest's test names): the name, not its bytes.
+void PrintTo(const Case& k, std::ostream* os) { *os << k.name; }
 
 struct RunResult {
   std::vector<double> losses;
