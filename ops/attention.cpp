@@ -56,11 +56,15 @@ Dims check_inputs(const char* op, bool flash, const Tensor& q, const Tensor& k, 
   FT_CHECK_ARG(q.defined() && k.defined() && v.defined(), "[", op, "] q, k and v must be defined");
   FT_CHECK_ARG(q.dim() == 4, "[", op, "] q must be (B, T, H, D), got ", describe(q));
   const DType t = q.dtype();
-  if (q.is_cuda()) {
-    FT_CHECK_ARG(is_half(t), "[", op, "] CUDA takes bf16 or f16, got q ", describe(q));
-    if (flash)
-      FT_CHECK_ARG(q.size(3) == 64 || q.size(3) == 128, "[", op, "] head dim D must be 64 or 128 on CUDA, got q ",
-                   describe(q));
+  if (q.is_cuda() && flash) {
+    // The flash kernels are mma.sync m16n8k16 tensor-core tiles, whose operands are 16-bit; an f32
+    // flash would be TF32 (not fp32) or CUDA-core FFMA. Naive attention runs f32 through cuBLAS.
+    FT_CHECK_ARG(is_half(t), "[", op, "] CUDA takes bf16 or f16 (the flash kernels' tensor-core tiles are 16-bit), got q ",
+                 describe(q), "; f32 on a GPU runs with naive attention (use_flash_attention: false)");
+    FT_CHECK_ARG(q.size(3) == 64 || q.size(3) == 128, "[", op, "] head dim D must be 64 or 128 on CUDA, got q ",
+                 describe(q));
+  } else if (q.is_cuda()) {
+    FT_CHECK_ARG(is_half(t) || t == DType::F32, "[", op, "] CUDA takes f32, bf16 or f16, got q ", describe(q));
   } else {
     FT_CHECK_ARG(is_floating(t), "[", op, "] takes f32, f64, bf16 or f16 on the CPU, got q ", describe(q));
   }
@@ -106,7 +110,9 @@ AttentionParams make_params(const Dims& d, const AttentionOptions& opts, DType d
   p.D = d.D;
   p.softmax_scale = opts.softmax_scale > 0.f ? opts.softmax_scale : 1.f / std::sqrt(static_cast<float>(d.D));
   p.causal = opts.causal;
-  p.dtype = dtype == DType::F16 ? AttentionDType::kF16 : AttentionDType::kBF16;
+  // f32 and f64 map to kF32: CUDA naive computes f32 in f32; the CPU runs both through the float64
+  // reference, which ignores the dtype.
+  p.dtype = dtype == DType::F16 ? AttentionDType::kF16 : dtype == DType::BF16 ? AttentionDType::kBF16 : AttentionDType::kF32;
   p.dropout = make_dropout_params(opts.philox, opts.dropout_p);
   p.block_size = opts.block_size;
   p.window_blocks = opts.window_blocks;

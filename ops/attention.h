@@ -8,8 +8,10 @@
 // views as (B, T, C) for free. lse is (B, H, T), contiguous.
 //
 // Dtypes and devices:
-//   CUDA: bf16 or f16; D in {64, 128}; batch/time/head strides multiples of 8 elements and base
-//         pointers 16-byte aligned (cp.async moves 16-byte rows). lse is f32.
+//   CUDA: flash: bf16 or f16, D in {64, 128} (its tensor-core mma.sync tiles take 16-bit operands;
+//         f32 is refused, pointing at naive). naive: bf16, f16 or f32 (full fp32: cuBLAS f32 GEMMs
+//         with CUBLAS_COMPUTE_32F, no TF32), any D. Both: batch/time/head strides multiples of 8
+//         elements and base pointers 16-byte aligned (cp.async moves 16-byte rows). lse is f32.
 //   CPU:  f32, f64, bf16 or f16; any D; any strides. f32 and f64 run the float64 reference (both
 //         "flash" and "naive": the CPU tiled and low-precision references round to bf16/f16 by
 //         construction, which an f32 or f64 op must not do); bf16 and f16 run the references that
@@ -51,7 +53,7 @@ inline uint64_t attention_philox_offsets(int64_t B, int64_t H) { return static_c
 struct AttentionForward {
   Tensor out;    // (B, T, H, D) contiguous, q's dtype
   Tensor lse;    // (B, H, T) natural-log log-sum-exp of the scaled, masked scores (before dropout)
-  Tensor probs;  // naive on CUDA only: (B, H, T, T) undropped P, q's dtype, which the naive
+  Tensor probs;  // naive on CUDA only: (B, H, T, T) undropped P, q's dtype (f32 for f32), which the naive
                  // backward reads; undefined for flash and on the CPU (the references recompute P)
 };
 

@@ -18,7 +18,8 @@
 
 namespace ft {
 
-enum class AttentionDType : int { kBF16 = 0, kF16 = 1 };
+// kF32: naive attention only (CUDA naive and the CPU references); the flash kernels take 16-bit.
+enum class AttentionDType : int { kBF16 = 0, kF16 = 1, kF32 = 2 };
 
 struct AttentionParams {
   // Forward.

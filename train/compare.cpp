@@ -232,15 +232,23 @@ int run_compare(const CompareOptions& options, const TrainConfig& cfg, std::ostr
   std::filesystem::create_directories(dir);
   CompareReport rep;
   rep.cfg = cfg;
-  const Device device = resolve_device(cfg);
+  // Both runs on one device: the one the flash run can use (flash asks more of a GPU than naive,
+  // e.g. fp32 on a GPU runs naive attention only), so device: auto cannot split them.
+  TrainConfig pinned = cfg;
+  if (pinned.device == DeviceChoice::Auto) {
+    TrainConfig flash = cfg;
+    flash.use_flash_attention = true;
+    pinned.device = resolve_device(flash).is_cuda() ? DeviceChoice::Cuda : DeviceChoice::Cpu;
+  }
+  const Device device = resolve_device(pinned);
   rep.device = device_name(device);
   rep.on_cuda = device.is_cuda();
 
   out << "flashtrain compare: the same run twice, flash then naive attention, into " << dir << "/{flash,naive}\n"
       << std::flush;
   uint64_t fp_flash = 0, fp_naive = 0;
-  rep.flash = run_variant(cfg, true, {}, dir, out, &fp_flash, nullptr);
-  rep.naive = run_variant(cfg, false, options.naive_overrides, dir, out, &fp_naive, &fp_flash);
+  rep.flash = run_variant(pinned, true, {}, dir, out, &fp_flash, nullptr);
+  rep.naive = run_variant(pinned, false, options.naive_overrides, dir, out, &fp_naive, &fp_flash);
   rep.fingerprint = fp_flash;
   rep.diff = max_relative_difference(rep.flash, rep.naive,
                                      smoothing_window(static_cast<int64_t>(rep.flash.step_losses.size())));
@@ -255,7 +263,7 @@ int run_compare(const CompareOptions& options, const TrainConfig& cfg, std::ostr
     for (int64_t T = 32; T <= 512; T *= 2) Ts.push_back(T);
   }
   out << "flashtrain compare: attention fwd+bwd time against T\n" << std::flush;
-  rep.timing = time_attention(cfg, device, Ts, rep.on_cuda ? 10 : 3, &out);
+  rep.timing = time_attention(pinned, device, Ts, rep.on_cuda ? 10 : 3, &out);
   if (rep.on_cuda) {
     // Double T from the config's until a training step at batch 1 runs out of device memory.
     rep.probed = true;
@@ -264,8 +272,8 @@ int run_compare(const CompareOptions& options, const TrainConfig& cfg, std::ostr
     out << "flashtrain compare: the longest T each trains at batch 1 (one step per T, up to " << rep.max_t_cap
         << ")\n" << std::flush;
     const std::string scratch = (std::filesystem::path(dir) / "max_t_probe").string();
-    rep.flash_max = longest_trainable_seq_len(cfg, true, start, rep.max_t_cap, scratch, &out);
-    rep.naive_max = longest_trainable_seq_len(cfg, false, start, rep.max_t_cap, scratch, &out);
+    rep.flash_max = longest_trainable_seq_len(pinned, true, start, rep.max_t_cap, scratch, &out);
+    rep.naive_max = longest_trainable_seq_len(pinned, false, start, rep.max_t_cap, scratch, &out);
   }
 
   write_compare_report(rep, dir);

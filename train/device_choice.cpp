@@ -9,8 +9,10 @@
 namespace ft {
 
 std::string cuda_incompatibility(const TrainConfig& cfg) {
-  if (cfg.mixed_precision == MixedPrecision::FP32)
-    return "mixed_precision = fp32 runs on the CPU only (the CUDA attention kernels take bf16 or f16)";
+  // Naive attention runs f32 on CUDA (cuBLAS f32 GEMMs, no TF32); the flash kernels are 16-bit
+  // tensor-core tiles (ops/attention.h).
+  if (cfg.mixed_precision == MixedPrecision::FP32 && cfg.use_flash_attention)
+    return "mixed_precision = fp32 on a GPU needs use_flash_attention: false (the flash kernels take bf16 or f16)";
   const int64_t head_dim = cfg.d_model / cfg.n_heads;
   if (cfg.use_flash_attention && head_dim != 64 && head_dim != 128)
     return str("use_flash_attention with head dim d_model / n_heads = ", head_dim,
@@ -32,6 +34,12 @@ Device resolve_device(const TrainConfig& cfg) {
     }
   }
   throw Error("config: unknown device value");
+}
+
+std::string device_note(const TrainConfig& cfg, Device chosen) {
+  if (cfg.device != DeviceChoice::Auto || !chosen.is_cpu() || !cuda_available()) return "";
+  const std::string why = cuda_incompatibility(cfg);
+  return why.empty() ? "" : str("device: auto chose the CPU although a GPU is present: ", why);
 }
 
 std::string device_name(Device d) {

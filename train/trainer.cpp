@@ -229,6 +229,8 @@ void Trainer::print_header(std::ostream& out) const {
   out << "flashtrain: GPT-2 " << cfg_.n_layers << "L x " << cfg_.d_model << "C x " << cfg_.n_heads << "H, "
       << arena_->num_parameters() << " parameters, " << dtype << ", attention "
       << (cfg_.use_flash_attention ? "flash" : "naive") << ", on " << device_name(device_) << "\n";
+  const std::string why = device_note(cfg_, device_);  // device: auto fell back to the CPU: why
+  if (!why.empty()) out << "flashtrain: note: " << why << "\n";
   out << "flashtrain: " << cfg_.batch_size << " x " << cfg_.max_seq_len << " tokens x " << cfg_.gradient_accumulation_steps
       << " micro-batches = " << cfg_.tokens_per_step() << " tokens per step, " << total_steps_ << " steps ("
       << train_loader_->steps_per_epoch() << " micro-batches per epoch), out_dir " << cfg_.out_dir << "\n";

@@ -45,8 +45,12 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 }  // namespace
 
 float round_to_dtype(AttentionDType dtype, float x) {
-  return dtype == AttentionDType::kBF16 ? bf16_to_float(float_to_bf16(x))
-                                        : f16_to_float(float_to_f16(x));
+  switch (dtype) {
+    case AttentionDType::kBF16: return bf16_to_float(float_to_bf16(x));
+    case AttentionDType::kF16: return f16_to_float(float_to_f16(x));
+    case AttentionDType::kF32: return x;  // already a float: nothing to round
+  }
+  return x;
 }
 
 // ---------------------------------------------------------------- float64 naive

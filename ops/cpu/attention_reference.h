@@ -25,7 +25,7 @@ void attention_reference_backward(const AttentionParams& cfg, const double* q, c
                                   const double* v, const double* dout, double* dq, double* dk,
                                   double* dv);
 
-// Rounds x to cfg.dtype (bf16 or f16) and back, round to nearest even.
+// Rounds x to cfg.dtype (bf16 or f16) and back, round to nearest even; kF32 returns x.
 float round_to_dtype(AttentionDType dtype, float x);
 
 // Inputs must already be representable in cfg.dtype (round them first); outputs are rounded.

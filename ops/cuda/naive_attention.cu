@@ -9,21 +9,24 @@
 
 #include "core/cuda/check.h"
 #include "core/dropout_mask.h"
+#include "core/error.h"
+#include "ops/cuda/dtype_dispatch.cuh"
 
 namespace ft::cuda {
 namespace {
 
 constexpr int kRowThreads = 256;
 
-template <bool kBF16>
-__device__ __forceinline__ float load16(const void* base, int64_t i) {
-  if constexpr (kBF16) return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
-  else return __half2float(static_cast<const __half*>(base)[i]);
+// Elements of P, P o Z and dS: T is float, __nv_bfloat16 or __half (dtype_dispatch.cuh's to_f32 /
+// from_f32 are the same round-to-nearest conversions the 16-bit kernels always used, so their bits
+// are unchanged by the templating).
+template <class T>
+__device__ __forceinline__ float load_elem(const void* base, int64_t i) {
+  return to_f32(static_cast<const T*>(base)[i]);
 }
-template <bool kBF16>
-__device__ __forceinline__ void store16(void* base, int64_t i, float x) {
-  if constexpr (kBF16) static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(x);
-  else static_cast<__half*>(base)[i] = __float2half_rn(x);
+template <class T>
+__device__ __forceinline__ void store_elem(void* base, int64_t i, float x) {
+  static_cast<T*>(base)[i] = from_f32<T>(x);
 }
 
 // Block-wide reduction of (max, sum of exp relative to max) pairs.
@@ -60,7 +63,7 @@ __device__ float block_reduce_sum(float x) {
 
 // One CTA per row (bh, i) of S: masked softmax of scale * S -> P, P o Z, lse. Each thread walks
 // groups of 8 columns, one Philox call per group (the same call flash makes for those columns).
-template <bool kBF16, bool kDropout>
+template <class Elem, bool kDropout>
 __global__ void naive_softmax_fwd_kernel(const AttentionParams p, const float* scores, void* probs,
                                          void* probs_dropped) {
   DropoutParams drop = p.dropout;
@@ -86,9 +89,9 @@ __global__ void naive_softmax_fwd_kernel(const AttentionParams p, const float* s
     if constexpr (kDropout) bits = dropout_bits(drop, bh, i, g);
     for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
       const float pj = attention_allowed(p, i, j) ? __expf(s[j] * p.softmax_scale - m) * inv : 0.f;
-      store16<kBF16>(probs, row_id * T + j, pj);
+      store_elem<Elem>(probs, row_id * T + j, pj);
       if constexpr (kDropout)
-        store16<kBF16>(probs_dropped, row_id * T + j,
+        store_elem<Elem>(probs_dropped, row_id * T + j,
                        dropout_keep(bits, j - 8 * g, p.dropout.threshold) ? pj * p.dropout.keep_scale : 0.f);
     }
   }
@@ -96,7 +99,7 @@ __global__ void naive_softmax_fwd_kernel(const AttentionParams p, const float* s
 }
 
 // One CTA per row: dS = P o (dP o Z - sum_j P dP Z) and P o Z, from dP (fp32) and the saved P.
-template <bool kBF16, bool kDropout>
+template <class Elem, bool kDropout>
 __global__ void naive_softmax_bwd_kernel(const AttentionParams p, const float* dprobs,
                                          const void* probs, void* probs_dropped, void* dscores) {
   DropoutParams drop = p.dropout;
@@ -114,7 +117,7 @@ __global__ void naive_softmax_bwd_kernel(const AttentionParams p, const float* d
     for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
       float z = keep_scale;
       if constexpr (kDropout) z = dropout_keep(bits, j - 8 * g, p.dropout.threshold) ? keep_scale : 0.f;
-      dot += load16<kBF16>(probs, row_id * T + j) * dp[j] * z;
+      dot += load_elem<Elem>(probs, row_id * T + j) * dp[j] * z;
     }
   }
   dot = block_reduce_sum(dot);
@@ -124,14 +127,17 @@ __global__ void naive_softmax_bwd_kernel(const AttentionParams p, const float* d
     for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
       float z = keep_scale;
       if constexpr (kDropout) z = dropout_keep(bits, j - 8 * g, p.dropout.threshold) ? keep_scale : 0.f;
-      const float pj = load16<kBF16>(probs, row_id * T + j);
-      store16<kBF16>(dscores, row_id * T + j, pj * (dp[j] * z - dot));
-      if constexpr (kDropout) store16<kBF16>(probs_dropped, row_id * T + j, pj * z);
+      const float pj = load_elem<Elem>(probs, row_id * T + j);
+      store_elem<Elem>(dscores, row_id * T + j, pj * (dp[j] * z - dot));
+      if constexpr (kDropout) store_elem<Elem>(probs_dropped, row_id * T + j, pj * z);
     }
   }
 }
 
 // C = alpha * op(A) op(B) for each head of batch index b (column-major view, see naive_attention.h).
+// CUBLAS_COMPUTE_32F: fp32 accumulation for every dtype. With f32 operands it is full fp32 (fp32
+// products and sums, no TF32): TF32 would need CUBLAS_COMPUTE_32F_FAST_TF32 or the handle's
+// CUBLAS_TF32_TENSOR_OP_MATH mode, and the context's handle keeps the default math mode.
 struct Operand {
   const void* ptr;
   int64_t ld, head_stride;
@@ -151,18 +157,41 @@ const char* offset(const void* base, int64_t elements, int elem_bytes) {
   return static_cast<const char*>(base) + elements * elem_bytes;
 }
 
+// The cuBLAS type and byte size of q, k, v, o, P, P o Z and dS; S and dP are always fp32.
+cudaDataType_t cuda_type(AttentionDType t) {
+  switch (t) {
+    case AttentionDType::kBF16: return CUDA_R_16BF;
+    case AttentionDType::kF16: return CUDA_R_16F;
+    case AttentionDType::kF32: return CUDA_R_32F;
+  }
+  throw Error(str("[naive_attention] unknown dtype ", static_cast<int>(t)));
+}
+int elem_bytes(AttentionDType t) { return t == AttentionDType::kF32 ? 4 : 2; }
+
+// Calls f(Elem{}) with Elem = __nv_bfloat16, __half or float for p.dtype.
+template <class F>
+void dispatch_elem(AttentionDType t, F&& f) {
+  switch (t) {
+    case AttentionDType::kBF16: f(__nv_bfloat16{}); return;
+    case AttentionDType::kF16: f(__half{}); return;
+    case AttentionDType::kF32: f(float{}); return;
+  }
+  throw Error(str("[naive_attention] unknown dtype ", static_cast<int>(t)));
+}
+
 }  // namespace
 
 void naive_attention_forward(const AttentionParams& p, const NaiveAttentionBuffers& buf,
                              cublasHandle_t handle, Stream stream) {
-  const cudaDataType_t dt = p.dtype == AttentionDType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+  const cudaDataType_t dt = cuda_type(p.dtype);
+  const int eb = elem_bytes(p.dtype);
   const bool dropout = p.dropout.threshold != 0;
   const int64_t TT = static_cast<int64_t>(p.T) * p.T;
   CUBLAS_CHECK(cublasSetStream(handle, stream));
   for (int b = 0; b < p.B; ++b) {  // S = Q K^T (fp32)
     gemm_heads(handle, p, CUBLAS_OP_T, CUBLAS_OP_N, p.T, p.T, p.D, 1.f,
-               {offset(p.k, b * p.k_batch_stride, 2), p.k_row_stride, p.k_head_stride, dt},
-               {offset(p.q, b * p.q_batch_stride, 2), p.q_row_stride, p.q_head_stride, dt},
+               {offset(p.k, b * p.k_batch_stride, eb), p.k_row_stride, p.k_head_stride, dt},
+               {offset(p.q, b * p.q_batch_stride, eb), p.q_row_stride, p.q_head_stride, dt},
                buf.scores + b * p.H * TT, p.T, TT, CUDA_R_32F);
   }
   const unsigned rows = static_cast<unsigned>(static_cast<int64_t>(p.B) * p.H * p.T);
@@ -170,31 +199,31 @@ void naive_attention_forward(const AttentionParams& p, const NaiveAttentionBuffe
     kernel<<<rows, kRowThreads, 0, stream>>>(p, buf.scores, buf.probs, buf.probs_dropped);
     CUDA_CHECK_LAUNCH();
   };
-  if (p.dtype == AttentionDType::kBF16) {
-    dropout ? launch(naive_softmax_fwd_kernel<true, true>) : launch(naive_softmax_fwd_kernel<true, false>);
-  } else {
-    dropout ? launch(naive_softmax_fwd_kernel<false, true>) : launch(naive_softmax_fwd_kernel<false, false>);
-  }
+  dispatch_elem(p.dtype, [&](auto tag) {
+    using Elem = decltype(tag);
+    dropout ? launch(naive_softmax_fwd_kernel<Elem, true>) : launch(naive_softmax_fwd_kernel<Elem, false>);
+  });
   const void* pv = dropout ? buf.probs_dropped : buf.probs;
   for (int b = 0; b < p.B; ++b) {  // O = (P o Z) V
     gemm_heads(handle, p, CUBLAS_OP_N, CUBLAS_OP_N, p.D, p.T, p.T, 1.f,
-               {offset(p.v, b * p.v_batch_stride, 2), p.v_row_stride, p.v_head_stride, dt},
-               {offset(pv, b * p.H * TT, 2), p.T, TT, dt},
-               const_cast<char*>(offset(p.o, b * p.o_batch_stride, 2)), p.o_row_stride,
+               {offset(p.v, b * p.v_batch_stride, eb), p.v_row_stride, p.v_head_stride, dt},
+               {offset(pv, b * p.H * TT, eb), p.T, TT, dt},
+               const_cast<char*>(offset(p.o, b * p.o_batch_stride, eb)), p.o_row_stride,
                p.o_head_stride, dt);
   }
 }
 
 void naive_attention_backward(const AttentionParams& p, const NaiveAttentionBuffers& buf,
                               cublasHandle_t handle, Stream stream) {
-  const cudaDataType_t dt = p.dtype == AttentionDType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+  const cudaDataType_t dt = cuda_type(p.dtype);
+  const int eb = elem_bytes(p.dtype);
   const bool dropout = p.dropout.threshold != 0;
   const int64_t TT = static_cast<int64_t>(p.T) * p.T;
   CUBLAS_CHECK(cublasSetStream(handle, stream));
   for (int b = 0; b < p.B; ++b) {  // dP = dO V^T (fp32)
     gemm_heads(handle, p, CUBLAS_OP_T, CUBLAS_OP_N, p.T, p.T, p.D, 1.f,
-               {offset(p.v, b * p.v_batch_stride, 2), p.v_row_stride, p.v_head_stride, dt},
-               {offset(p.dout, b * p.do_batch_stride, 2), p.do_row_stride, p.do_head_stride, dt},
+               {offset(p.v, b * p.v_batch_stride, eb), p.v_row_stride, p.v_head_stride, dt},
+               {offset(p.dout, b * p.do_batch_stride, eb), p.do_row_stride, p.do_head_stride, dt},
                buf.scores + b * p.H * TT, p.T, TT, CUDA_R_32F);
   }
   const unsigned rows = static_cast<unsigned>(static_cast<int64_t>(p.B) * p.H * p.T);
@@ -202,29 +231,28 @@ void naive_attention_backward(const AttentionParams& p, const NaiveAttentionBuff
     kernel<<<rows, kRowThreads, 0, stream>>>(p, buf.scores, buf.probs, buf.probs_dropped, buf.dscores);
     CUDA_CHECK_LAUNCH();
   };
-  if (p.dtype == AttentionDType::kBF16) {
-    dropout ? launch(naive_softmax_bwd_kernel<true, true>) : launch(naive_softmax_bwd_kernel<true, false>);
-  } else {
-    dropout ? launch(naive_softmax_bwd_kernel<false, true>) : launch(naive_softmax_bwd_kernel<false, false>);
-  }
+  dispatch_elem(p.dtype, [&](auto tag) {
+    using Elem = decltype(tag);
+    dropout ? launch(naive_softmax_bwd_kernel<Elem, true>) : launch(naive_softmax_bwd_kernel<Elem, false>);
+  });
   const void* pz = dropout ? buf.probs_dropped : buf.probs;
   for (int b = 0; b < p.B; ++b) {
-    const Operand ds{offset(buf.dscores, b * p.H * TT, 2), p.T, TT, dt};
+    const Operand ds{offset(buf.dscores, b * p.H * TT, eb), p.T, TT, dt};
     // dV = (P o Z)^T dO
     gemm_heads(handle, p, CUBLAS_OP_N, CUBLAS_OP_T, p.D, p.T, p.T, 1.f,
-               {offset(p.dout, b * p.do_batch_stride, 2), p.do_row_stride, p.do_head_stride, dt},
-               {offset(pz, b * p.H * TT, 2), p.T, TT, dt},
-               const_cast<char*>(offset(p.dv, b * p.dv_batch_stride, 2)), p.dv_row_stride,
+               {offset(p.dout, b * p.do_batch_stride, eb), p.do_row_stride, p.do_head_stride, dt},
+               {offset(pz, b * p.H * TT, eb), p.T, TT, dt},
+               const_cast<char*>(offset(p.dv, b * p.dv_batch_stride, eb)), p.dv_row_stride,
                p.dv_head_stride, dt);
     // dQ = scale dS K
     gemm_heads(handle, p, CUBLAS_OP_N, CUBLAS_OP_N, p.D, p.T, p.T, p.softmax_scale,
-               {offset(p.k, b * p.k_batch_stride, 2), p.k_row_stride, p.k_head_stride, dt}, ds,
-               const_cast<char*>(offset(p.dq, b * p.dq_batch_stride, 2)), p.dq_row_stride,
+               {offset(p.k, b * p.k_batch_stride, eb), p.k_row_stride, p.k_head_stride, dt}, ds,
+               const_cast<char*>(offset(p.dq, b * p.dq_batch_stride, eb)), p.dq_row_stride,
                p.dq_head_stride, dt);
     // dK = scale dS^T Q
     gemm_heads(handle, p, CUBLAS_OP_N, CUBLAS_OP_T, p.D, p.T, p.T, p.softmax_scale,
-               {offset(p.q, b * p.q_batch_stride, 2), p.q_row_stride, p.q_head_stride, dt}, ds,
-               const_cast<char*>(offset(p.dk, b * p.dk_batch_stride, 2)), p.dk_row_stride,
+               {offset(p.q, b * p.q_batch_stride, eb), p.q_row_stride, p.q_head_stride, dt}, ds,
+               const_cast<char*>(offset(p.dk, b * p.dk_batch_stride, eb)), p.dk_row_stride,
                p.dk_head_stride, dt);
   }
 }

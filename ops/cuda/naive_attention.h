@@ -9,6 +9,9 @@
 // stored in fp32 so the softmax and its gradient see unrounded scores (rounding S to bf16 would
 // add ~0.4% relative error to every logit, an unfair handicap); P, P o Z and dS are stored in the
 // input dtype because they are matmul operands, exactly as flash rounds P and dS before its mma.
+// Dtypes: bf16, f16 and f32 (mixed_precision: fp32 on a GPU). f32 is full fp32 throughout: f32
+// GEMM operands with CUBLAS_COMPUTE_32F and no TF32, P / P o Z / dS stored in f32, lse f32. Flash
+// has no f32 twin: its tiles are mma.sync m16n8k16 tensor-core products, which take 16-bit operands.
 // All GEMMs are strided-batched over heads, one call per batch index (q, k, v may be strided
 // slices of a fused qkv buffer, so (b, h) is not one stride).
 #pragma once
@@ -26,7 +29,7 @@ namespace ft::cuda {
 // Caller-owned buffers, each (B, H, T, T).
 struct NaiveAttentionBuffers {
   float* scores = nullptr;         // fp32: S in forward, dP in backward (scratch)
-  void* probs = nullptr;           // input dtype: P, written by forward, read by backward
+  void* probs = nullptr;           // input dtype (bf16, f16 or f32): P, written by forward, read by backward
   void* probs_dropped = nullptr;   // input dtype: P o Z (scratch; = P and unused if no dropout)
   void* dscores = nullptr;         // input dtype: dS (backward scratch)
 };

@@ -9,8 +9,12 @@ namespace {
 TEST(DeviceChoice, SaysWhyAConfigCannotRunOnAGpu) {
   TrainConfig c;  // gpt2-small: bf16, head dim 64
   EXPECT_EQ(cuda_incompatibility(c), "");
-  c.mixed_precision = MixedPrecision::FP32;
-  EXPECT_NE(cuda_incompatibility(c).find("mixed_precision = fp32"), std::string::npos);
+  c.mixed_precision = MixedPrecision::FP32;  // with flash attention (gpt2-small's default)
+  EXPECT_EQ(cuda_incompatibility(c),
+            "mixed_precision = fp32 on a GPU needs use_flash_attention: false (the flash kernels take bf16 or f16)");
+  c.use_flash_attention = false;  // naive attention runs f32 on a GPU
+  EXPECT_EQ(cuda_incompatibility(c), "");
+  c.use_flash_attention = true;
   c.mixed_precision = MixedPrecision::BF16;
   c.d_model = 32;
   c.n_heads = 2;
@@ -25,9 +29,58 @@ TEST(DeviceChoice, AutoFallsBackToTheCpuAndCpuIsHonoured) {
   EXPECT_TRUE(resolve_device(c).is_cpu());
   c.device = DeviceChoice::Auto;
   c.mixed_precision = MixedPrecision::FP32;
-  EXPECT_TRUE(resolve_device(c).is_cpu());  // fp32 cannot run on a GPU, with or without one
+  EXPECT_TRUE(resolve_device(c).is_cpu());  // fp32 + flash cannot run on a GPU, with or without one
   c.device = DeviceChoice::Cuda;
-  EXPECT_THROW(resolve_device(c), Error);  // no GPU here, or fp32 on one: an error either way
+  EXPECT_THROW(resolve_device(c), Error);  // no GPU here, or fp32 + flash on one: an error either way
+}
+
+TEST(DeviceChoice, CudaWithFp32AndFlashSaysWhyAndPointsAtNaive) {
+  TrainConfig c;
+  c.device = DeviceChoice::Cuda;
+  c.mixed_precision = MixedPrecision::FP32;
+  std::string e;
+  try {
+    resolve_device(c);
+  } catch (const Error& err) {
+    e = err.what();
+  }
+  if (cuda_available())  // without a GPU the error says so instead
+    EXPECT_NE(e.find("device = cuda, but mixed_precision = fp32 on a GPU needs use_flash_attention: false"),
+              std::string::npos)
+        << e;
+  else
+    EXPECT_NE(e.find("no usable CUDA device"), std::string::npos) << e;
+}
+
+TEST(DeviceChoice, Fp32WithNaiveAttentionTakesTheGpu) {
+  TrainConfig c;
+  c.mixed_precision = MixedPrecision::FP32;
+  c.use_flash_attention = false;
+  c.device = DeviceChoice::Auto;
+  EXPECT_EQ(resolve_device(c).is_cuda(), cuda_available());  // auto: the GPU when there is one
+  c.device = DeviceChoice::Cuda;
+  if (cuda_available()) {
+    EXPECT_TRUE(resolve_device(c).is_cuda());
+  }
+}
+
+TEST(DeviceChoice, AutoSaysWhyItChoseTheCpu) {
+  TrainConfig c;
+  c.mixed_precision = MixedPrecision::FP32;  // + flash: the GPU cannot take it
+  c.device = DeviceChoice::Auto;
+  const Device d = resolve_device(c);
+  EXPECT_TRUE(d.is_cpu());
+  if (cuda_available())
+    EXPECT_EQ(device_note(c, d),
+              "device: auto chose the CPU although a GPU is present: mixed_precision = fp32 on a GPU needs "
+              "use_flash_attention: false (the flash kernels take bf16 or f16)");
+  else
+    EXPECT_EQ(device_note(c, d), "");  // no GPU: nothing to explain
+  c.device = DeviceChoice::Cpu;  // asked for: nothing to explain either
+  EXPECT_EQ(device_note(c, Device::cpu()), "");
+  c.device = DeviceChoice::Auto;
+  c.use_flash_attention = false;
+  EXPECT_EQ(device_note(c, resolve_device(c)), "");  // fp32 + naive: the GPU if any, else no GPU
 }
 
 }  // namespace
