@@ -79,6 +79,18 @@ double peak_bf16_flops(const std::string& name) {
   return -1;
 }
 
+double peak_fp32_flops(const std::string& name) {
+  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  if (has("H200") || has("GH200")) return 67.0e12;
+  if (has("H100")) {
+    if (has("PCIe")) return 51.0e12;
+    if (has("NVL")) return 60.0e12;
+    return 67.0e12;
+  }
+  if (has("A100")) return 19.5e12;
+  return -1;
+}
+
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const int64_t s = static_cast<int64_t>(std::llround(seconds));

@@ -45,6 +45,9 @@ double flops_per_token(int64_t n_params, int64_t n_layers, int64_t d_model, int6
 // Datasheet figures without sparsity: H100 SXM and H200 989 TFLOP/s, H100 NVL 835, H100 PCIe 756,
 // A100 312.
 double peak_bf16_flops(const std::string& device_name);
+// The same for plain fp32 arithmetic (mixed_precision: fp32 runs its matrix products in full fp32,
+// not TF32): H100 SXM and H200 67 TFLOP/s, H100 NVL 60, H100 PCIe 51, A100 19.5; -1 otherwise.
+double peak_fp32_flops(const std::string& device_name);
 
 struct Progress {
   int64_t step = 0;         // optimizer steps done

@@ -253,7 +253,10 @@ TrainSummary Trainer::run() {
 
   const double flops_tok =
       flops_per_token(arena_->num_parameters(), cfg_.n_layers, cfg_.d_model, cfg_.max_seq_len);
-  const double peak = device_.is_cuda() ? peak_bf16_flops(device_name(device_)) : -1;
+  // MFU against the peak of the arithmetic the run does: tensor-core bf16/f16, or plain fp32.
+  const double peak = !device_.is_cuda() ? -1
+                      : cfg_.mixed_precision == MixedPrecision::FP32 ? peak_fp32_flops(device_name(device_))
+                                                                      : peak_bf16_flops(device_name(device_));
   const auto t0 = std::chrono::steady_clock::now();
   auto last_log = t0;
   int64_t last_log_step = step_;

@@ -72,6 +72,9 @@ TEST(Metrics, PeakFlopsByDeviceName) {
   EXPECT_EQ(peak_bf16_flops("NVIDIA H100 PCIe"), 756.0e12);
   EXPECT_EQ(peak_bf16_flops("NVIDIA A100-SXM4-80GB"), 312.0e12);
   EXPECT_EQ(peak_bf16_flops("cpu"), -1);
+  EXPECT_EQ(peak_fp32_flops("NVIDIA H200"), 67.0e12);
+  EXPECT_EQ(peak_fp32_flops("NVIDIA H100 PCIe"), 51.0e12);
+  EXPECT_EQ(peak_fp32_flops("cpu"), -1);
 }
 
 }  // namespace
