@@ -5,6 +5,8 @@
 # "PASS <stage>" or "FAIL <stage>" line; logs go to $OUT (at most 8 files).
 #   scripts/gpu_dist_check.sh [build] [test] [e2e] [bench]   (default: all four)
 # Needs .gpu/ (carry it): pcre2/ for the build, bpe/, kjv/ token shards for e2e and bench.
+# FT_COMMIT names the commit in the results: set it where the tree is sent from (git metadata that
+# travels to a device machine can be stale).
 export NCCL_NVLS_ENABLE=0  # required on these machines: no NVLink multicast
 set -uo pipefail
 cd "$(dirname "$0")/.."
