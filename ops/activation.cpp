@@ -40,12 +40,12 @@ Tensor activation_forward(const char* op, Kind kind, const Tensor& x0) {
       x.device(),
       [&] {
         const Tensor xf = widen_half(x);
-        Tensor yf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : y;
+        WideOutput yf(y);
         dispatch_cpu_float(xf.dtype(), op, [&](auto tag) {
           using T = decltype(tag);
-          cpu_forward<T>(kind, xf.data<T>(), yf.data<T>(), x.numel());
+          cpu_forward<T>(kind, xf.data<T>(), yf.tensor().data<T>(), x.numel());
         });
-        if (!yf.is_same(y)) y.copy_(cast(yf, x.dtype()));
+        yf.round_into_output();
       },
       [&](Stream s) {
         cuda::ActivationParams p;
@@ -71,12 +71,12 @@ Tensor activation_backward(const char* op, Kind kind, const Tensor& dy0, const T
       x.device(),
       [&] {
         const Tensor dyf = widen_half(dy), xf = widen_half(x);
-        Tensor dxf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : dx;
+        WideOutput dxf(dx);
         dispatch_cpu_float(xf.dtype(), op, [&](auto tag) {
           using T = decltype(tag);
-          cpu_backward<T>(kind, dyf.data<T>(), xf.data<T>(), dxf.data<T>(), x.numel());
+          cpu_backward<T>(kind, dyf.data<T>(), xf.data<T>(), dxf.tensor().data<T>(), x.numel());
         });
-        if (!dxf.is_same(dx)) dx.copy_(cast(dxf, x.dtype()));
+        dxf.round_into_output();
       },
       [&](Stream s) {
         cuda::ActivationParams p;

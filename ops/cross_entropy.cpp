@@ -90,13 +90,13 @@ Tensor cross_entropy_backward(const Tensor& dloss0, const Tensor& logits0, const
       [&] {
         check_target_range(targets, V, ignore_index);
         const Tensor lf = widen_half(logits);
-        Tensor df = is_half(logits.dtype()) ? Tensor::empty(logits.shape(), DType::F32) : dlogits;
+        WideOutput df(dlogits);
         dispatch_cpu_float(lf.dtype(), "cross_entropy_backward", [&](auto tag) {
           using T = decltype(tag);
           cpu::cross_entropy_backward<T>(lf.data<T>(), targets.data<int32_t>(), lse.data<T>(), dloss.data<T>(),
-                                         df.data<T>(), rows, V, ignore_index);
+                                         df.tensor().data<T>(), rows, V, ignore_index);
         });
-        if (!df.is_same(dlogits)) dlogits.copy_(cast(df, logits.dtype()));
+        df.round_into_output();
       },
       [&](Stream s) {
         cuda::CrossEntropyBackwardParams p;

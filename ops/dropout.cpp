@@ -28,12 +28,12 @@ Tensor apply(const char* op, const Tensor& x0, float p, PhiloxState state) {
       x.device(),
       [&] {
         const Tensor xf = widen_half(x);
-        Tensor yf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : y;
+        WideOutput yf(y);
         dispatch_cpu_float(xf.dtype(), op, [&](auto tag) {
           using T = decltype(tag);
-          cpu::dropout<T>(xf.data<T>(), yf.data<T>(), rows, cols, mask);
+          cpu::dropout<T>(xf.data<T>(), yf.tensor().data<T>(), rows, cols, mask);
         });
-        if (!yf.is_same(y)) y.copy_(cast(yf, y.dtype()));
+        yf.round_into_output();
       },
       [&](Stream s) {
         cuda::DropoutKernelParams kp;

@@ -34,12 +34,12 @@ Tensor binary(const char* op, cpu::BinaryOp cpu_op, cuda::BinaryKind cuda_kind, 
       a.device(),
       [&] {
         const Tensor af = widen_half(a), bf = widen_half(b);
-        Tensor of = is_half(a.dtype()) ? Tensor::empty(a.shape(), DType::F32) : out;
+        WideOutput of(out);
         dispatch_cpu_float(af.dtype(), op, [&](auto tag) {
           using T = decltype(tag);
-          cpu::binary<T>(cpu_op, af.data<T>(), bf.data<T>(), of.data<T>(), af.numel(), bf.numel());
+          cpu::binary<T>(cpu_op, af.data<T>(), bf.data<T>(), of.tensor().data<T>(), af.numel(), bf.numel());
         });
-        if (!of.is_same(out)) out.copy_(cast(of, out.dtype()));
+        of.round_into_output();
       },
       [&](Stream s) {
         cuda::BinaryParams p;
@@ -70,12 +70,12 @@ Tensor scale(const Tensor& x0, double alpha) {
       x.device(),
       [&] {
         const Tensor xf = widen_half(x);
-        Tensor of = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : out;
+        WideOutput of(out);
         dispatch_cpu_float(xf.dtype(), "scale", [&](auto tag) {
           using T = decltype(tag);
-          cpu::scale<T>(xf.data<T>(), of.data<T>(), xf.numel(), alpha);
+          cpu::scale<T>(xf.data<T>(), of.tensor().data<T>(), xf.numel(), alpha);
         });
-        if (!of.is_same(out)) out.copy_(cast(of, out.dtype()));
+        of.round_into_output();
       },
       [&](Stream s) {
         cuda::AxpbyParams p;
@@ -124,6 +124,13 @@ void add_(const Tensor& dst, const Tensor& src0, double alpha) {
 }
 
 Tensor widen_half(const Tensor& x) { return is_half(x.dtype()) ? cast(x, DType::F32) : x; }
+
+WideOutput::WideOutput(const Tensor& out)
+    : out_(out), wide_(is_half(out.dtype()) ? Tensor::empty(out.shape(), DType::F32) : out) {}
+
+void WideOutput::round_into_output() {
+  if (!wide_.is_same(out_)) out_.copy_(cast(wide_, out_.dtype()));
+}
 
 Tensor cast(const Tensor& x0, DType dtype) {
   if (x0.dtype() == dtype) return x0;

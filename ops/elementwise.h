@@ -20,7 +20,20 @@ void add_(const Tensor& dst, const Tensor& src, double alpha = 1.0);
 // Returns x itself when it already has that dtype.
 Tensor cast(const Tensor& x, DType dtype);
 // x as f32 when it is bf16/f16, else x itself. CPU reference kernels take f32/f64: front-ends
-// widen half tensors with this and round the results back with cast.
+// widen half tensors with this and round the results back with WideOutput.
 Tensor widen_half(const Tensor& x);
+
+// The output side of the same rule: what a CPU reference kernel writes for `out` -- an f32 scratch
+// when out is bf16/f16, out itself otherwise -- and round_into_output(), which rounds the scratch
+// into out once (a no-op when the kernel wrote out directly).
+class WideOutput {
+ public:
+  explicit WideOutput(const Tensor& out);
+  const Tensor& tensor() const { return wide_; }
+  void round_into_output();
+
+ private:
+  Tensor out_, wide_;
+};
 
 }  // namespace ft::ops

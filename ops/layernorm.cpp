@@ -45,13 +45,13 @@ LayerNormOut layernorm_forward(const Tensor& x0, const Tensor& weight0, const Te
       dev,
       [&] {
         const Tensor xf = widen_half(x), wf = widen_half(weight), bf = widen_half(bias);
-        Tensor yf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : out.y;
+        WideOutput yf(out.y);
         dispatch_cpu_float(xf.dtype(), "layernorm", [&](auto tag) {
           using T = decltype(tag);
-          cpu::layernorm_forward<T>(xf.data<T>(), wf.data<T>(), bf.data<T>(), yf.data<T>(), out.mean.data<T>(),
+          cpu::layernorm_forward<T>(xf.data<T>(), wf.data<T>(), bf.data<T>(), yf.tensor().data<T>(), out.mean.data<T>(),
                                     out.rstd.data<T>(), rows, C, eps);
         });
-        if (!yf.is_same(out.y)) out.y.copy_(cast(yf, x.dtype()));
+        yf.round_into_output();
       },
       [&](Stream s) {
         cuda::LayerNormForwardParams p;
@@ -91,13 +91,13 @@ LayerNormGrads layernorm_backward(const Tensor& dy0, const Tensor& x0, const Ten
       dev,
       [&] {
         const Tensor dyf = widen_half(dy), xf = widen_half(x), wf = widen_half(weight);
-        Tensor dxf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : g.dx;
+        WideOutput dxf(g.dx);
         dispatch_cpu_float(xf.dtype(), "layernorm_backward", [&](auto tag) {
           using T = decltype(tag);
           cpu::layernorm_backward<T>(dyf.data<T>(), xf.data<T>(), wf.data<T>(), mean.data<T>(), rstd.data<T>(),
-                                     dxf.data<T>(), g.dweight.data<T>(), g.dbias.data<T>(), rows, C);
+                                     dxf.tensor().data<T>(), g.dweight.data<T>(), g.dbias.data<T>(), rows, C);
         });
-        if (!dxf.is_same(g.dx)) g.dx.copy_(cast(dxf, x.dtype()));
+        dxf.round_into_output();
       },
       [&](Stream s) {
         cuda::LayerNormBackwardParams p;

@@ -47,12 +47,12 @@ Tensor reduce(const char* op, const Tensor& x0, int axis0, bool keepdim, bool is
       x.device(),
       [&] {
         const Tensor xf = widen_half(x);
-        Tensor yf = is_half(x.dtype()) ? Tensor::empty(y.shape(), DType::F32) : y;
+        WideOutput yf(y);
         dispatch_cpu_float(xf.dtype(), op, [&](auto tag) {
           using T = decltype(tag);
-          cpu::reduce_sum<T>(xf.data<T>(), yf.data<T>(), s.outer, s.r, s.inner, scale);
+          cpu::reduce_sum<T>(xf.data<T>(), yf.tensor().data<T>(), s.outer, s.r, s.inner, scale);
         });
-        if (!yf.is_same(y)) y.copy_(cast(yf, y.dtype()));
+        yf.round_into_output();
       },
       [&](Stream stream) {
         cuda::ReduceParams p;
@@ -97,12 +97,12 @@ Tensor reduce_backward(const Tensor& dy0, const Shape& x_shape, int axis0, doubl
       dy.device(),
       [&] {
         const Tensor dyf = widen_half(dy);
-        Tensor dxf = is_half(dy.dtype()) ? Tensor::empty(x_shape, DType::F32) : dx;
+        WideOutput dxf(dx);
         dispatch_cpu_float(dyf.dtype(), "reduce_backward", [&](auto tag) {
           using T = decltype(tag);
-          cpu::reduce_backward<T>(dyf.data<T>(), dxf.data<T>(), s.outer, s.r, s.inner, scale);
+          cpu::reduce_backward<T>(dyf.data<T>(), dxf.tensor().data<T>(), s.outer, s.r, s.inner, scale);
         });
-        if (!dxf.is_same(dx)) dx.copy_(cast(dxf, dx.dtype()));
+        dxf.round_into_output();
       },
       [&](Stream stream) {
         cuda::ReduceBackwardParams p;

@@ -27,12 +27,12 @@ Tensor softmax_forward(const Tensor& x0) {
       x.device(),
       [&] {
         const Tensor xf = widen_half(x);
-        Tensor yf = is_half(x.dtype()) ? Tensor::empty(x.shape(), DType::F32) : y;
+        WideOutput yf(y);
         dispatch_cpu_float(xf.dtype(), "softmax", [&](auto tag) {
           using T = decltype(tag);
-          cpu::softmax_forward<T>(xf.data<T>(), yf.data<T>(), rows, C);
+          cpu::softmax_forward<T>(xf.data<T>(), yf.tensor().data<T>(), rows, C);
         });
-        if (!yf.is_same(y)) y.copy_(cast(yf, x.dtype()));
+        yf.round_into_output();
       },
       [&](Stream s) {
         cuda::SoftmaxParams p;
@@ -59,12 +59,12 @@ Tensor softmax_backward(const Tensor& dy0, const Tensor& y0) {
       y.device(),
       [&] {
         const Tensor yf = widen_half(y), dyf = widen_half(dy);
-        Tensor dxf = is_half(y.dtype()) ? Tensor::empty(y.shape(), DType::F32) : dx;
+        WideOutput dxf(dx);
         dispatch_cpu_float(yf.dtype(), "softmax_backward", [&](auto tag) {
           using T = decltype(tag);
-          cpu::softmax_backward<T>(yf.data<T>(), dyf.data<T>(), dxf.data<T>(), rows, C);
+          cpu::softmax_backward<T>(yf.data<T>(), dyf.data<T>(), dxf.tensor().data<T>(), rows, C);
         });
-        if (!dxf.is_same(dx)) dx.copy_(cast(dxf, y.dtype()));
+        dxf.round_into_output();
       },
       [&](Stream s) {
         cuda::SoftmaxParams p;
