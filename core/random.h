@@ -5,7 +5,8 @@
 // Lanes (data parallelism): set_lane(r) shifts every handed-out offset by r * 2^48, so ranks that
 // share a seed and a logical offset still draw different masks. state()/set_state() stay logical
 // (lane-free): every rank checkpoints the same state. A run stays below 2^48 offsets per lane
-// (a GPT-2-small micro-step consumes a few hundred), so lanes never overlap.
+// (a GPT-2-small micro-step consumes B * H per attention layer and 1 per dropout: a few thousand),
+// so lanes never overlap.
 //
 // Capture mode (CUDA graphs, train/graph_step.h): a captured kernel keeps the offset it was given
 // forever, so while capturing, next() hands out offsets relative to the offset at begin_capture()
