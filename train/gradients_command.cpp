@@ -14,19 +14,9 @@ namespace ft {
 
 int run_gradients(const GradientsOptions& options, std::ostream& out, std::ostream&) {
   InferenceModel m = load_inference_model(options.checkpoint);
-  const int64_t T = options.seq_len > 0 ? options.seq_len : m.config.max_seq_len;
-  if (T > m.config.max_seq_len)
-    throw Error(str("gradients: --seq-len ", T, " exceeds the checkpoint's max_seq_len = ", m.config.max_seq_len));
-  LoaderOptions lo;
-  lo.inputs = options.data;
-  lo.split = "val";
-  lo.batch_size = options.batch_size;
-  lo.seq_len = T;
-  lo.shuffle = false;
-  lo.vocab_size = static_cast<int32_t>(m.config.vocab_size);
-  Loader loader(lo);
+  Loader loader(file_order_loader_options(m, options.data, options.batch_size, options.seq_len, "gradients"));
   const Batch batch = loader.next();
-  const int64_t B = batch.B;
+  const int64_t B = batch.B, T = batch.T;
 
   // f32 gradient buffers preset on every parameter: backward adds into them (a bf16 parameter's
   // gradient is widened before the add, as in the trainer's arena), so the sums are f32.

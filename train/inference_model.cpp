@@ -63,4 +63,19 @@ InferenceModel load_inference_model(const std::string& dir) {
   return m;
 }
 
+LoaderOptions file_order_loader_options(const InferenceModel& m, const std::vector<std::string>& data,
+                                        int64_t batch_size, int64_t seq_len, const char* command) {
+  const int64_t T = seq_len > 0 ? seq_len : m.config.max_seq_len;
+  if (T > m.config.max_seq_len)
+    throw Error(str(command, ": --seq-len ", T, " exceeds the checkpoint's max_seq_len = ", m.config.max_seq_len));
+  LoaderOptions lo;
+  lo.inputs = data;
+  lo.split = "val";
+  lo.batch_size = batch_size;
+  lo.seq_len = T;
+  lo.shuffle = false;
+  lo.vocab_size = static_cast<int32_t>(m.config.vocab_size);
+  return lo;
+}
+
 }  // namespace ft

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "data/loader.h"
 #include "nn/gpt.h"
 #include "train/config.h"
 
@@ -21,5 +22,11 @@ struct InferenceModel {
 // The device follows the checkpoint config's `device` (train/device_choice.h). The model computes
 // in f32 on the CPU and in the config's mixed_precision dtype on a GPU.
 InferenceModel load_inference_model(const std::string& dir);
+
+// A loader over `data` in file order (no shuffle) for the model's vocabulary: batches of
+// batch_size windows of seq_len tokens (0: the checkpoint's max_seq_len). A longer seq_len than
+// the checkpoint's is an error naming `command` and both lengths.
+LoaderOptions file_order_loader_options(const InferenceModel& m, const std::vector<std::string>& data,
+                                        int64_t batch_size, int64_t seq_len, const char* command);
 
 }  // namespace ft
