@@ -67,29 +67,29 @@ double flops_per_token(int64_t n_params, int64_t n_layers, int64_t d_model, int6
          6.0 * static_cast<double>(n_layers) * static_cast<double>(d_model) * static_cast<double>(seq_len);
 }
 
-double peak_bf16_flops(const std::string& name) {
+namespace {
+
+// Dense datasheet figures, without sparsity: tensor-core bf16 and plain fp32 (metrics.h).
+struct PeakFlops {
+  double bf16 = -1, fp32 = -1;
+};
+
+PeakFlops peak_flops(const std::string& name) {
   auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
-  if (has("H200") || has("GH200")) return 989.4e12;
+  if (has("H200") || has("GH200")) return {989.4e12, 67.0e12};
   if (has("H100")) {
-    if (has("PCIe")) return 756.0e12;
-    if (has("NVL")) return 835.0e12;
-    return 989.4e12;  // SXM ("NVIDIA H100 80GB HBM3")
+    if (has("PCIe")) return {756.0e12, 51.0e12};
+    if (has("NVL")) return {835.0e12, 60.0e12};
+    return {989.4e12, 67.0e12};  // SXM ("NVIDIA H100 80GB HBM3")
   }
-  if (has("A100")) return 312.0e12;
-  return -1;
+  if (has("A100")) return {312.0e12, 19.5e12};
+  return {};
 }
 
-double peak_fp32_flops(const std::string& name) {
-  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
-  if (has("H200") || has("GH200")) return 67.0e12;
-  if (has("H100")) {
-    if (has("PCIe")) return 51.0e12;
-    if (has("NVL")) return 60.0e12;
-    return 67.0e12;
-  }
-  if (has("A100")) return 19.5e12;
-  return -1;
-}
+}  // namespace
+
+double peak_bf16_flops(const std::string& name) { return peak_flops(name).bf16; }
+double peak_fp32_flops(const std::string& name) { return peak_flops(name).fp32; }
 
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
