@@ -11,4 +11,10 @@ void check_collective_tensor(const char* op, const Tensor& t, Device device) {
   FT_CHECK_ARG(t.device() == device, "[dist] ", op, ": tensor on ", t.device(), ", the communicator on ", device);
 }
 
+void check_world_multiple(const char* op, const char* whole_name, const Tensor& whole, const char* part_name,
+                          const Tensor& part, int world_size) {
+  FT_CHECK_ARG(whole.numel() == part.numel() * world_size, "[dist] ", op, ": ", whole_name, " has ", whole.numel(),
+               " elements, ", part_name, " ", part.numel(), " x world size ", world_size);
+}
+
 }  // namespace ft

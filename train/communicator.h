@@ -50,5 +50,8 @@ class Communicator {
 // Checks shared by the implementations: contiguous f32 on `device`, the numel relation. `op` names
 // the collective in the message.
 void check_collective_tensor(const char* op, const Tensor& t, Device device);
+// reduce_scatter_sum / all_gather: `whole` holds world_size times the elements of `part`.
+void check_world_multiple(const char* op, const char* whole_name, const Tensor& whole, const char* part_name,
+                          const Tensor& part, int world_size);
 
 }  // namespace ft

@@ -14,8 +14,7 @@ void CpuCommunicator::reduce_scatter_sum(const Tensor& in, const Tensor& out) {
   check_collective_tensor("reduce_scatter_sum", in, Device::cpu());
   check_collective_tensor("reduce_scatter_sum", out, Device::cpu());
   const int64_t n = out.numel();
-  FT_CHECK_ARG(in.numel() == n * world_size(), "[dist] reduce_scatter_sum: in has ", in.numel(), " elements, out ", n,
-               " x world size ", world_size());
+  check_world_multiple("reduce_scatter_sum", "in", in, "out", out, world_size());
   if (n == 0) return;
   std::vector<float> sum(static_cast<size_t>(in.numel()));
   std::memcpy(sum.data(), in.data<float>(), sum.size() * sizeof(float));
@@ -27,8 +26,7 @@ void CpuCommunicator::all_gather(const Tensor& in, const Tensor& out) {
   check_collective_tensor("all_gather", in, Device::cpu());
   check_collective_tensor("all_gather", out, Device::cpu());
   const int64_t n = in.numel();
-  FT_CHECK_ARG(out.numel() == n * world_size(), "[dist] all_gather: out has ", out.numel(), " elements, in ", n,
-               " x world size ", world_size());
+  check_world_multiple("all_gather", "out", out, "in", in, world_size());
   if (n == 0) return;
   const auto* p = reinterpret_cast<const uint8_t*>(in.data<float>());
   const std::vector<std::vector<uint8_t>> parts = rdv_.all_gather(std::vector<uint8_t>(p, p + n * sizeof(float)));

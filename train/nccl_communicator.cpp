@@ -108,8 +108,7 @@ class NcclCommunicator final : public Communicator {
   void reduce_scatter_sum(const Tensor& in, const Tensor& out) override {
     check_collective_tensor("reduce_scatter_sum", in, device_);
     check_collective_tensor("reduce_scatter_sum", out, device_);
-    FT_CHECK_ARG(in.numel() == out.numel() * world_, "[dist] reduce_scatter_sum: in has ", in.numel(),
-                 " elements, out ", out.numel(), " x world size ", world_);
+    check_world_multiple("reduce_scatter_sum", "in", in, "out", out, world_);
     if (out.numel() == 0) return;
     // In place when out is in's rank-th slice (NCCL's documented in-place form).
     NCCL_CHECK_RANK(ncclReduceScatter(in.data_ptr(), out.data_ptr(), static_cast<size_t>(out.numel()), ncclFloat,
@@ -121,8 +120,7 @@ class NcclCommunicator final : public Communicator {
   void all_gather(const Tensor& in, const Tensor& out) override {
     check_collective_tensor("all_gather", in, device_);
     check_collective_tensor("all_gather", out, device_);
-    FT_CHECK_ARG(out.numel() == in.numel() * world_, "[dist] all_gather: out has ", out.numel(), " elements, in ",
-                 in.numel(), " x world size ", world_);
+    check_world_multiple("all_gather", "out", out, "in", in, world_);
     if (in.numel() == 0) return;
     NCCL_CHECK_RANK(ncclAllGather(in.data_ptr(), out.data_ptr(), static_cast<size_t>(in.numel()), ncclFloat, comm_,
                                   comm_stream_),

@@ -46,6 +46,19 @@ std::string sockaddr_text(const sockaddr* sa) {
   return h.find(':') != std::string::npos ? str("[", h, "]:", serv) : str(h, ":", serv);
 }
 
+// A non-blocking socket that would block: waits until it is ready for `events` (kOk; also on
+// EINTR, so the caller simply retries), the deadline passes (kTimeout) or poll fails (kError).
+Io wait_ready(int fd, short events, Deadline dl, int* err) {
+  pollfd pf{fd, events, 0};
+  const int r = ::poll(&pf, 1, ms_until(dl));
+  if (r == 0) return Io::kTimeout;
+  if (r < 0 && errno != EINTR) {
+    *err = errno;
+    return Io::kError;
+  }
+  return Io::kOk;
+}
+
 Io send_all(int fd, const uint8_t* p, size_t n, Deadline dl, int* err) {
   while (n > 0) {
     const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
@@ -56,13 +69,8 @@ Io send_all(int fd, const uint8_t* p, size_t n, Deadline dl, int* err) {
     }
     if (k < 0 && errno == EINTR) continue;
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd pf{fd, POLLOUT, 0};
-      const int r = ::poll(&pf, 1, ms_until(dl));
-      if (r == 0) return Io::kTimeout;
-      if (r < 0 && errno != EINTR) {
-        *err = errno;
-        return Io::kError;
-      }
+      const Io w = wait_ready(fd, POLLOUT, dl, err);
+      if (w != Io::kOk) return w;
       continue;
     }
     *err = errno;
@@ -82,13 +90,8 @@ Io recv_all(int fd, uint8_t* p, size_t n, Deadline dl, int* err) {
     if (k == 0) return Io::kClosed;
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      pollfd pf{fd, POLLIN, 0};
-      const int r = ::poll(&pf, 1, ms_until(dl));
-      if (r == 0) return Io::kTimeout;
-      if (r < 0 && errno != EINTR) {
-        *err = errno;
-        return Io::kError;
-      }
+      const Io w = wait_ready(fd, POLLIN, dl, err);
+      if (w != Io::kOk) return w;
       continue;
     }
     *err = errno;
