@@ -39,13 +39,7 @@ Tensor activation_forward(const char* op, Kind kind, const Tensor& x0) {
   dispatch(
       x.device(),
       [&] {
-        const Tensor xf = widen_half(x);
-        WideOutput yf(y);
-        dispatch_cpu_float(xf.dtype(), op, [&](auto tag) {
-          using T = decltype(tag);
-          cpu_forward<T>(kind, xf.data<T>(), yf.tensor().data<T>(), x.numel());
-        });
-        yf.round_into_output();
+        run_cpu_widened(op, x, y, [&](const auto* xp, auto* yp) { cpu_forward(kind, xp, yp, x.numel()); });
       },
       [&](Stream s) {
         cuda::ActivationParams p;

@@ -27,13 +27,7 @@ Tensor apply(const char* op, const Tensor& x0, float p, PhiloxState state) {
   dispatch(
       x.device(),
       [&] {
-        const Tensor xf = widen_half(x);
-        WideOutput yf(y);
-        dispatch_cpu_float(xf.dtype(), op, [&](auto tag) {
-          using T = decltype(tag);
-          cpu::dropout<T>(xf.data<T>(), yf.tensor().data<T>(), rows, cols, mask);
-        });
-        yf.round_into_output();
+        run_cpu_widened(op, x, y, [&](const auto* xp, auto* yp) { cpu::dropout(xp, yp, rows, cols, mask); });
       },
       [&](Stream s) {
         cuda::DropoutKernelParams kp;

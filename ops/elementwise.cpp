@@ -69,13 +69,7 @@ Tensor scale(const Tensor& x0, double alpha) {
   dispatch(
       x.device(),
       [&] {
-        const Tensor xf = widen_half(x);
-        WideOutput of(out);
-        dispatch_cpu_float(xf.dtype(), "scale", [&](auto tag) {
-          using T = decltype(tag);
-          cpu::scale<T>(xf.data<T>(), of.tensor().data<T>(), xf.numel(), alpha);
-        });
-        of.round_into_output();
+        run_cpu_widened("scale", x, out, [&](const auto* xp, auto* yp) { cpu::scale(xp, yp, x.numel(), alpha); });
       },
       [&](Stream s) {
         cuda::AxpbyParams p;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/tensor.h"
+#include "ops/dispatch.h"
 
 namespace ft::ops {
 
@@ -35,5 +36,19 @@ class WideOutput {
  private:
   Tensor out_, wide_;
 };
+
+// The CPU branch of a front-end whose reference kernel reads one floating tensor x and writes y in
+// x's dtype: fn(const T* x, T* y) runs with T = float (f32, bf16, f16) or double (f64), between
+// widen_half and WideOutput's rounding.
+template <class Fn>
+void run_cpu_widened(const char* op, const Tensor& x, const Tensor& y, Fn&& fn) {
+  const Tensor xf = widen_half(x);
+  WideOutput yf(y);
+  dispatch_cpu_float(xf.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    fn(xf.data<T>(), yf.tensor().data<T>());
+  });
+  yf.round_into_output();
+}
 
 }  // namespace ft::ops

@@ -46,13 +46,7 @@ Tensor reduce(const char* op, const Tensor& x0, int axis0, bool keepdim, bool is
   dispatch(
       x.device(),
       [&] {
-        const Tensor xf = widen_half(x);
-        WideOutput yf(y);
-        dispatch_cpu_float(xf.dtype(), op, [&](auto tag) {
-          using T = decltype(tag);
-          cpu::reduce_sum<T>(xf.data<T>(), yf.tensor().data<T>(), s.outer, s.r, s.inner, scale);
-        });
-        yf.round_into_output();
+        run_cpu_widened(op, x, y, [&](const auto* xp, auto* yp) { cpu::reduce_sum(xp, yp, s.outer, s.r, s.inner, scale); });
       },
       [&](Stream stream) {
         cuda::ReduceParams p;

@@ -26,13 +26,7 @@ Tensor softmax_forward(const Tensor& x0) {
   dispatch(
       x.device(),
       [&] {
-        const Tensor xf = widen_half(x);
-        WideOutput yf(y);
-        dispatch_cpu_float(xf.dtype(), "softmax", [&](auto tag) {
-          using T = decltype(tag);
-          cpu::softmax_forward<T>(xf.data<T>(), yf.tensor().data<T>(), rows, C);
-        });
-        yf.round_into_output();
+        run_cpu_widened("softmax", x, y, [&](const auto* xp, auto* yp) { cpu::softmax_forward(xp, yp, rows, C); });
       },
       [&](Stream s) {
         cuda::SoftmaxParams p;
