@@ -56,6 +56,17 @@ inline double max_abs_diff(const Tensor& a, const Tensor& b) {
 
 // Expects fn() to throw an ft::Error whose message starts with `op` (e.g. "[matmul]") and
 // contains every string of `parts` (shapes, dtypes, values the message must name).
+// The message of the ft::Error that `fn` throws ("" when it throws none).
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 template <class Fn>
 void expect_error(Fn&& fn, const std::string& op, const std::vector<std::string>& parts = {}) {
   try {

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <string>
 
@@ -36,14 +35,7 @@ Qkv fused_qkv(int B, int T, int H, int D, DType dtype, uint64_t seed, Device dev
   return r;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 // An independent float64 attention forward (no shared code with ops/cpu): for each (b, h, i),
 // softmax over the allowed keys j <= i (causal) of scale * q_i . k_j, then the dropout factor of

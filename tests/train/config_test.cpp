@@ -3,22 +3,14 @@
 #include <string>
 
 #include "core/error.h"
+#include "tests/test_util.h"
 #include "train/config.h"
 #include "train_test_util.h"
 
 namespace ft {
 namespace {
 
-// The message of the ft::Error that `fn` throws ("" when it throws none).
-template <class F>
-std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 std::string parse_error(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
   return error_of([&] { parse_config(yaml, "t.yaml", overrides); });

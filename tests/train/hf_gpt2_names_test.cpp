@@ -1,11 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <functional>
 #include <map>
 #include <set>
 
 #include "core/error.h"
+#include "tests/test_util.h"
 #include "train/hf_gpt2_names.h"
 
 namespace ft {
@@ -41,14 +41,7 @@ std::vector<NamedTensor> make_params(const Gpt2Dims& d) {
   return out;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(HfGpt2Names, NameTable) {
   bool t = true;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "tests/test_util.h"
 #include "train/safetensors.h"
 #include "train_test_util.h"
 
@@ -17,12 +18,7 @@ std::string file_bytes(const std::string& header, const std::string& data) {
 }
 
 std::string error_loading(const std::string& path) {
-  try {
-    load_safetensors(path);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_of([&] { load_safetensors(path); });
 }
 
 TEST(Safetensors, WriterProducesTheExactBytes) {
