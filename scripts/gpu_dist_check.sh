@@ -25,7 +25,7 @@ verdict() { if [ "$1" -eq 0 ]; then echo "PASS $2"; else echo "FAIL $2 (rc $1)";
 
 if [[ " $steps " == *" build "* ]]; then
   t0=$(date +%s)
-  { cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DFT_BUILD_BENCH=OFF &&
+  { cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DFT_BUILD_BENCH=OFF &&
     cmake --build $build -j "$(nproc)" --target flashtrain ft_train_tests; } > "$OUT/build.log" 2>&1
   rc=$?
   [ $rc -ne 0 ] && grep -E "error|Error" "$OUT/build.log" | head -30

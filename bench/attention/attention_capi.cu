@@ -11,6 +11,11 @@
 
 #include "core/error.h"
 #include "ops/cuda/attention/flash_attention.h"
+#if __has_include("ops/cuda/attention/flash_bwd_wgmma_kernel.cuh")
+#include "ops/cuda/attention/flash_bwd_wgmma_kernel.cuh"
+#define FT_HAVE_BWD_WGMMA 1
+#endif
+#include "ops/cuda/attention/flash_fwd_wgmma_kernel.cuh"
 #include "ops/cuda/attention/flash_launch.cuh"
 #include "ops/cuda/naive_attention.h"
 
@@ -58,11 +63,32 @@ void split_bf16(const AttentionParams& p, cudaStream_t s, int group) {
   return launch_flash_bwd_split<C::Bwd, C::BwdDq, true, false>(p, s, group);
 }
 
+template <class Fwd>
+void fwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
+  if (p.dropout.threshold != 0) return launch_flash_fwd_wgmma<Fwd, true, true>(p, s, group);
+  return launch_flash_fwd_wgmma<Fwd, true, false>(p, s, group);
+}
+template <int kBM>
+void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
+#ifdef FT_HAVE_BWD_WGMMA
+  if (p.dropout.threshold != 0) return launch_flash_bwd_wgmma<kBM, true, true>(p, s, group);
+  return launch_flash_bwd_wgmma<kBM, true, false>(p, s, group);
+#else
+  throw Error("this build has no wgmma backward");
+#endif
+}
+
 // 0: shipped. 1: the launch order of the kernels before the head-group order (one head at a
 // time). 2, 3: diagnostics (wrong dQ): no dQ atomics / no dQ phase. 4: the shipped deterministic
 // backward (any dtype / head dim). 5, 6: the two deterministic designs at every dropout: 5 the
 // counter-ordered dQ, 6 the split backward (dK/dV kernel without its dQ phase, then
-// flash_bwd_dq_kernel). Numbers, and the variants tried and removed: bench/attention/NOTES.md.
+// flash_bwd_dq_kernel). 7-9, 13: wgmma forwards (flash_fwd_wgmma_kernel.cuh) with the shipped
+// backward: 7 one warpgroup, kBlockN 64, 3 stages, 3 CTAs/SM; 9 two warpgroups, kBlockN 128, 1
+// CTA/SM; 13 as 7 with O += P V left running into the next tile (ptxas serialises the wgmmas there:
+// C7515); 14 three warpgroups (192 rows), 1 CTA/SM; 15 the shipped tile with 4 stages. 8: the mma.sync forward tiles (shipped before the wgmma forward) with the shipped
+// backward. 10, 11: the shipped forward with the pipelined wgmma backward, 64- / 32-query tiles
+// (built only after `git apply bench/attention/dev/wgmma_bwd_pipelined_experiment.patch`). Numbers, and the variants tried and
+// removed: bench/attention/NOTES.md.
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
   if (variant == 4) {
     forward ? ft::cuda::flash_attention_forward(p, s)
@@ -74,15 +100,28 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     return;
   }
   if (p.dtype != AttentionDType::kBF16) throw Error("variants are built for bf16 only");
-  if (variant < 1 || variant > 6) throw Error(str("unknown variant ", variant));
+  if (variant < 1 || variant > 15) throw Error(str("unknown variant ", variant));
   const int group = variant == 1 ? 0 : FlashConfig<64>::kGroupTokens;
-  if (forward) return fwd_shipped_tiles(p, s, group);
+  if (forward) {
+    switch (variant) {
+      case 7: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 3, 3, 1>>(p, s, group);
+      case 9: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<128, 3, 1, 2>>(p, s, group);
+      case 13: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 3, 3, 1, false>>(p, s, group);
+      case 14: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 3, 1, 3>>(p, s, group);
+      case 15: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 4, 2, 2>>(p, s, group);
+      case 1: case 8: return fwd_shipped_tiles(p, s, group);
+      default: return ft::cuda::flash_attention_forward(p, s);  // the shipped forward
+    }
+  }
   switch (variant) {
     case 1: return bwd_bf16<FlashConfig<64>::Bwd>(p, s, group);
     case 2: return bwd_bf16<FlashBwdTraits<64, 32, 64, 4, false, 3, 1, 1>>(p, s, group);
     case 3: return bwd_bf16<FlashBwdTraits<64, 32, 64, 4, false, 3, 1, 2>>(p, s, group);
     case 5: return bwd_bf16<FlashConfig<64>::Bwd, true>(p, s, group);
-    default: return split_bf16(p, s, group);
+    case 6: return split_bf16(p, s, group);
+    case 10: return bwd_wgmma_bf16<64>(p, s, group);
+    case 11: return bwd_wgmma_bf16<32>(p, s, group);
+    default: return bwd_bf16<FlashConfig<64>::Bwd>(p, s, group);  // 7-9, 13-15: the shipped backward
   }
 }
 

@@ -196,25 +196,27 @@ def sanity(lib):
               " ".join(f"{e:.2e}" for e in errs))
 
 
-def check_variants(lib, variants, T=1024, B=4):
+def check_variants(lib, variants, shapes=((4, 1024, True), (3, 1000, True), (3, 1000, False), (5, 17, True))):
     """Each flash variant against variant 0 (same inputs, same dropout mask): relative differences
-    of o, dq, dk, dv. Prints OK below 1e-2 (bf16 rounding; a wrong layout gives O(1))."""
-    qkv, dout = make_inputs(B, T, seed=2)
-    for p in (0.0, 0.1):
-        res = {}
-        for v in [0] + [v for v in variants if v != 0]:
-            impl = Flashtrain(lib, 0, v)
-            impl.setup(qkv, dout, True, p)
-            o, lse, naive = impl.forward()
-            g = impl.backward((o, lse, naive))
-            res[v] = [o.float(), g[:, :, 0].float(), g[:, :, 1].float(), g[:, :, 2].float()]
-        for v, vals in res.items():
-            if v == 0:
-                continue
-            errs = [((a - b).norm() / b.norm()).item() for a, b in zip(vals, res[0])]
-            ok = all(e < 1e-2 for e in errs)  # NaN fails too
-            print(f"check variant={v} p={p} vs 0: o/dq/dk/dv rel diff " +
-                  " ".join(f"{e:.2e}" for e in errs) + (" OK" if ok else " FAIL"), flush=True)
+    of o, dq, dk, dv over (B, T, causal) shapes that include partial tiles. Prints OK below 1e-2
+    (bf16 rounding; a wrong layout gives O(1))."""
+    for B, T, causal in shapes:
+        qkv, dout = make_inputs(B, T, seed=2)
+        for p in (0.0, 0.1):
+            res = {}
+            for v in [0] + [v for v in variants if v != 0]:
+                impl = Flashtrain(lib, 0, v)
+                impl.setup(qkv, dout, causal, p)
+                o, lse, naive = impl.forward()
+                g = impl.backward((o, lse, naive))
+                res[v] = [o.float(), g[:, :, 0].float(), g[:, :, 1].float(), g[:, :, 2].float()]
+            for v, vals in res.items():
+                if v == 0:
+                    continue
+                errs = [((a - b).norm() / b.norm()).item() for a, b in zip(vals, res[0])]
+                ok = all(e < 1e-2 for e in errs)  # NaN fails too
+                print(f"check variant={v} B={B} T={T} causal={causal} p={p} vs 0: o/dq/dk/dv rel diff " +
+                      " ".join(f"{e:.2e}" for e in errs) + (" OK" if ok else " FAIL"), flush=True)
 
 
 def write_outputs(args, card, rows, quiet=True):

@@ -233,6 +233,51 @@ INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaVsReference,
                                   (std::get<1>(info.param) ? "_det" : "_atomic");
                          });
 
+// The D = 64 forward's mma.sync kernels, which Hopper builds with 90a no longer take by default
+// (they replace the wgmma forward there): the same cases, forward through them.
+class FlashCudaMmaSyncForward : public ::testing::TestWithParam<AttentionCase> {
+ protected:
+  void TearDown() override { ft::cuda::set_flash_wgmma_allowed(true); }
+};
+
+TEST_P(FlashCudaMmaSyncForward, WithinTwiceNaiveError) {
+  SKIP_WITHOUT_CUDA();
+  ft::cuda::set_flash_wgmma_allowed(false);
+  ASSERT_FALSE(ft::cuda::flash_wgmma_enabled());
+  const AttentionCase c = GetParam();
+  const AttentionParams cfg = config_of(c, 777, 3);
+  const AttentionInputs in = make_inputs(c, 100u + c.T + c.D);
+  const Reference ref = reference_of(cfg, in);
+  DeviceAttention dev(cfg, in);
+  CublasHandle cublas;
+  expect_within_twice_naive(dev.run_flash(false), dev.run_naive(cublas.h), ref, case_name(c) + " mma.sync");
+}
+
+std::vector<AttentionCase> d64_cases() {
+  std::vector<AttentionCase> cases;
+  for (const AttentionCase& c : cuda_cases())
+    if (c.D == 64) cases.push_back(c);
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaMmaSyncForward, ::testing::ValuesIn(d64_cases()),
+                         [](const auto& info) { return case_name(info.param); });
+
+// A Hopper build (90a) on a compute-capability-9.0 GPU runs the wgmma forward, so the cases above
+// (FlashCudaVsReference) test it there and FlashCudaMmaSyncForward tests the other path.
+TEST(FlashCuda, WgmmaForwardOnHopper) {
+  SKIP_WITHOUT_CUDA();
+  int device = 0, major = 0, minor = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+#ifdef FT_FLASH_WGMMA
+  EXPECT_EQ(ft::cuda::flash_wgmma_enabled(), major == 9 && minor == 0);
+#else
+  GTEST_SKIP() << "built without sm_90a code (CMAKE_CUDA_ARCHITECTURES has no 90a)";
+#endif
+}
+
 TEST(FlashCuda, SameMaskAsNaive) {
   SKIP_WITHOUT_CUDA();
   const AttentionCase c{2, 3, 300, 64, true, 0.5f};

@@ -8,7 +8,7 @@ MODE=${1:-dev}
 OUTDIR=${OUT:-/tmp/attn_out}
 mkdir -p "$OUTDIR" build_attn
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
-NVCC="nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I. -Xcompiler -fPIC"
+NVCC="nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -DFT_FLASH_WGMMA=1 -I. -Xcompiler -fPIC"
 GT_INC=""; GT_LIB="-lgtest -lgtest_main"
 if [ ! -f /usr/include/gtest/gtest.h ] && [ ! -f /usr/local/include/gtest/gtest.h ]; then
   GT_INC="-Ibuild_attn_deps/include"; GT_LIB="build_attn_deps/lib/libgtest_main.a build_attn_deps/lib/libgtest.a"
@@ -24,7 +24,7 @@ for f in ops/cuda/attention/flash_fwd_hdim64 ops/cuda/attention/flash_bwd_hdim64
   pids+=($!)
 done
 g++ -O2 -std=c++17 -I. $GT_INC -c ops/cpu/attention_reference.cpp -o build_attn/attention_reference.o &
-nvcc -O2 -std=c++17 -I. $GT_INC -c tests/ops/attention_cuda_test.cu -o build_attn/attention_cuda_test.o &
+nvcc -O2 -std=c++17 -DFT_FLASH_WGMMA=1 -I. $GT_INC -c tests/ops/attention_cuda_test.cu -o build_attn/attention_cuda_test.o &
 g++ -O2 -std=c++17 -I. $GT_INC -c tests/ops/attention_cpu_test.cpp -o build_attn/attention_cpu_test.o &
 wait
 echo "compile: $(( $(date +%s) - t0 )) s"

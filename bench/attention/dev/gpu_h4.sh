@@ -8,7 +8,7 @@ OUTDIR=${OUT:-/tmp/attn_out}
 mkdir -p "$OUTDIR"
 t0=$(date +%s)
 if [ "${CMAKE_TESTS:-1}" = 1 ]; then
-  ( cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  ( cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
       -DFT_BUILD_BENCH=OFF > "$OUTDIR/cmake.log" 2>&1 &&
     cmake --build build-gpu -j 9 --target ft_ops_tests ft_autograd_tests >> "$OUTDIR/cmake.log" 2>&1
     echo "cmake build rc $? after $(( $(date +%s) - t0 )) s" >> "$OUTDIR/cmake.log" ) &

@@ -1,10 +1,42 @@
 // Head-dim switch of the flash launchers; the kernels live in the per-head-dim TUs.
 #include "ops/cuda/attention/flash_attention.h"
 
+#include <atomic>
+
+#include "core/cuda/check.h"
 #include "core/error.h"
 #include "ops/cuda/attention/flash_run.h"
 
 namespace ft::cuda {
+
+namespace {
+std::atomic<bool> g_wgmma_allowed{true};
+}
+
+void set_flash_wgmma_allowed(bool allowed) { g_wgmma_allowed = allowed; }
+
+bool flash_wgmma_enabled() {
+#ifdef FT_FLASH_WGMMA
+  if (!g_wgmma_allowed) return false;
+  // Compute capability per device, looked up once (sm_90a code runs on 9.0 only).
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cc[kMaxDevices] = {};  // 0: not looked up yet
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  if (device >= kMaxDevices) return false;
+  int v = cc[device].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int major = 0, minor = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    v = 10 * major + minor;
+    cc[device].store(v, std::memory_order_relaxed);
+  }
+  return v == 90;
+#else
+  return false;
+#endif
+}
 
 void flash_attention_forward(const AttentionParams& p, Stream stream) {
   switch (p.D) {

@@ -30,6 +30,13 @@ struct FlashBackwardMode {
 void flash_attention_forward(const AttentionParams& p, Stream stream);
 void flash_attention_backward(const AttentionParams& p, Stream stream, const FlashBackwardMode& mode = {});
 
+// Hopper's warpgroup MMAs (wgmma): the D = 64 forward uses them when the build has sm_90a code
+// (CMAKE_CUDA_ARCHITECTURES lists 90a; FT_FLASH_WGMMA) and the current GPU is compute capability
+// 9.0; otherwise it takes the mma.sync kernels. flash_wgmma_enabled says which one this device
+// gets; set_flash_wgmma_allowed(false) forces mma.sync (tests compare both; process-wide).
+bool flash_wgmma_enabled();
+void set_flash_wgmma_allowed(bool allowed);
+
 // The dQ counters: one per (batch * head, 32-query tile, warp of the 4-warp backward CTA). The
 // backward's tile shape is static_asserted against these in flash_launch.cuh.
 constexpr int kFlashDqSemaphoreRows = 32;

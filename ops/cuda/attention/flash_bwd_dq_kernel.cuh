@@ -44,31 +44,21 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int T = p.T;
-  const int m_blocks = (T + BM - 1) / BM;
-  const BlockOrder order = grouped_block_order(blockIdx.x, m_blocks, p.B * p.H, heads_per_group);
-  const int m_block = m_blocks - 1 - order.rank;  // longest (causal) query blocks start first
-  const int bh = order.bh, b = bh / p.H, h = bh % p.H;
-  const int m0 = m_block * BM, m1 = min(m0 + BM, T);
+  const QueryBlock<BM, BN> blk(p, heads_per_group);
+  const int bh = blk.bh, m0 = blk.m0, m1 = blk.m1, n_end = blk.n_end;
   const int warp_row0 = warp * MT * 16;
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
 
-  const uint16_t* q = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const uint16_t* k = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride + h * p.k_head_stride;
-  const uint16_t* v = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride + h * p.v_head_stride;
-  const uint16_t* dout =
-      static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride + h * p.do_head_stride;
-  uint16_t* dq = static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride + h * p.dq_head_stride;
+  const int b = blk.b, h = blk.h;
+  const uint16_t* q = head_rows(static_cast<const uint16_t*>(p.q), b, h, p.q_batch_stride, p.q_head_stride);
+  const uint16_t* k = head_rows(static_cast<const uint16_t*>(p.k), b, h, p.k_batch_stride, p.k_head_stride);
+  const uint16_t* v = head_rows(static_cast<const uint16_t*>(p.v), b, h, p.v_batch_stride, p.v_head_stride);
+  const uint16_t* dout = head_rows(static_cast<const uint16_t*>(p.dout), b, h, p.do_batch_stride, p.do_head_stride);
+  uint16_t* dq = head_rows(static_cast<uint16_t*>(p.dq), b, h, p.dq_batch_stride, p.dq_head_stride);
   const float* lse = p.lse + static_cast<int64_t>(bh) * T;
   const float* dsum = p.dsum + static_cast<int64_t>(bh) * T;
-
-  const int n_blocks = (T + BN - 1) / BN;
-  const int n_end = p.causal ? min(n_blocks, (m1 - 1) / BN + 1) : n_blocks;
-  auto next_tile = [&](int n) {
-    for (; n < n_end; ++n)
-      if (attention_tile_kind(p, m0, m1, n * BN, min(n * BN + BN, T)) != kTileEmpty) break;
-    return n;
-  };
+  auto next_tile = [&](int n) { return blk.next_key_tile(p, n); };
   auto load_kv = [&](int n, int stage) {
     load_rows_async<BN, D, S, NT>(sK + stage * BN * S, k, p.k_row_stride, n * BN, T, tid);
     load_rows_async<BN, D, S, NT>(sV + stage * BN * S, v, p.v_row_stride, n * BN, T, tid);

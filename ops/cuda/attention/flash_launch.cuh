@@ -4,6 +4,10 @@
 //
 // Tile shapes (see flash_traits.h), chosen from timings on an H200 (bench/attention, causal bf16,
 // H=12, B*T=32768; numbers in bench/attention/NOTES.md):
+//   forward  D=64 on sm_90a (flash_wgmma_enabled): flash_fwd_wgmma_kernel.cuh, two warpgroups x 64
+//            rows, 64-key tiles, 2 CTAs/SM, every T and dropout: at T=4096 0.71 ms against 0.85 ms
+//            for the mma.sync kernels below (p=0.1: 1.26 against 1.44); these remain the path for
+//            other GPUs and builds without 90a
 //   forward  D=64, T > 2048, no dropout: kBlockM=128, kBlockN=64, 4 warps x 32 rows (each K/V
 //            fragment read from shared memory feeds two mma tiles), 2 CTAs/SM (252 registers)
 //   forward  D=64, T <= 2048, no dropout: kBlockM=64, 4 warps x 16 rows, 3 CTAs/SM (163 regs):
@@ -33,6 +37,8 @@
 #include "ops/cuda/attention/flash_bwd_kernel.cuh"
 #include "ops/cuda/attention/flash_bwd_preprocess.cuh"
 #include "ops/cuda/attention/flash_fwd_kernel.cuh"
+#include "ops/cuda/attention/flash_fwd_wgmma_kernel.cuh"
+#include "ops/cuda/attention/flash_launch_common.h"
 #include "ops/cuda/attention/flash_run.h"
 #include "ops/cuda/attention/flash_traits.h"
 
@@ -50,6 +56,9 @@ struct FlashConfig<64> {
   using FwdDropout = FwdSmallT;
   using Bwd = FlashBwdTraits<64, 32, 64, 4, false, 3, 1>;
   using BwdDq = FlashFwdTraits<64, 64, 64, 4, 3>;  // the split deterministic backward's dQ kernel
+  // sm_90a (flash_wgmma_enabled): two warpgroups x 64 query rows share 64-key K/V tiles (3 stages),
+  // 2 CTAs/SM, every T and dropout (bench/attention/NOTES.md, session 4).
+  using FwdWgmma = FlashFwdWgmmaTraits<64, 3, 2, 2>;
 };
 template <>
 struct FlashConfig<128> {
@@ -76,34 +85,9 @@ void dispatch_dtype_dropout(const AttentionParams& p, F&& f) {
   }
 }
 
-template <class Kernel>
-void set_smem_limit(Kernel kernel, int bytes) {
-  if (bytes > 48 * 1024)
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-}
-
-// Grid: 1-D, (blocks along T) x B * H CTAs in grouped_block_order. B * H stays limited to 65535
-// (the limit of the former 2-D grid; it also keeps the CTA count far below 2^31).
-inline void check_grid(const AttentionParams& p) {
-  FT_CHECK_ARG(static_cast<int64_t>(p.B) * p.H <= 65535, "[flash_attention] B * H = ",
-               static_cast<int64_t>(p.B) * p.H, " exceeds 65535");
-}
-
-// Heads per launch-order group (see grouped_block_order): group_tokens / T, at least 1.
-inline int heads_per_group(const AttentionParams& p, int group_tokens) {
-  const int bh = p.B * p.H;
-  if (group_tokens <= 0) return 1;
-  return std::max(1, std::min(bh, group_tokens / std::max(p.T, 1)));
-}
-
 template <class Kt, bool kBF16, bool kDropout>
 void launch_flash_fwd(const AttentionParams& p, cudaStream_t stream, int group_tokens) {
-  check_grid(p);
-  auto kernel = flash_fwd_kernel<Kt, kBF16, kDropout>;
-  set_smem_limit(kernel, Kt::kSmemBytes);
-  const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockM - 1) / Kt::kBlockM) * p.B * p.H;
-  kernel<<<grid, Kt::kNThreads, Kt::kSmemBytes, stream>>>(p, heads_per_group(p, group_tokens));
-  CUDA_CHECK_LAUNCH();
+  launch_query_major<Kt>(flash_fwd_kernel<Kt, kBF16, kDropout>, Kt::kSmemBytes, p, stream, group_tokens);
 }
 
 // One tile shape for every (dtype, dropout): used by the benchmark's tuning variants.
@@ -159,12 +143,8 @@ void launch_flash_bwd_split(const AttentionParams& p, cudaStream_t stream, int g
   kernel<<<grid, KtNoDq::kNThreads, KtNoDq::kSmemBytes, stream>>>(p, heads_per_group(p, group_tokens),
                                                                   nullptr);
   CUDA_CHECK_LAUNCH();
-  auto dq_kernel = flash_bwd_dq_kernel<KtDq, kBF16, kDropout>;
-  constexpr int kDqSmem = flash_bwd_dq_smem_bytes<KtDq>();
-  set_smem_limit(dq_kernel, kDqSmem);
-  const unsigned dq_grid = static_cast<unsigned>((p.T + KtDq::kBlockM - 1) / KtDq::kBlockM) * p.B * p.H;
-  dq_kernel<<<dq_grid, KtDq::kNThreads, kDqSmem, stream>>>(p, heads_per_group(p, group_tokens));
-  CUDA_CHECK_LAUNCH();
+  launch_query_major<KtDq>(flash_bwd_dq_kernel<KtDq, kBF16, kDropout>, flash_bwd_dq_smem_bytes<KtDq>(), p,
+                           stream, group_tokens);
 }
 
 // Deterministic: without dropout the split backward, with dropout the counter-ordered dQ; each is
@@ -189,8 +169,14 @@ void run_flash_bwd_with(const AttentionParams& p, cudaStream_t stream, int group
 template <int kHeadDim>
 void run_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Config = FlashConfig<kHeadDim>;
+  [[maybe_unused]] const bool wgmma = kHeadDim == 64 && flash_wgmma_enabled();
   dispatch_dtype_dropout(p, [&](auto bf16, auto dropout) {
     constexpr bool kBF16 = decltype(bf16)::value;
+    if constexpr (kHeadDim == 64) {
+      if (wgmma)
+        return launch_flash_fwd_wgmma<typename Config::FwdWgmma, kBF16, decltype(dropout)::value>(
+            p, stream, Config::kGroupTokens);
+    }
     if constexpr (decltype(dropout)::value) {
       launch_flash_fwd<typename Config::FwdDropout, kBF16, true>(p, stream, Config::kGroupTokens);
     } else if (p.T <= Config::kSmallT) {

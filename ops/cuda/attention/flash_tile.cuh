@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/dropout_mask.h"
+#include "ops/attention_params.h"
 #include "ops/cuda/attention/flash_ptx.cuh"
 
 namespace ft::cuda::flash {
@@ -26,6 +27,35 @@ __device__ __forceinline__ BlockOrder grouped_block_order(int linear, int n_rank
   const int gg = min(group, n_bh - g * group);
   return {r / gg, g * group + r % gg};
 }
+
+// Element (b, 0, h, 0) of a (B, T, H, D) tensor of 16-bit elements.
+template <class T>
+__device__ __forceinline__ T* head_rows(T* base, int b, int h, int64_t batch_stride, int64_t head_stride) {
+  return base + b * batch_stride + h * head_stride;
+}
+
+// The work of a query-major CTA (forwards, the dQ kernel): query rows [m0, m1) of (batch b, head h),
+// picked in grouped_block_order with the longest causal blocks first, and the key tiles of kBlockN
+// keys it visits: next_key_tile(n) is the first tile >= n that the mask leaves non-empty
+// (n_end when none is left).
+template <int kBlockM, int kBlockN>
+struct QueryBlock {
+  int bh, b, h, m0, m1, n_end;
+
+  __device__ __forceinline__ QueryBlock(const AttentionParams& p, int heads_per_group) {
+    const int m_blocks = (p.T + kBlockM - 1) / kBlockM;
+    const BlockOrder order = grouped_block_order(blockIdx.x, m_blocks, p.B * p.H, heads_per_group);
+    bh = order.bh, b = bh / p.H, h = bh % p.H;
+    m0 = (m_blocks - 1 - order.rank) * kBlockM, m1 = min(m0 + kBlockM, p.T);
+    const int n_blocks = (p.T + kBlockN - 1) / kBlockN;
+    n_end = p.causal ? min(n_blocks, (m1 - 1) / kBlockN + 1) : n_blocks;
+  }
+  __device__ __forceinline__ int next_key_tile(const AttentionParams& p, int n) const {
+    for (; n < n_end; ++n)
+      if (attention_tile_kind(p, m0, m1, n * kBlockN, min(n * kBlockN + kBlockN, p.T)) != kTileEmpty) break;
+    return n;
+  }
+};
 
 // Copies rows [row0, row0 + kRows) (rows >= T become zeros) of one head: `base` points at element
 // (b, 0, h, 0); rows are `row_stride` elements apart, kHeadDim contiguous 16-bit elements each.

@@ -1,0 +1,268 @@
+// Flash attention forward on Hopper warpgroup MMAs (wgmma, sm_90a), D = 64.
+//
+// The same algorithm as flash_fwd_kernel.cuh (online softmax, causal / block-sparse tiles skipped,
+// dropout keep bits drawn in registers, only O and lse written); what changes is who reads shared
+// memory. With mma.sync every warp loads its own copy of each K and V fragment from shared memory
+// (the forward's K/V tile is read 4 times per CTA); here each warpgroup's wgmmas read K and V
+// once, straight from 128-byte-swizzled shared memory (flash_wgmma.cuh), and they run
+// asynchronously:
+//   S = Q K^T   wgmma m64 n kBN k16, A = this warp's Q fragments (registers, loaded once)
+//   P = online softmax of S (per warp, in the mma.sync accumulator layout, as before)
+//   O += P V    wgmma m64 n64 k16, A = P from registers, B = V read transposed
+// Unless kWaitPv, O += P V is not waited for: it runs while the warps go on to the next tile's
+// barrier, issue the next S, and draw the next tile's dropout bits; the wait for S waits for it too.
+// K/V tiles stream through kStages shared-memory stages, loaded kPrefetch tiles ahead: the stage a
+// prefetch overwrites was last read by an O += P V that every warp has waited for before the
+// barrier that precedes the prefetch.
+#pragma once
+
+#include <cfloat>
+#include <cmath>
+
+#include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_launch_common.h"
+#include "ops/cuda/attention/flash_ptx.cuh"
+#include "ops/cuda/attention/flash_tile.cuh"
+#include "ops/cuda/attention/flash_wgmma.cuh"
+
+namespace ft::cuda::flash {
+
+// kWarpGroups warpgroups share each K/V tile (less L2 -> shared-memory traffic per query row);
+// each runs its own wgmmas on its own 64 query rows.
+// kWaitPv: wait for O += P V at the end of its tile instead of letting it run into the next one.
+// Left running, ptxas serialises every wgmma of the kernel (warning C7515), for a reason not
+// found yet (it goes away without the masking code); both forms are timed.
+template <int kBlockN_, int kStages_, int kMinBlocksPerSm_, int kWarpGroups_ = 1, bool kWaitPv_ = true,
+          bool kZeroS_ = false>
+struct FlashFwdWgmmaTraits {
+  static constexpr bool kZeroS = kZeroS_;  // debug: zero S and accumulate instead of scale-d 0
+  static constexpr bool kWaitPv = kWaitPv_;
+  static constexpr int kHeadDim = 64;
+  static constexpr int kWarpGroups = kWarpGroups_;
+  static constexpr int kBlockM = 64 * kWarpGroups;  // warp w: query rows 16 w .. 16 w + 15
+  static constexpr int kBlockN = kBlockN_;
+  static constexpr int kStages = kStages_;
+  // Tiles loaded ahead: the stage a prefetch overwrites was read by the tile before (kWaitPv) or
+  // the one before that (its O += P V is waited for only in the next tile).
+  static constexpr int kPrefetch = kWaitPv ? kStages - 1 : kStages - 2;
+  static constexpr int kMinBlocksPerSm = kMinBlocksPerSm_;
+  static constexpr int kNThreads = 128 * kWarpGroups;
+  static constexpr int kTileBytes = kBlockN * 128;  // one K or V tile, 128 bytes a row
+  static constexpr int kSmemBytes = 1024 /* alignment */ + kBlockM * 128 + kStages * 2 * kTileBytes;
+  static_assert(kPrefetch >= 1 && (kBlockN == 64 || kBlockN == 128), "wgmma forward tile");
+};
+
+template <class Kt, bool kBF16, bool kDropout>
+__global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
+    flash_fwd_wgmma_kernel(const AttentionParams p, int heads_per_group) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = 64, NT = Kt::kNThreads;
+  constexpr int kStages = Kt::kStages, kPrefetch = Kt::kPrefetch;
+  constexpr float kLog2e = 1.4426950408889634f;
+
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  const uint32_t raw = smem_u32(smem_raw);
+  uint8_t* smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);  // swizzled tiles: 1 KB aligned
+  uint16_t* sQ = reinterpret_cast<uint16_t*>(smem);                   // BM x 64 (O at the end)
+  uint16_t* sK = reinterpret_cast<uint16_t*>(smem + BM * 128);        // kStages x BN x 64
+  uint16_t* sV = sK + kStages * BN * 64;                              // kStages x BN x 64
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int T = p.T;
+  const QueryBlock<BM, BN> blk(p, heads_per_group);
+  const int bh = blk.bh, m0 = blk.m0, m1 = blk.m1, n_end = blk.n_end;
+  const int warp_row0 = warp * 16;
+  DropoutParams drop = p.dropout;
+  if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
+
+  const uint16_t* q = head_rows(static_cast<const uint16_t*>(p.q), blk.b, blk.h, p.q_batch_stride, p.q_head_stride);
+  const uint16_t* k = head_rows(static_cast<const uint16_t*>(p.k), blk.b, blk.h, p.k_batch_stride, p.k_head_stride);
+  const uint16_t* v = head_rows(static_cast<const uint16_t*>(p.v), blk.b, blk.h, p.v_batch_stride, p.v_head_stride);
+  uint16_t* o = head_rows(static_cast<uint16_t*>(p.o), blk.b, blk.h, p.o_batch_stride, p.o_head_stride);
+  auto next_tile = [&](int n) { return blk.next_key_tile(p, n); };
+  // Prefetch queue: tile n_load goes into stage load_stage next.
+  int n_load = next_tile(0), load_stage = 0;
+  auto prefetch = [&]() {
+    if (n_load < n_end) {
+      load_rows_async_sw128<BN, NT>(sK + load_stage * BN * 64, k, p.k_row_stride, n_load * BN, T, tid);
+      load_rows_async_sw128<BN, NT>(sV + load_stage * BN * 64, v, p.v_row_stride, n_load * BN, T, tid);
+      n_load = next_tile(n_load + 1);
+    }
+    cp_async_commit();  // an empty group past the end keeps the wait counts uniform
+    load_stage = load_stage + 1 == kStages ? 0 : load_stage + 1;
+  };
+
+  load_rows_async_sw128<BM, NT>(sQ, q, p.q_row_stride, m0, T, tid);
+  cp_async_commit();
+#pragma unroll
+  for (int i = 0; i < kPrefetch; ++i) prefetch();
+  cp_async_wait<kPrefetch>();  // Q
+  __syncthreads();
+
+  float acc_o[D / 8][4];
+#pragma unroll
+  for (int dj = 0; dj < D / 8; ++dj)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc_o[dj][e] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+  const float scale_log2 = p.softmax_scale * kLog2e;
+
+  int stage = 0;
+  for (int n = next_tile(0); n < n_end; n = next_tile(n + 1)) {
+    const int n0 = n * BN, n1 = min(n0 + BN, T);
+    cp_async_wait<kPrefetch - 1>();  // tile n has landed (this thread's copies)
+    fence_proxy_async_smem();        // ... and is visible to the tensor cores
+    __syncthreads();                 // everyone's copies; every O += P V two tiles back is done
+    prefetch();
+    const uint16_t* sKs = sK + stage * BN * 64;
+    const uint16_t* sVs = sV + stage * BN * 64;
+
+    // Q fragments, re-read from shared memory every tile (4 ldmatrix per warp). Loaded once before
+    // the loop, ptxas 13.0 gave their registers to the P fragments of O += P V when kBlockN = 64
+    // (both 4 x 4 words), so every tile after the first multiplied by P instead of Q (SASS: the
+    // S and PV HGMMAs shared their A registers); kBlockN = 128 was unaffected.
+    uint32_t qf[D / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) ldmatrix_a_sw128(qf[kk], sQ, warp_row0, kk, lane);
+    float acc_s[BN / 8][4];  // the first wgmma overwrites it (scale-d 0): no zeroing in flight
+    if constexpr (Kt::kZeroS) {
+#pragma unroll
+      for (int nb = 0; nb < BN / 8; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_s[nb][e] = 0.f;
+      reg_fence(acc_s);
+    }
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      wgmma_rs<BN, false, kBF16>(acc_s, qf[kk], wgmma_desc_sw128(smem_u32(sKs) + kk * 32),
+                                 Kt::kZeroS || kk > 0);
+    wgmma_commit();
+
+    uint32_t keep_bits[2];
+    if constexpr (kDropout) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        keep_bits[half] = dropout_keep_bits_row<BN / 8>(drop, bh, m0 + warp_row0 + (lane >> 2) + 8 * half,
+                                                        n0 / 8, lane);
+    }
+
+    wgmma_wait<0>();  // S, and the previous tile's O += P V
+    reg_fence(acc_s);
+    reg_fence(acc_o);
+
+    if (attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
+#pragma unroll
+      for (int nb = 0; nb < BN / 8; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = m0 + warp_row0 + (lane >> 2) + 8 * (e >> 1);
+          const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
+          if (col >= T || !attention_allowed(p, row, col)) acc_s[nb][e] = -INFINITY;
+        }
+    }
+
+    // Online softmax, as flash_fwd_kernel.cuh.
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float mx = row_max[half];
+#pragma unroll
+      for (int nb = 0; nb < BN / 8; ++nb) mx = fmaxf(mx, fmaxf(acc_s[nb][2 * half], acc_s[nb][2 * half + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;  // all masked so far
+      const float alpha = fast_exp2(row_max[half] * scale_log2 - m_scaled);
+      row_max[half] = mx;
+      row_sum[half] *= alpha;
+#pragma unroll
+      for (int dj = 0; dj < D / 8; ++dj) {
+        acc_o[dj][2 * half] *= alpha;
+        acc_o[dj][2 * half + 1] *= alpha;
+      }
+      float sum = 0.f;
+#pragma unroll
+      for (int nb = 0; nb < BN / 8; ++nb)
+#pragma unroll
+        for (int e = 2 * half; e < 2 * half + 2; ++e) {
+          const float pe = fast_exp2(fmaf(acc_s[nb][e], scale_log2, -m_scaled));
+          acc_s[nb][e] = pe;
+          sum += pe;
+        }
+      row_sum[half] += sum;
+    }
+    if constexpr (kDropout) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+#pragma unroll
+        for (int nb = 0; nb < BN / 8; ++nb) {
+          if (!((keep_bits[half] >> (2 * nb)) & 1u)) acc_s[nb][2 * half] = 0.f;
+          if (!((keep_bits[half] >> (2 * nb + 1)) & 1u)) acc_s[nb][2 * half + 1] = 0.f;
+        }
+    }
+
+    // O += P V (left running unless kWaitPv).
+    uint32_t pf[BN / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) acc_to_a<kBF16>(pf[kk], acc_s[2 * kk], acc_s[2 * kk + 1]);
+    reg_fence(pf);
+    reg_fence(acc_o);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk)
+      wgmma_rs<D, true, kBF16>(acc_o, pf[kk], wgmma_desc_sw128(smem_u32(sVs) + kk * 2048));
+    wgmma_commit();
+    if constexpr (Kt::kWaitPv) wgmma_wait<0>();
+    stage = stage + 1 == kStages ? 0 : stage + 1;
+  }
+  wgmma_wait<0>();
+  reg_fence(acc_o);
+  cp_async_wait<0>();
+
+  // Epilogue, as flash_fwd_kernel.cuh: O /= l (times keep_scale), lse = m * scale + ln(l).
+  const float keep_scale = kDropout ? drop.keep_scale : 1.f;
+  float* lse = p.lse + static_cast<int64_t>(bh) * T;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float sum = row_sum[half];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = sum > 0.f ? keep_scale / sum : 0.f;
+#pragma unroll
+    for (int dj = 0; dj < D / 8; ++dj) {
+      acc_o[dj][2 * half] *= inv;
+      acc_o[dj][2 * half + 1] *= inv;
+    }
+    const int row = m0 + warp_row0 + (lane >> 2) + 8 * half;
+    if ((lane & 3) == 0 && row < T)
+      lse[row] = sum > 0.f ? row_max[half] * p.softmax_scale + logf(sum) : -INFINITY;
+  }
+  // Stage O through this warp's own rows of sQ (read only into registers, at the start), then
+  // 16-byte stores.
+#pragma unroll
+  for (int dj = 0; dj < D / 8; ++dj)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = warp_row0 + (lane >> 2) + 8 * half;
+      *reinterpret_cast<uint32_t*>(reinterpret_cast<uint8_t*>(sQ) + sw128_offset(r, dj * 8 + 2 * (lane & 3))) =
+          pack2<kBF16>(acc_o[dj][2 * half], acc_o[dj][2 * half + 1]);
+    }
+  __syncwarp();
+#pragma unroll
+  for (int i = lane; i < 16 * 8; i += 32) {
+    const int r = warp_row0 + i / 8, c = (i % 8) * 8;
+    const int row = m0 + r;
+    if (row < T)
+      *reinterpret_cast<uint4*>(o + row * p.o_row_stride + c) =
+          *reinterpret_cast<const uint4*>(reinterpret_cast<const uint8_t*>(sQ) + sw128_offset(r, c));
+  }
+#else
+  __trap();  // built for an architecture without wgmma; the launcher never picks this kernel there
+#endif
+}
+
+template <class Kt, bool kBF16, bool kDropout>
+void launch_flash_fwd_wgmma(const AttentionParams& p, cudaStream_t stream, int group_tokens) {
+  launch_query_major<Kt>(flash_fwd_wgmma_kernel<Kt, kBF16, kDropout>, Kt::kSmemBytes, p, stream, group_tokens);
+}
+
+}  // namespace ft::cuda::flash

@@ -1,0 +1,43 @@
+// Launch helpers shared by every flash launcher (mma.sync and wgmma kernels alike).
+#pragma once
+
+#include <algorithm>
+
+#include "core/cuda/check.h"
+#include "ops/attention_params.h"
+
+namespace ft::cuda::flash {
+
+template <class Kernel>
+void set_smem_limit(Kernel kernel, int bytes) {
+  if (bytes > 48 * 1024)
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+// Grid: 1-D, (blocks along T) x B * H CTAs in grouped_block_order. B * H stays limited to 65535
+// (the limit of the former 2-D grid; it also keeps the CTA count far below 2^31).
+inline void check_grid(const AttentionParams& p) {
+  FT_CHECK_ARG(static_cast<int64_t>(p.B) * p.H <= 65535, "[flash_attention] B * H = ",
+               static_cast<int64_t>(p.B) * p.H, " exceeds 65535");
+}
+
+// Heads per launch-order group (see grouped_block_order): group_tokens / T, at least 1.
+inline int heads_per_group(const AttentionParams& p, int group_tokens) {
+  const int bh = p.B * p.H;
+  if (group_tokens <= 0) return 1;
+  return std::max(1, std::min(bh, group_tokens / std::max(p.T, 1)));
+}
+
+// Launches a query-major flash kernel (forwards, the dQ kernel): one CTA per Kt::kBlockM query rows
+// of each (batch, head), a 1-D grid walked in grouped_block_order.
+template <class Kt, class Kernel>
+void launch_query_major(Kernel kernel, int smem_bytes, const AttentionParams& p, cudaStream_t stream,
+                        int group_tokens) {
+  check_grid(p);
+  set_smem_limit(kernel, smem_bytes);
+  const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockM - 1) / Kt::kBlockM) * p.B * p.H;
+  kernel<<<grid, Kt::kNThreads, smem_bytes, stream>>>(p, heads_per_group(p, group_tokens));
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ft::cuda::flash

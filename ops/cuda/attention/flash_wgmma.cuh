@@ -1,0 +1,160 @@
+// Hopper warpgroup matrix products (wgmma, sm_90a only) for the flash kernels.
+//
+// A warpgroup is 4 consecutive warps (128 threads). wgmma.m64nNk16 computes D (64 x N, fp32) +=
+// A (64 x 16) * B (16 x N) asynchronously: the instruction is issued by the whole warpgroup,
+// runs on the tensor cores while the warps go on, and is waited for with wgmma.wait_group.
+// Here A always comes from registers and B from shared memory through a matrix descriptor.
+//
+// Register layouts (PTX ISA, "Register fragments and shared memory matrix layouts" for wgmma):
+// warp w of the warpgroup owns rows 16w .. 16w + 15 of A and D, and inside those rows the
+// fragments are exactly the mma.sync m16n8k16 ones (flash_ptx.cuh): A = one m16k16 A fragment,
+// D = N / 8 accumulator tiles of m16n8. So softmax and masking code written for mma.sync
+// accumulators works on wgmma accumulators unchanged, and acc_to_a turns P into an A operand.
+//
+// Shared-memory layout of every B tile here: rows of 64 16-bit elements (128 bytes), 16-byte
+// chunk j of row r stored at chunk j ^ (r % 8) (the 128-byte swizzle), 8-row groups 1024 bytes
+// apart, the tile 1024-byte aligned. Such a tile of R rows x 64 elements serves as
+//   * a K-major B (rows = the N index, elements = the K index): Q K^T with B = K rows; the k-th
+//     16-element step starts 32 bytes further (wgmma_desc_sw128(base + 32 k)), or
+//   * an N-major B (rows = the K index, elements = N = 64), read transposed (kTransB): P V with
+//     B = V rows; the k-th step of 16 rows starts 16 * 128 = 2048 bytes further.
+// Both were checked bit-exact against the mma.sync kernels in session 2
+// (bench/attention/dev/wgmma_bwd_experiment.patch).
+#pragma once
+
+#include <cstdint>
+
+#include "ops/cuda/attention/flash_ptx.cuh"
+
+namespace ft::cuda::flash {
+
+// Descriptor of a 128-byte-swizzled tile (see above): start address >> 4, leading byte offset 1
+// (unused with this swizzle), stride byte offset 1024 >> 4 (8-row groups), swizzle mode 1 (128 B).
+__device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t smem_addr) {
+  return static_cast<uint64_t>((smem_addr & 0x3FFFF) >> 4) | (1ull << 16) |
+         (static_cast<uint64_t>(1024 >> 4) << 32) | (1ull << 62);
+}
+
+// Byte offset of element (row, col) in such a tile (col < 64).
+__device__ __forceinline__ uint32_t sw128_offset(int row, int col) {
+  return static_cast<uint32_t>(row * 128 + (((col >> 3) ^ (row & 7)) << 4) + (col & 7) * 2);
+}
+
+// Orders register writes before the wgmmas that read them (and the accumulators' last reads).
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+// Waits until at most N committed groups of this warpgroup are still running.
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Generic-proxy writes to shared memory (cp.async, st.shared) become visible to the tensor cores'
+// async proxy only after this fence (then a barrier for other threads' writes).
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Keeps the compiler from moving reads or writes of an accumulator across an asynchronous wgmma
+// (it cannot see that the tensor cores write the register later), and pins the computation of A
+// fragments before the wgmma.fence that opens their products: ptxas serialises all wgmmas of a
+// kernel (warning C7515) if non-wgmma code defines accumulator registers between a wgmma.fence and
+// its commit, which the scheduler otherwise does by sinking the softmax into the next stage.
+__device__ __forceinline__ void reg_fence(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+__device__ __forceinline__ void reg_fence(uint32_t& x) { asm volatile("" : "+r"(x)::"memory"); }
+template <int N, class T>
+__device__ __forceinline__ void reg_fence(T (&d)[N][4]) {
+#pragma unroll
+  for (int j = 0; j < N; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) reg_fence(d[j][e]);
+}
+
+#define FT_WGMMA_ACC8(j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
+#define FT_WGMMA_ACC32 FT_WGMMA_ACC8(0), FT_WGMMA_ACC8(1), FT_WGMMA_ACC8(2), FT_WGMMA_ACC8(3)
+#define FT_WGMMA_ACC64 \
+  FT_WGMMA_ACC32, FT_WGMMA_ACC8(4), FT_WGMMA_ACC8(5), FT_WGMMA_ACC8(6), FT_WGMMA_ACC8(7)
+#define FT_WGMMA_ACC128                                                                         \
+  FT_WGMMA_ACC64, FT_WGMMA_ACC8(8), FT_WGMMA_ACC8(9), FT_WGMMA_ACC8(10), FT_WGMMA_ACC8(11), \
+      FT_WGMMA_ACC8(12), FT_WGMMA_ACC8(13), FT_WGMMA_ACC8(14), FT_WGMMA_ACC8(15)
+#define FT_WGMMA_REGS32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20"
+#define FT_WGMMA_REGS64                                                                         \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36"
+#define FT_WGMMA_REGS128                                                                          \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "   \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "    \
+  "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, " \
+  "%57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68"
+// scale-d from a predicate (0: d = a b, ignoring d's old contents -- no zeroing instructions
+// while other wgmmas are in flight, which would make ptxas serialise them), no negation of A or
+// B, then imm-trans-b. The accumulator operand list comes last (variadic: it holds commas).
+#define FT_WGMMA_RS(SHAPE, TYPE, REGS, TRANS, ...)                                            \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" FT_WGMMA_SCALE_D ", 0;\n"             \
+               "wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE " " REGS ", p, 1, 1, " \
+               TRANS ";\n}\n"                                                                \
+               : __VA_ARGS__                                                                 \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)       \
+               : "memory")
+
+// d (64 x N) = a (64 x 16, this warp's m16k16 A fragment) * B (16 x N, descriptor desc_b; read
+// transposed when kTransB) + (scale_d ? d : 0). N = 32, 64 or 128; kBF16 picks bf16 or f16.
+template <int N, bool kTransB, bool kBF16>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t desc_b,
+                                         int scale_d = 1) {
+  static_assert(N == 32 || N == 64 || N == 128, "wgmma_rs: N is 32, 64 or 128");
+#define FT_WGMMA_TYPES(SHAPE, REGS, ...)                                               \
+  if constexpr (kBF16 && kTransB) FT_WGMMA_RS(SHAPE, "bf16", REGS, "1", __VA_ARGS__);   \
+  else if constexpr (kBF16) FT_WGMMA_RS(SHAPE, "bf16", REGS, "0", __VA_ARGS__);         \
+  else if constexpr (kTransB) FT_WGMMA_RS(SHAPE, "f16", REGS, "1", __VA_ARGS__);        \
+  else FT_WGMMA_RS(SHAPE, "f16", REGS, "0", __VA_ARGS__);
+  if constexpr (N == 32) {
+#define FT_WGMMA_SCALE_D "21"
+    FT_WGMMA_TYPES("m64n32k16", FT_WGMMA_REGS32, FT_WGMMA_ACC32)
+#undef FT_WGMMA_SCALE_D
+  } else if constexpr (N == 64) {
+#define FT_WGMMA_SCALE_D "37"
+    FT_WGMMA_TYPES("m64n64k16", FT_WGMMA_REGS64, FT_WGMMA_ACC64)
+#undef FT_WGMMA_SCALE_D
+  } else {
+#define FT_WGMMA_SCALE_D "69"
+    FT_WGMMA_TYPES("m64n128k16", FT_WGMMA_REGS128, FT_WGMMA_ACC128)
+#undef FT_WGMMA_SCALE_D
+  }
+#undef FT_WGMMA_TYPES
+}
+
+#undef FT_WGMMA_RS
+#undef FT_WGMMA_REGS128
+#undef FT_WGMMA_REGS64
+#undef FT_WGMMA_REGS32
+#undef FT_WGMMA_ACC128
+#undef FT_WGMMA_ACC64
+#undef FT_WGMMA_ACC32
+#undef FT_WGMMA_ACC8
+
+// Rows [row0, row0 + kRows) of one head (rows >= T become zeros) into a 128-byte-swizzled tile;
+// kHeadDim must be 64 (one 128-byte row). As load_rows_async (flash_tile.cuh), otherwise.
+template <int kRows, int kThreads>
+__device__ __forceinline__ void load_rows_async_sw128(uint16_t* smem, const uint16_t* base,
+                                                      int64_t row_stride, int row0, int T, int tid) {
+  constexpr int kChunks = kRows * 8;
+#pragma unroll
+  for (int i = 0; i < (kChunks + kThreads - 1) / kThreads; ++i) {
+    const int chunk = tid + i * kThreads;
+    if (kChunks % kThreads != 0 && chunk >= kChunks) break;  // 3 warpgroups: a partial last round
+    const int r = chunk / 8, j = chunk % 8;
+    const int row = row0 + r;
+    const bool valid = row < T;
+    const uint16_t* src = base + (valid ? static_cast<int64_t>(row) * row_stride : 0) + j * 8;
+    cp_async_16(smem_u32(smem) + sw128_offset(r, j * 8), src, valid ? 16 : 0);
+  }
+}
+
+// A fragment (m16k16) of rows [row0, row0 + 16), columns [16 kk, 16 kk + 16) of such a tile.
+__device__ __forceinline__ void ldmatrix_a_sw128(uint32_t (&a)[4], const uint16_t* tile, int row0,
+                                                 int kk, int lane) {
+  ldmatrix_x4(a, smem_u32(tile) + sw128_offset(row0 + (lane & 15), kk * 16 + (lane >> 4) * 8));
+}
+
+}  // namespace ft::cuda::flash
