@@ -233,6 +233,20 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
       }
     }
 
+    // kOrderedDq, causal: the previous tile's deferred release, made here in the middle of this tile
+    // (after its S and dP products) rather than at its dQ phase, so the block below sees it about
+    // half a tile earlier; and a second relaxed peek of this tile's counter, as late as possible
+    // before the dQ phase needs it (T = 4096 / 16384, dropout 0.1: 4.03 / 15.3 ms against 4.11 /
+    // 16.2 ms with both at the dQ phase; bench/attention/NOTES.md).
+    if constexpr (kOrderedDq) {
+      if (lane == 0) {
+        if (pending_release != nullptr) red_release_gpu_add(pending_release, 1);
+        if (p.block_size == 0 && peek != dq_blocks_above(p, m0, m1, n_block, n_blocks, BN, 0))
+          peek = ld_relaxed_gpu(dq_sem(m));
+      }
+      pending_release = nullptr;
+    }
+
     // P^T, then dS^T (into acc_dp) and P o Z for dV (into acc_s).
     const bool need_mask = attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T ||
                            m0 + BM > T;
@@ -321,8 +335,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
             mma_16816<kBF16>(acc_dq[2 * dj + 1], a, kb[2], kb[3]);
           }
         }
-        // kOrderedDq: make the deferred release of the previous tile, then wait until every key
-        // block above this one has added into this tile. The peek taken at the start of the tile
+        // kOrderedDq: make the deferred release of the previous tile if not made yet, then wait until
+        // every key block above this one has added into this tile. The peek taken at the start of the tile
         // usually shows that already (the blocks above run ahead), and then no acquire load sits
         // on the critical path. Formally a relaxed read of a released value orders nothing; what
         // orders our adds after theirs is that the releaser's adds were performed at L2 before its
@@ -355,11 +369,11 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
                         make_float2(acc_dq[dj][2 * half], acc_dq[dj][2 * half + 1]));
           }
         if constexpr (kOrderedDq) {
-          // Causal: release at the next tile's dQ phase (or after the loop), when these adds have
+          // Causal: release in the middle of the next tile (or after the loop), when these adds have
           // long completed, so the release's fence costs little; the block below starts two tiles
           // later and seldom waits for it. Dense: at once (every block waits on its neighbour).
           if (defer_release) {
-            pending_release = sem;  // released at the next tile's dQ phase or after the loop
+            pending_release = sem;  // released in the middle of the next tile or after the loop
           } else {
             __syncwarp();
             if (lane == 0) red_release_gpu_add(sem, 1);
