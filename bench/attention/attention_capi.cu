@@ -68,11 +68,11 @@ void fwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
   if (p.dropout.threshold != 0) return launch_flash_fwd_wgmma<Fwd, true, true>(p, s, group);
   return launch_flash_fwd_wgmma<Fwd, true, false>(p, s, group);
 }
-template <int kBM>
+template <int kBM, bool kDqWgmma = false>
 void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 #ifdef FT_HAVE_BWD_WGMMA
-  if (p.dropout.threshold != 0) return launch_flash_bwd_wgmma<kBM, true, true>(p, s, group);
-  return launch_flash_bwd_wgmma<kBM, true, false>(p, s, group);
+  if (p.dropout.threshold != 0) return launch_flash_bwd_wgmma<kBM, true, true, true, kDqWgmma>(p, s, group);
+  return launch_flash_bwd_wgmma<kBM, true, false, true, kDqWgmma>(p, s, group);
 #else
   throw Error("this build has no wgmma backward");
 #endif
@@ -87,7 +87,8 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // CTA/SM; 13 as 7 with O += P V left running into the next tile (ptxas serialises the wgmmas there:
 // C7515); 14 three warpgroups (192 rows), 1 CTA/SM; 15 the shipped tile with 4 stages. 8: the mma.sync forward tiles (shipped before the wgmma forward) with the shipped
 // backward. 10, 11: the shipped forward with the pipelined wgmma backward, 64- / 32-query tiles
-// (built only after `git apply bench/attention/dev/wgmma_bwd_pipelined_experiment.patch`). Numbers, and the variants tried and
+// (built only after `git apply bench/attention/dev/wgmma_bwd_pipelined_experiment.patch`); 16, 17: the
+// same with its dQ phase as a wgmma too (no mma.sync left). Numbers, and the variants tried and
 // removed: bench/attention/NOTES.md.
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
   if (variant == 4) {
@@ -100,7 +101,7 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     return;
   }
   if (p.dtype != AttentionDType::kBF16) throw Error("variants are built for bf16 only");
-  if (variant < 1 || variant > 15) throw Error(str("unknown variant ", variant));
+  if (variant < 1 || variant > 17) throw Error(str("unknown variant ", variant));
   const int group = variant == 1 ? 0 : FlashConfig<64>::kGroupTokens;
   if (forward) {
     switch (variant) {
@@ -121,6 +122,8 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     case 6: return split_bf16(p, s, group);
     case 10: return bwd_wgmma_bf16<64>(p, s, group);
     case 11: return bwd_wgmma_bf16<32>(p, s, group);
+    case 16: return bwd_wgmma_bf16<64, true>(p, s, group);
+    case 17: return bwd_wgmma_bf16<32, true>(p, s, group);
     default: return bwd_bf16<FlashConfig<64>::Bwd>(p, s, group);  // 7-9, 13-15: the shipped backward
   }
 }
