@@ -11,6 +11,10 @@
 
 #include "core/error.h"
 #include "ops/cuda/attention/flash_attention.h"
+#if __has_include("ops/cuda/attention/flash_bwd_wgmma_pipe_kernel.cuh")
+#include "ops/cuda/attention/flash_bwd_wgmma_pipe_kernel.cuh"
+#define FT_HAVE_BWD_WGMMA_PIPE 1
+#endif
 #if __has_include("ops/cuda/attention/flash_bwd_wgmma_kernel.cuh")
 #include "ops/cuda/attention/flash_bwd_wgmma_kernel.cuh"
 #define FT_HAVE_BWD_WGMMA 1
@@ -101,7 +105,7 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     return;
   }
   if (p.dtype != AttentionDType::kBF16) throw Error("variants are built for bf16 only");
-  if (variant < 1 || variant > 17) throw Error(str("unknown variant ", variant));
+  if (variant < 1 || variant > 18) throw Error(str("unknown variant ", variant));
   const int group = variant == 1 ? 0 : FlashConfig<64>::kGroupTokens;
   if (forward) {
     switch (variant) {
@@ -123,6 +127,13 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     case 10: return bwd_wgmma_bf16<64>(p, s, group);
     case 11: return bwd_wgmma_bf16<32>(p, s, group);
     case 16: return bwd_wgmma_bf16<64, true>(p, s, group);
+    case 18:
+#ifdef FT_HAVE_BWD_WGMMA_PIPE
+      if (p.dropout.threshold != 0) return launch_flash_bwd_wgmma_pipe<true, true>(p, s, group);
+      return launch_flash_bwd_wgmma_pipe<true, false>(p, s, group);
+#else
+      throw Error("this build has no pipelined wgmma backward");
+#endif
     case 17: return bwd_wgmma_bf16<32, true>(p, s, group);
     default: return bwd_bf16<FlashConfig<64>::Bwd>(p, s, group);  // 7-9, 13-15: the shipped backward
   }
