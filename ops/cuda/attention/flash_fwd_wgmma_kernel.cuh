@@ -6,7 +6,7 @@
 // (the forward's K/V tile is read 4 times per CTA); here each warpgroup's wgmmas read K and V
 // once, straight from 128-byte-swizzled shared memory (flash_wgmma.cuh), and they run
 // asynchronously:
-//   S = Q K^T   wgmma m64 n kBN k16, A = this warp's Q fragments (registers, loaded once)
+//   S = Q K^T   wgmma m64 n kBN k16, A = this warp's Q fragments (registers, from shared memory)
 //   P = online softmax of S (per warp, in the mma.sync accumulator layout, as before)
 //   O += P V    wgmma m64 n64 k16, A = P from registers, B = V read transposed
 // Unless kWaitPv, O += P V is not waited for: it runs while the warps go on to the next tile's
@@ -32,10 +32,8 @@ namespace ft::cuda::flash {
 // kWaitPv: wait for O += P V at the end of its tile instead of letting it run into the next one.
 // Left running, ptxas serialises every wgmma of the kernel (warning C7515), for a reason not
 // found yet (it goes away without the masking code); both forms are timed.
-template <int kBlockN_, int kStages_, int kMinBlocksPerSm_, int kWarpGroups_ = 1, bool kWaitPv_ = true,
-          bool kZeroS_ = false>
+template <int kBlockN_, int kStages_, int kMinBlocksPerSm_, int kWarpGroups_ = 1, bool kWaitPv_ = true>
 struct FlashFwdWgmmaTraits {
-  static constexpr bool kZeroS = kZeroS_;  // debug: zero S and accumulate instead of scale-d 0
   static constexpr bool kWaitPv = kWaitPv_;
   static constexpr int kHeadDim = 64;
   static constexpr int kWarpGroups = kWarpGroups_;
@@ -125,18 +123,10 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) ldmatrix_a_sw128(qf[kk], sQ, warp_row0, kk, lane);
     float acc_s[BN / 8][4];  // the first wgmma overwrites it (scale-d 0): no zeroing in flight
-    if constexpr (Kt::kZeroS) {
-#pragma unroll
-      for (int nb = 0; nb < BN / 8; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_s[nb][e] = 0.f;
-      reg_fence(acc_s);
-    }
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      wgmma_rs<BN, false, kBF16>(acc_s, qf[kk], wgmma_desc_sw128(smem_u32(sKs) + kk * 32),
-                                 Kt::kZeroS || kk > 0);
+      wgmma_rs<BN, false, kBF16>(acc_s, qf[kk], wgmma_desc_sw128(smem_u32(sKs) + kk * 32), kk > 0);
     wgmma_commit();
 
     uint32_t keep_bits[2];
@@ -236,7 +226,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     if ((lane & 3) == 0 && row < T)
       lse[row] = sum > 0.f ? row_max[half] * p.softmax_scale + logf(sum) : -INFINITY;
   }
-  // Stage O through this warp's own rows of sQ (read only into registers, at the start), then
+  // Stage O through this warp's own rows of sQ (each warp reads only its own rows of it), then
   // 16-byte stores.
 #pragma unroll
   for (int dj = 0; dj < D / 8; ++dj)
