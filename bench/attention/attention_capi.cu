@@ -92,7 +92,8 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // C7515); 14 three warpgroups (192 rows), 1 CTA/SM; 15 the shipped tile with 4 stages. 8: the mma.sync forward tiles (shipped before the wgmma forward) with the shipped
 // backward. 10, 11: the shipped forward with the pipelined wgmma backward, 64- / 32-query tiles
 // (built only after `git apply bench/attention/dev/wgmma_bwd_pipelined_experiment.patch`); 16, 17: the
-// same with its dQ phase as a wgmma too (no mma.sync left). Numbers, and the variants tried and
+// same with its dQ phase as a wgmma too (no mma.sync left). 12: the shipped backward with its K
+// A fragments kept in registers for the whole pass (V's re-read per tile). Numbers, and the variants tried and
 // removed: bench/attention/NOTES.md.
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
   if (variant == 4) {
