@@ -86,15 +86,15 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // time). 2, 3: diagnostics (wrong dQ): no dQ atomics / no dQ phase. 4: the shipped deterministic
 // backward (any dtype / head dim). 5, 6: the two deterministic designs at every dropout: 5 the
 // counter-ordered dQ, 6 the split backward (dK/dV kernel without its dQ phase, then
-// flash_bwd_dq_kernel). 7-9, 13: wgmma forwards (flash_fwd_wgmma_kernel.cuh) with the shipped
-// backward: 7 one warpgroup, kBlockN 64, 3 stages, 3 CTAs/SM; 9 two warpgroups, kBlockN 128, 1
-// CTA/SM; 13 as 7 with O += P V left running into the next tile (ptxas serialises the wgmmas there:
-// C7515); 14 three warpgroups (192 rows), 1 CTA/SM; 15 the shipped tile with 4 stages. 8: the mma.sync forward tiles (shipped before the wgmma forward) with the shipped
-// backward. 10, 11: the shipped forward with the pipelined wgmma backward, 64- / 32-query tiles
-// (built only after `git apply bench/attention/dev/wgmma_bwd_pipelined_experiment.patch`); 16, 17: the
-// same with its dQ phase as a wgmma too (no mma.sync left). 12: the shipped backward with its K
-// A fragments kept in registers for the whole pass (V's re-read per tile). Numbers, and the variants tried and
-// removed: bench/attention/NOTES.md.
+// flash_bwd_dq_kernel). Forward variants, each with the shipped backward: 7, 9, 13-15 wgmma
+// forwards (flash_fwd_wgmma_kernel.cuh): 7 one warpgroup, kBlockN 64, 3 stages, 3 CTAs/SM; 9 two
+// warpgroups, kBlockN 128, 1 CTA/SM; 13 as 7 with O += P V left running into the next tile (ptxas
+// serialises the wgmmas there: C7515); 14 three warpgroups (192 rows), 1 CTA/SM; 15 the shipped
+// tile with 4 stages; 8 the mma.sync forward tiles (shipped before the wgmma forward). Backward
+// variants after `git apply bench/attention/dev/wgmma_bwd_pipelined_experiment.patch`, with the
+// shipped forward: 10, 11 the wgmma backward with an mma.sync dQ phase, 64- / 32-query tiles; 16,
+// 17 the same with its dQ phase on wgmma too; 18 the software-pipelined one. Numbers, and the
+// variants tried and removed: bench/attention/NOTES.md.
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
   if (variant == 4) {
     forward ? ft::cuda::flash_attention_forward(p, s)
