@@ -219,26 +219,11 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
     }
 
   // Stage O through this warp's own rows of sQ (no other warp reads them), then 16-byte stores.
+  auto at = [&](int r, int c) { return sQ + r * S + c; };
 #pragma unroll
-  for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-    for (int dj = 0; dj < D / 8; ++dj)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int r = warp_row0 + mi * 16 + (lane >> 2) + 8 * half;
-        *reinterpret_cast<uint32_t*>(sQ + r * S + dj * 8 + 2 * (lane & 3)) =
-            pack2<kBF16>(acc_o[mi][dj][2 * half], acc_o[mi][dj][2 * half + 1]);
-      }
+  for (int mi = 0; mi < MT; ++mi) stage_rows<kBF16, D>(acc_o[mi], 1.f, warp_row0 + mi * 16, at, lane);
   __syncwarp();
-  constexpr int kChunksPerRow = D / 8;
-#pragma unroll
-  for (int i = lane; i < MT * 16 * kChunksPerRow; i += 32) {
-    const int r = warp_row0 + i / kChunksPerRow, c = (i % kChunksPerRow) * 8;
-    const int row = m0 + r;
-    if (row < T)
-      *reinterpret_cast<uint4*>(o + row * p.o_row_stride + c) =
-          *reinterpret_cast<const uint4*>(sQ + r * S + c);
-  }
+  store_staged_rows<MT * 16, D>(o, p.o_row_stride, warp_row0, m0, T, at, lane);
 }
 
 }  // namespace ft::cuda::flash

@@ -228,23 +228,10 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   }
   // Stage O through this warp's own rows of sQ (each warp reads only its own rows of it), then
   // 16-byte stores.
-#pragma unroll
-  for (int dj = 0; dj < D / 8; ++dj)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int r = warp_row0 + (lane >> 2) + 8 * half;
-      *reinterpret_cast<uint32_t*>(reinterpret_cast<uint8_t*>(sQ) + sw128_offset(r, dj * 8 + 2 * (lane & 3))) =
-          pack2<kBF16>(acc_o[dj][2 * half], acc_o[dj][2 * half + 1]);
-    }
+  auto at = [&](int r, int c) { return reinterpret_cast<uint16_t*>(reinterpret_cast<uint8_t*>(sQ) + sw128_offset(r, c)); };
+  stage_rows<kBF16, D>(acc_o, 1.f, warp_row0, at, lane);
   __syncwarp();
-#pragma unroll
-  for (int i = lane; i < 16 * 8; i += 32) {
-    const int r = warp_row0 + i / 8, c = (i % 8) * 8;
-    const int row = m0 + r;
-    if (row < T)
-      *reinterpret_cast<uint4*>(o + row * p.o_row_stride + c) =
-          *reinterpret_cast<const uint4*>(reinterpret_cast<const uint8_t*>(sQ) + sw128_offset(r, c));
-  }
+  store_staged_rows<16, D>(o, p.o_row_stride, warp_row0, m0, T, at, lane);
 #else
   __trap();  // built for an architecture without wgmma; the launcher never picks this kernel there
 #endif

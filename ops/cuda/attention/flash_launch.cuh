@@ -98,6 +98,29 @@ void run_flash_fwd_with(const AttentionParams& p, cudaStream_t stream, int group
   });
 }
 
+// The backward's per-row kernels (flash_bwd_preprocess.cuh): one thread per 8 elements of a row.
+template <int kHeadDim>
+struct BwdRowKernels {
+  static constexpr int kThreads = 256;
+  unsigned blocks;
+  explicit BwdRowKernels(const AttentionParams& p) {
+    const int64_t row_threads = static_cast<int64_t>(p.B) * p.H * p.T * (kHeadDim / 8);
+    blocks = static_cast<unsigned>((row_threads + kThreads - 1) / kThreads);
+  }
+  template <bool kBF16>
+  void preprocess(const AttentionParams& p, cudaStream_t stream, int* semaphores, int64_t n_semaphores,
+                  bool zero_dq_accum) const {
+    flash_bwd_preprocess_kernel<kHeadDim, kBF16><<<blocks, kThreads, 0, stream>>>(p, semaphores, n_semaphores,
+                                                                                   zero_dq_accum);
+    CUDA_CHECK_LAUNCH();
+  }
+  template <bool kBF16>
+  void convert_dq(const AttentionParams& p, cudaStream_t stream) const {
+    flash_bwd_convert_dq_kernel<kHeadDim, kBF16><<<blocks, kThreads, 0, stream>>>(p);
+    CUDA_CHECK_LAUNCH();
+  }
+};
+
 template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false>
 void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_tokens,
                       int* dq_semaphore = nullptr) {
@@ -105,23 +128,14 @@ void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_t
   static_assert(!kOrderedDq ||
                     (Kt::kBlockM == kFlashDqSemaphoreRows && Kt::kNWarps == kFlashDqSemaphoresPerTile),
                 "the dQ counters (flash_attention.h) are sized for 32-query tiles of 4 warps");
-  const int64_t row_threads = static_cast<int64_t>(p.B) * p.H * p.T * (kHeadDim / 8);
-  const int kRowBlock = 256;
-  const unsigned row_blocks = static_cast<unsigned>((row_threads + kRowBlock - 1) / kRowBlock);
   check_grid(p);
+  const BwdRowKernels<kHeadDim> rows(p);
   const int64_t n_semaphores =
       kOrderedDq ? flash_attention_backward_workspace(p).dq_semaphore_ints : 0;
-  flash_bwd_preprocess_kernel<kHeadDim, kBF16><<<row_blocks, kRowBlock, 0, stream>>>(
-      p, dq_semaphore, n_semaphores, true);
-  CUDA_CHECK_LAUNCH();
-  auto kernel = flash_bwd_kernel<Kt, kBF16, kDropout, kOrderedDq>;
-  set_smem_limit(kernel, Kt::kSmemBytes);
-  const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;
-  kernel<<<grid, Kt::kNThreads, Kt::kSmemBytes, stream>>>(p, heads_per_group(p, group_tokens),
-                                                          dq_semaphore);
-  CUDA_CHECK_LAUNCH();
-  flash_bwd_convert_dq_kernel<kHeadDim, kBF16><<<row_blocks, kRowBlock, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, true);
+  launch_key_major<Kt>(flash_bwd_kernel<Kt, kBF16, kDropout, kOrderedDq>, Kt::kSmemBytes, p, stream,
+                       group_tokens, dq_semaphore);
+  rows.template convert_dq<kBF16>(p, stream);
 }
 
 // The split deterministic backward: dK, dV from the main kernel without its dQ phase (longest
@@ -130,19 +144,11 @@ template <class Kt, class KtDq, bool kBF16, bool kDropout>
 void launch_flash_bwd_split(const AttentionParams& p, cudaStream_t stream, int group_tokens) {
   constexpr int kHeadDim = Kt::kHeadDim;
   static_assert(KtDq::kHeadDim == kHeadDim, "one head dim");
-  const int64_t row_threads = static_cast<int64_t>(p.B) * p.H * p.T * (kHeadDim / 8);
-  const int kRowBlock = 256;
-  const unsigned row_blocks = static_cast<unsigned>((row_threads + kRowBlock - 1) / kRowBlock);
   check_grid(p);
-  flash_bwd_preprocess_kernel<kHeadDim, kBF16><<<row_blocks, kRowBlock, 0, stream>>>(p, nullptr, 0, false);
-  CUDA_CHECK_LAUNCH();
+  BwdRowKernels<kHeadDim>(p).template preprocess<kBF16>(p, stream, nullptr, 0, false);
   using KtNoDq = FlashBwdNoDq<Kt>;
-  auto kernel = flash_bwd_kernel<KtNoDq, kBF16, kDropout, false>;
-  set_smem_limit(kernel, KtNoDq::kSmemBytes);
-  const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;
-  kernel<<<grid, KtNoDq::kNThreads, KtNoDq::kSmemBytes, stream>>>(p, heads_per_group(p, group_tokens),
-                                                                  nullptr);
-  CUDA_CHECK_LAUNCH();
+  launch_key_major<KtNoDq>(flash_bwd_kernel<KtNoDq, kBF16, kDropout, false>, KtNoDq::kSmemBytes, p, stream,
+                           group_tokens, nullptr);
   launch_query_major<KtDq>(flash_bwd_dq_kernel<KtDq, kBF16, kDropout>, flash_bwd_dq_smem_bytes<KtDq>(), p,
                            stream, group_tokens);
 }

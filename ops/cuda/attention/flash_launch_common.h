@@ -40,4 +40,14 @@ void launch_query_major(Kernel kernel, int smem_bytes, const AttentionParams& p,
   CUDA_CHECK_LAUNCH();
 }
 
+// Launches a key-major flash backward kernel: one CTA per Kt::kBlockN keys of each (batch, head).
+template <class Kt, class Kernel>
+void launch_key_major(Kernel kernel, int smem_bytes, const AttentionParams& p, cudaStream_t stream,
+                      int group_tokens, int* dq_semaphore) {
+  set_smem_limit(kernel, smem_bytes);
+  const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;
+  kernel<<<grid, Kt::kNThreads, smem_bytes, stream>>>(p, heads_per_group(p, group_tokens), dq_semaphore);
+  CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace ft::cuda::flash

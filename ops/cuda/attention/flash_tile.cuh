@@ -57,6 +57,34 @@ struct QueryBlock {
   }
 };
 
+// The output path of the query-major kernels: a warp writes its accumulator rows into its own rows
+// of a shared tile (stage_rows, one 16-row slab at a time, times `scale`), then, after __syncwarp,
+// copies them to global memory with 16-byte stores (store_staged_rows). at(r, c) is the address of
+// local row r, column c in the shared tile, so padded and swizzled layouts both serve.
+template <bool kBF16, int D, class At>
+__device__ __forceinline__ void stage_rows(const float (&acc)[D / 8][4], float scale, int slab_row0, At at,
+                                           int lane) {
+#pragma unroll
+  for (int dj = 0; dj < D / 8; ++dj)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+      *reinterpret_cast<uint32_t*>(at(slab_row0 + (lane >> 2) + 8 * half, dj * 8 + 2 * (lane & 3))) =
+          pack2<kBF16>(acc[dj][2 * half] * scale, acc[dj][2 * half + 1] * scale);
+}
+// Local rows [warp_row0, warp_row0 + kRows) -> rows m0 + r of `out` (row stride in elements);
+// rows >= T are skipped.
+template <int kRows, int D, class At>
+__device__ __forceinline__ void store_staged_rows(uint16_t* out, int64_t row_stride, int warp_row0, int m0, int T,
+                                                  At at, int lane) {
+  constexpr int kChunksPerRow = D / 8;
+#pragma unroll
+  for (int i = lane; i < kRows * kChunksPerRow; i += 32) {
+    const int r = warp_row0 + i / kChunksPerRow, c = (i % kChunksPerRow) * 8;
+    const int row = m0 + r;
+    if (row < T) *reinterpret_cast<uint4*>(out + row * row_stride + c) = *reinterpret_cast<const uint4*>(at(r, c));
+  }
+}
+
 // Copies rows [row0, row0 + kRows) (rows >= T become zeros) of one head: `base` points at element
 // (b, 0, h, 0); rows are `row_stride` elements apart, kHeadDim contiguous 16-bit elements each.
 // Issued by all kThreads threads; the caller commits the cp.async group.
