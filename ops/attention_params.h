@@ -4,7 +4,8 @@
 // Layout: q, k, v, o, dout, dq, dk, dv are (B, T, H, D) with arbitrary element strides for batch,
 // time (row) and head; the last dim D is contiguous. So q, k, v may be strided slices of a fused
 // (B, T, 3*H*D) qkv buffer. lse and dsum are fp32 (B, H, T) contiguous. dq_accum is an fp32
-// (B, H, T, D) contiguous workspace of the flash backward (dQ is accumulated there with atomics).
+// workspace of the flash backward (dQ is accumulated there; its own tile layout and size:
+// ops/cuda/attention/flash_dq_accum.cuh, flash_attention_backward_workspace).
 //
 // Kernels assert, they do not validate: the ops front door checks D in {64, 128}, strides that are
 // multiples of 8 elements (16-byte rows for cp.async), 16-byte aligned base pointers, T >= 1.
@@ -34,7 +35,7 @@ struct AttentionParams {
   void* dk = nullptr;          // (B, T, H, D)
   void* dv = nullptr;          // (B, T, H, D)
   float* dsum = nullptr;       // (B, H, T) D = rowsum(dO * O), written by the backward preprocess
-  float* dq_accum = nullptr;   // (B, H, T, D) fp32 workspace, zeroed by the backward preprocess
+  float* dq_accum = nullptr;   // fp32 workspace (flash_dq_accum.cuh), zeroed by the backward preprocess
 
   // Element strides (batch, time, head) of each (B, T, H, D) tensor.
   int64_t q_batch_stride = 0, q_row_stride = 0, q_head_stride = 0;

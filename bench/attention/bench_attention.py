@@ -86,7 +86,8 @@ class Flashtrain:
         dsum = dq_accum = None
         if self.impl == 0:
             dsum = torch.empty(B * H * T, dtype=torch.float32, device="cuda")
-            dq_accum = torch.empty(B * H * T * D, dtype=torch.float32, device="cuda")
+            # whole 32-query tiles (ops/cuda/attention/flash_dq_accum.cuh)
+            dq_accum = torch.empty(B * H * ((T + 31) // 32) * 32 * D, dtype=torch.float32, device="cuda")
         else:
             self.naive[3] = torch.empty(B * H * T * T, dtype=self.qkv.dtype, device="cuda")
         self._call(1, o, lse, dqkv, dsum, dq_accum)
@@ -263,7 +264,14 @@ def main():
     ap.add_argument("--commit", default=os.environ.get("FT_COMMIT", "unknown"),
                     help="the source version measured (recorded in the outputs)")
     ap.add_argument("--budget-ms", type=float, default=BUDGET_MS, help="timing budget per measurement")
+    ap.add_argument("--base-lib", default=None,
+                    help="--dev: a second build (e.g. of the previous commit) timed in the same process "
+                         "as the refs base_flash and base_flash_det")
     args = ap.parse_args()
+    if args.base_lib:
+        base = ctypes.CDLL(os.path.abspath(args.base_lib))
+        IMPLS["base_flash"] = lambda lib: Flashtrain(base, 0)
+        IMPLS["base_flash_det"] = lambda lib: Flashtrain(base, 0, 4)
     BUDGET_MS = args.budget_ms
     args.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lib = ctypes.CDLL(os.path.abspath(args.lib))

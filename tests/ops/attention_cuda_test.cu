@@ -67,7 +67,7 @@ class DeviceAttention {
         n_(static_cast<size_t>(cfg.B) * cfg.T * cfg.H * cfg.D),
         rows_(static_cast<size_t>(cfg.B) * cfg.H * cfg.T),
         qkv_(3 * n_), dqkv_(3 * n_), o_(n_), dout_(n_), lse_(rows_), dsum_(rows_),
-        dq_accum_(rows_ * cfg.D),
+        dq_accum_(static_cast<size_t>(cuda::flash_attention_backward_workspace(cfg).dq_accum_floats)),
         dq_semaphore_(static_cast<size_t>(cuda::flash_attention_backward_workspace(cfg).dq_semaphore_ints)) {
     const int H = cfg.H, D = cfg.D, T = cfg.T;
     std::vector<uint16_t> qkv(3 * n_), dout(n_);

@@ -23,6 +23,17 @@ for f in ops/cuda/attention/flash_fwd_hdim64 ops/cuda/attention/flash_bwd_hdim64
   ($NVCC -Xptxas -v -c $f.cu -o $o > build_attn/$(basename $f).log 2>&1 || { echo "BUILD FAIL $f"; cat build_attn/$(basename $f).log | grep -v "^ptxas info" | head -30; }) &
   pids+=($!)
 done
+# BASE_TAR (a `git archive` of an earlier commit, carried): its benchmark library too, timed in the
+# same process as base_flash / base_flash_det (bench_attention.py --base-lib; add them to --dev-refs).
+if [ -n "${BASE_TAR:-}" ] && [ -f "${BASE_TAR}" ]; then
+  rm -rf /tmp/ft_base && mkdir -p /tmp/ft_base/build && tar -xf "$BASE_TAR" -C /tmp/ft_base
+  (cd /tmp/ft_base && bp=() && for f in ops/cuda/attention/flash_fwd_hdim64 ops/cuda/attention/flash_bwd_hdim64 \
+       ops/cuda/attention/flash_fwd_hdim128 ops/cuda/attention/flash_bwd_hdim128 \
+       ops/cuda/attention/flash_attention ops/cuda/naive_attention bench/attention/attention_capi; do
+     $NVCC -c $f.cu -o build/$(basename $f).o & bp+=($!); done; wait "${bp[@]}" &&
+   nvcc -shared -o build/libft_attention.so build/*.o -lcublas && echo "base library built" || echo "BASE BUILD FAIL") &
+  pids+=($!)
+fi
 g++ -O2 -std=c++17 -I. $GT_INC -c ops/cpu/attention_reference.cpp -o build_attn/attention_reference.o &
 nvcc -O2 -std=c++17 -DFT_FLASH_WGMMA=1 -I. $GT_INC -c tests/ops/attention_cuda_test.cu -o build_attn/attention_cuda_test.o &
 g++ -O2 -std=c++17 -I. $GT_INC -c tests/ops/attention_cpu_test.cpp -o build_attn/attention_cpu_test.o &
@@ -36,6 +47,7 @@ nvcc -shared -o build_attn/libft_attention.so build_attn/attention_capi.o $K -lc
 fi
 
 BENCH="python3 bench/attention/bench_attention.py --lib build_attn/libft_attention.so --out $OUTDIR"
+[ -f /tmp/ft_base/build/libft_attention.so ] && BENCH="$BENCH --base-lib /tmp/ft_base/build/libft_attention.so"
 export PYTHONUNBUFFERED=1
 if [ "$MODE" != "bench" ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
   build_attn/attention_cpu_test --gtest_brief=1 2>&1 | tail -5

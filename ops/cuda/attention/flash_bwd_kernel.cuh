@@ -31,6 +31,7 @@
 #include <cmath>
 
 #include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_dq_accum.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 #include "ops/cuda/attention/flash_tile.cuh"
 
@@ -70,6 +71,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   uint16_t* sdS = sdO + 2 * BM * S;                      // BN x DS: dS^T of the current tile
   float* sLse = reinterpret_cast<float*>(sdS + BN * DS);  // 2 stages x BM
   float* sDsum = sLse + 2 * BM;                           // 2 stages x BM
+  using DqLayout = DqAccumLayout<D>;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int T = p.T;
@@ -90,9 +92,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
       static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride + h * p.do_head_stride;
   const float* lse = p.lse + static_cast<int64_t>(bh) * T;
   const float* dsum = p.dsum + static_cast<int64_t>(bh) * T;
-  float* dq_accum = p.dq_accum + static_cast<int64_t>(bh) * T * D;
-
   const int m_blocks = (T + BM - 1) / BM;
+  float* dq_accum = p.dq_accum + static_cast<int64_t>(bh) * m_blocks * BM * D;  // tiles of BM x D
   const int m_begin = p.causal ? n0 / BM : 0;
   auto next_tile = [&](int m) {
     for (; m < m_blocks; ++m)
@@ -167,33 +168,34 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     const float* sDs = sDsum + stage * BM;
 
     // Dropout keep bits of this warp's elements, drawn in registers (overlaps the products below).
-    // A Philox call covers one query and 8 keys, i.e. one 8-key half of a 16-key tile: the 8 lanes
-    // of quad position c (keys r = lane / 4) each need bit r of it. Those lanes split the class's
-    // calls (queries 8 nb + 2c + e x this warp's key groups), then gather the bytes by shuffles.
-    // keep[ni] bit 4 nb + e is accumulator element acc[ni][nb][e].
+    // A Philox call covers one query and 8 keys (one 8-key half of a 16-key tile); the 8 lanes of
+    // quad position c (key r = lane / 4 of each half) need bit r of every call for their queries
+    // 8 nb + 2c + (e & 1). Number those calls k = ni * BM / 2 + 4 nb + e (the accumulator element
+    // acc[ni][nb][e] reads key half e >> 1): lane r draws calls r + 8i into byte i of a word, and an
+    // 8 x 8 bit transpose across the 8 lanes (three shuffle stages, all bytes at once) leaves bit
+    // k = bit r of call k. keep[ni] bit 4 nb + e is then accumulator element acc[ni][nb][e].
     uint32_t keep[NTL];
     if constexpr (kDropout) {
-      constexpr int kGroupsPerWarp = 2 * NTL;
-      constexpr int kCallsPerLane = (BM / 4) * kGroupsPerWarp / 8;
-      static_assert((BM / 4) * kGroupsPerWarp % 8 == 0 && BM <= 64, "keep-bit layout");
+      constexpr int kCallsPerNt = BM / 2;
+      constexpr int kCallsPerLane = NTL * kCallsPerNt / 8;
+      static_assert(NTL * BM <= 64 && kCallsPerNt % 8 == 0, "keep-bit layout: one word per lane");
       const int r = lane >> 2, c = lane & 3;
-      uint32_t bytes[kCallsPerLane];
+      uint32_t bits = 0;
 #pragma unroll
       for (int i = 0; i < kCallsPerLane; ++i) {
-        const int k = r + 8 * i, qi = k / kGroupsPerWarp, gi = k % kGroupsPerWarp;
-        bytes[i] = dropout_keep_byte(drop, bh, m0 + (qi >> 1) * 8 + 2 * c + (qi & 1),
-                                     (n0 + key_row0) / 8 + gi);
+        const int k = r + 8 * i, ni = k / kCallsPerNt, nb = (k % kCallsPerNt) >> 2, e = k & 3;
+        bits |= dropout_keep_byte(drop, bh, m0 + nb * 8 + 2 * c + (e & 1),
+                                  (n0 + key_row0 + ni * 16) / 8 + (e >> 1)) << (8 * i);
       }
+      bits = transpose_bits_stage<4, 16, 0x0F0F0F0Fu>(bits, lane);
+      bits = transpose_bits_stage<2, 8, 0x33333333u>(bits, lane);
+      bits = transpose_bits_stage<1, 4, 0x55555555u>(bits, lane);
+      if constexpr (kCallsPerNt == 32) {
+        keep[0] = bits;
+      } else {
 #pragma unroll
-      for (int ni = 0; ni < NTL; ++ni) keep[ni] = 0;
-#pragma unroll
-      for (int i = 0; i < kCallsPerLane; ++i)
-#pragma unroll
-        for (int src = 0; src < 8; ++src) {
-          const uint32_t byte = __shfl_sync(0xffffffffu, bytes[i], src * 4 + c);
-          const int k = src + 8 * i, qi = k / kGroupsPerWarp, gi = k % kGroupsPerWarp;
-          keep[gi >> 1] |= ((byte >> r) & 1u) << ((qi >> 1) * 4 + (gi & 1) * 2 + (qi & 1));
-        }
+        for (int ni = 0; ni < NTL; ++ni) keep[ni] = (bits >> (ni * kCallsPerNt)) & ((1u << kCallsPerNt) - 1u);
+      }
     }
 
     // S^T = K Q^T and dP^T = V dO^T: NTL x 16 keys x BM queries per warp.
@@ -358,16 +360,16 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
           pending_release = nullptr;
           __syncwarp();
         }
+        // This warp's chunks of the tile in dq_accum's layout (flash_dq_accum.cuh): one 16-byte
+        // fp32 RED per lane and n8 tile, 512 contiguous bytes per warp (two 8-byte REDs per lane
+        // into (T, D) rows before: bwd 2.64 -> 2.47 ms at T = 4096; bench/attention/NOTES.md).
+        static_assert(kCols == DqLayout::kCols, "dq_accum layout");
+        if (Kt::kDiag == 0 || T < 0) {  // kDiag 1: the products stay, the adds go
 #pragma unroll
-        for (int dj = 0; dj < kCols / 8; ++dj)
-#pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            const int row = m0 + wm * 16 + (lane >> 2) + 8 * half;
-            const int col = wd * kCols + dj * 8 + 2 * (lane & 3);
-            if (row < T && (Kt::kDiag == 0 || T < 0))  // kDiag 1: the products stay
-              atomicAdd(reinterpret_cast<float2*>(dq_accum + static_cast<int64_t>(row) * D + col),
-                        make_float2(acc_dq[dj][2 * half], acc_dq[dj][2 * half + 1]));
-          }
+          for (int dj = 0; dj < kCols / 8; ++dj)
+            atomicAdd(reinterpret_cast<float4*>(dq_accum + m * BM * D + DqLayout::chunk(warp, dj, lane)),
+                      make_float4(acc_dq[dj][0], acc_dq[dj][1], acc_dq[dj][2], acc_dq[dj][3]));
+        }
         if constexpr (kOrderedDq) {
           // Causal: release in the middle of the next tile (or after the loop), when these adds have
           // long completed, so the release's fence costs little; the block below starts two tiles

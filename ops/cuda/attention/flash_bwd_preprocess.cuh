@@ -1,25 +1,29 @@
 // The two small kernels around the flash backward main kernel.
-//   flash_bwd_preprocess_kernel: D = rowsum(dO o O) in fp32 (B, H, T), and zeroes the fp32 dQ
-//     accumulator (B, H, T, D) that the main kernel adds into and the n_semaphores dQ counters of
-//     the deterministic mode -- one pass, no separate memset (zero_dq_accum false: the split
+//   flash_bwd_preprocess_kernel: D = rowsum(dO o O) in fp32 (B, H, T), and zeroes the n_accum
+//     floats of the fp32 dQ accumulator that the main kernel adds into and the n_semaphores dQ
+//     counters of the deterministic mode -- one pass, no separate memset (n_accum 0: the split
 //     deterministic backward, whose dQ kernel writes dq directly, needs neither).
 //   flash_bwd_convert_dq_kernel: dQ = softmax_scale * dq_accum, rounded to the input dtype and
-//     written (B, T, H, D) with dq's strides.
-// Both are memory-bound: kThreadsPerRow threads per (b, t, h) row, 16-byte loads.
+//     written (B, T, H, D) with dq's strides; dq_accum is in its tile layout (flash_dq_accum.cuh).
+// Both are memory-bound, with 16-byte loads: the preprocess kernel has kThreadsPerRow threads per
+// (b, t, h) row, the convert kernel one thread per 16-byte chunk of dq_accum.
 #pragma once
 
 #include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_dq_accum.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 
 namespace ft::cuda::flash {
 
 template <int kHeadDim, bool kBF16>
 __global__ void flash_bwd_preprocess_kernel(const AttentionParams p, int* semaphores,
-                                            int64_t n_semaphores, bool zero_dq_accum) {
+                                            int64_t n_semaphores, int64_t n_accum) {
   constexpr int kThreadsPerRow = kHeadDim / 8;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (int64_t i = idx; i < n_semaphores; i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    semaphores[i] = 0;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = idx; i < n_semaphores; i += stride) semaphores[i] = 0;
+  for (int64_t i = idx; i < n_accum / 4; i += stride)
+    reinterpret_cast<float4*>(p.dq_accum)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
   const int64_t row_id = idx / kThreadsPerRow;  // = bh * T + t
   const int c = static_cast<int>(idx % kThreadsPerRow) * 8;
   const int64_t rows = static_cast<int64_t>(p.B) * p.H * p.T;
@@ -39,11 +43,6 @@ __global__ void flash_bwd_preprocess_kernel(const AttentionParams p, int* semaph
       const float2 of = unpack2<kBF16>(ow[i]), df = unpack2<kBF16>(dw[i]);
       dot = fmaf(of.x, df.x, fmaf(of.y, df.y, dot));
     }
-    if (zero_dq_accum) {
-      float4* acc = reinterpret_cast<float4*>(p.dq_accum + row_id * kHeadDim + c);
-      acc[0] = make_float4(0.f, 0.f, 0.f, 0.f);
-      acc[1] = make_float4(0.f, 0.f, 0.f, 0.f);
-    }
   }
 #pragma unroll
   for (int off = kThreadsPerRow / 2; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
@@ -52,23 +51,21 @@ __global__ void flash_bwd_preprocess_kernel(const AttentionParams p, int* semaph
 
 template <int kHeadDim, bool kBF16>
 __global__ void flash_bwd_convert_dq_kernel(const AttentionParams p) {
-  constexpr int kThreadsPerRow = kHeadDim / 8;
+  using L = DqAccumLayout<kHeadDim>;
+  constexpr int kChunksPerTile = L::kTileFloats / 4;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t row_id = idx / kThreadsPerRow;
-  const int c = static_cast<int>(idx % kThreadsPerRow) * 8;
-  if (row_id >= static_cast<int64_t>(p.B) * p.H * p.T) return;
-  const int t = static_cast<int>(row_id % p.T), bh = static_cast<int>(row_id / p.T);
+  const int tiles = (p.T + L::kRows - 1) / L::kRows;
+  const int64_t bh_tile = idx / kChunksPerTile;  // = bh * tiles + tile
+  if (bh_tile >= static_cast<int64_t>(p.B) * p.H * tiles) return;
+  const int chunk = static_cast<int>(idx % kChunksPerTile);
+  const int bh = static_cast<int>(bh_tile / tiles), tile = static_cast<int>(bh_tile % tiles);
   const int b = bh / p.H, h = bh % p.H;
-  const float4* acc = reinterpret_cast<const float4*>(p.dq_accum + row_id * kHeadDim + c);
-  const float4 x = acc[0], y = acc[1];
+  const int t = tile * L::kRows + L::row_of(chunk), col = L::col_of(chunk);
+  const float4 x = reinterpret_cast<const float4*>(p.dq_accum)[idx];
   const float s = p.softmax_scale;
-  uint4 out;
-  out.x = pack2<kBF16>(x.x * s, x.y * s);
-  out.y = pack2<kBF16>(x.z * s, x.w * s);
-  out.z = pack2<kBF16>(y.x * s, y.y * s);
-  out.w = pack2<kBF16>(y.z * s, y.w * s);
-  *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride +
-                            t * p.dq_row_stride + h * p.dq_head_stride + c) = out;
+  uint16_t* dq = static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride + h * p.dq_head_stride + col;
+  if (t < p.T) *reinterpret_cast<uint32_t*>(dq + t * p.dq_row_stride) = pack2<kBF16>(x.x * s, x.y * s);
+  if (t + 8 < p.T) *reinterpret_cast<uint32_t*>(dq + (t + 8) * p.dq_row_stride) = pack2<kBF16>(x.z * s, x.w * s);
 }
 
 }  // namespace ft::cuda::flash

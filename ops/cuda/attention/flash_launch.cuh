@@ -98,25 +98,29 @@ void run_flash_fwd_with(const AttentionParams& p, cudaStream_t stream, int group
   });
 }
 
-// The backward's per-row kernels (flash_bwd_preprocess.cuh): one thread per 8 elements of a row.
+// The backward's small kernels (flash_bwd_preprocess.cuh): the preprocess has one thread per 8
+// elements of a row, the dQ conversion one per 16-byte chunk of dq_accum.
 template <int kHeadDim>
 struct BwdRowKernels {
   static constexpr int kThreads = 256;
-  unsigned blocks;
+  unsigned blocks, convert_blocks;
   explicit BwdRowKernels(const AttentionParams& p) {
     const int64_t row_threads = static_cast<int64_t>(p.B) * p.H * p.T * (kHeadDim / 8);
     blocks = static_cast<unsigned>((row_threads + kThreads - 1) / kThreads);
+    const int64_t chunks = flash_attention_backward_workspace(p).dq_accum_floats / 4;
+    convert_blocks = static_cast<unsigned>((chunks + kThreads - 1) / kThreads);
   }
+  // n_accum: the dq_accum floats to zero (0: none).
   template <bool kBF16>
   void preprocess(const AttentionParams& p, cudaStream_t stream, int* semaphores, int64_t n_semaphores,
-                  bool zero_dq_accum) const {
+                  int64_t n_accum) const {
     flash_bwd_preprocess_kernel<kHeadDim, kBF16><<<blocks, kThreads, 0, stream>>>(p, semaphores, n_semaphores,
-                                                                                   zero_dq_accum);
+                                                                                   n_accum);
     CUDA_CHECK_LAUNCH();
   }
   template <bool kBF16>
   void convert_dq(const AttentionParams& p, cudaStream_t stream) const {
-    flash_bwd_convert_dq_kernel<kHeadDim, kBF16><<<blocks, kThreads, 0, stream>>>(p);
+    flash_bwd_convert_dq_kernel<kHeadDim, kBF16><<<convert_blocks, kThreads, 0, stream>>>(p);
     CUDA_CHECK_LAUNCH();
   }
 };
@@ -125,14 +129,16 @@ template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false>
 void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_tokens,
                       int* dq_semaphore = nullptr) {
   constexpr int kHeadDim = Kt::kHeadDim;
-  static_assert(!kOrderedDq ||
-                    (Kt::kBlockM == kFlashDqSemaphoreRows && Kt::kNWarps == kFlashDqSemaphoresPerTile),
-                "the dQ counters (flash_attention.h) are sized for 32-query tiles of 4 warps");
+  static_assert(Kt::kBlockM == DqAccumLayout<kHeadDim>::kRows && Kt::kNWarps == DqAccumLayout<kHeadDim>::kWarps &&
+                    Kt::kWarpsM == 2 && Kt::kNWarps == kFlashDqSemaphoresPerTile,
+                "dq_accum's layout and the dQ counters (flash_dq_accum.cuh, flash_attention.h) are for "
+                "32-query tiles of 4 warps in 2 x 2");
   check_grid(p);
   const BwdRowKernels<kHeadDim> rows(p);
   const int64_t n_semaphores =
       kOrderedDq ? flash_attention_backward_workspace(p).dq_semaphore_ints : 0;
-  rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, true);
+  rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores,
+                                  flash_attention_backward_workspace(p).dq_accum_floats);
   launch_key_major<Kt>(flash_bwd_kernel<Kt, kBF16, kDropout, kOrderedDq>, Kt::kSmemBytes, p, stream,
                        group_tokens, dq_semaphore);
   rows.template convert_dq<kBF16>(p, stream);
@@ -145,7 +151,7 @@ void launch_flash_bwd_split(const AttentionParams& p, cudaStream_t stream, int g
   constexpr int kHeadDim = Kt::kHeadDim;
   static_assert(KtDq::kHeadDim == kHeadDim, "one head dim");
   check_grid(p);
-  BwdRowKernels<kHeadDim>(p).template preprocess<kBF16>(p, stream, nullptr, 0, false);
+  BwdRowKernels<kHeadDim>(p).template preprocess<kBF16>(p, stream, nullptr, 0, 0);
   using KtNoDq = FlashBwdNoDq<Kt>;
   launch_key_major<KtNoDq>(flash_bwd_kernel<KtNoDq, kBF16, kDropout, false>, KtNoDq::kSmemBytes, p, stream,
                            group_tokens, nullptr);

@@ -115,7 +115,7 @@ __device__ __forceinline__ void load_vec_async(float* smem, const float* base, i
   }
 }
 
-// The keep bits of 8 consecutive keys (8*group .. 8*group+7) of one query row: bit j = key 8g+j.
+// The keep bits of one Philox call: bit j = key 8 * group + j of `row` (16-bit piece j >= threshold).
 __device__ __forceinline__ uint32_t dropout_keep_byte(const DropoutParams& d, uint64_t slice,
                                                       int row, int group) {
   const PhiloxBits bits = dropout_bits(d, slice, static_cast<uint32_t>(row),
@@ -126,27 +126,27 @@ __device__ __forceinline__ uint32_t dropout_keep_byte(const DropoutParams& d, ui
   return byte;
 }
 
-// 4x4 transpose across the four lanes of a quad: afterwards lane c holds a[j] = (lane j's a[c]).
-// Two butterfly stages, one shuffle per pair of words each (verified by simulation).
-__device__ __forceinline__ void quad_transpose(uint32_t (&a)[4], int lane) {
-#pragma unroll
-  for (int m = 1; m <= 2; m *= 2) {
-    const bool upper = (lane & m) != 0;
-#pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      if (p & m) continue;
-      const uint32_t send = upper ? a[p] : a[p | m];
-      const uint32_t recv = __shfl_xor_sync(0xffffffffu, send, m);
-      if (upper) a[p] = recv;
-      else a[p | m] = recv;
-    }
-  }
+// One stage of a bit-matrix transpose across lanes, on every byte of x at once. Rows are lanes,
+// columns bit fields of kField bits; this stage swaps the off-diagonal blocks of kField columns
+// between lane L (the "upper" one when lane & kLaneXor is 0) and lane L ^ kLaneXor: the upper lane
+// keeps its low fields and receives its partner's low fields as its high fields, and vice versa.
+// Stages with fields halving from half the row width down to one make a full transpose (the
+// recursive block transpose [[A, B], [C, D]] -> [[A, C], [B, D]], then each block in place).
+// kLowMask: the bits of x whose field index has the kField bit clear.
+template <int kField, int kLaneXor, uint32_t kLowMask>
+__device__ __forceinline__ uint32_t transpose_bits_stage(uint32_t x, int lane) {
+  const bool upper = (lane & kLaneXor) == 0;
+  const uint32_t send = upper ? (x >> kField) & kLowMask : (x << kField) & ~kLowMask;
+  const uint32_t recv = __shfl_xor_sync(0xffffffffu, send, kLaneXor);
+  return (x & (upper ? kLowMask : ~kLowMask)) | recv;
 }
 
 // Keep bits of one accumulator row fragment, computed in registers by the warp that owns it.
 // A thread of quad lane c holds columns 8j + 2c, 8j + 2c + 1 of n8 tile j; those are the 16-bit
-// pieces 2c, 2c + 1 = word c of the Philox call of group j. Lane c computes the calls of groups
-// 4s + c (s < kTiles / 4) and a quad transpose hands every lane word c of all four calls.
+// pieces 2c, 2c + 1 of the Philox call of group j. Lane c draws the calls of groups 4s + c
+// (s < kTiles / 4) and compares all 8 pieces of each (byte s of its word: bit 2f + e = piece
+// 2f + e); then the quad transposes 2-bit fields, a 4 x 4 matrix per byte (two shuffle stages),
+// so lane c ends with fields c of its quad's four calls.
 // Returns bit 2j + e = keep column 8j + 2c + e, for j < kTiles (the row's n8 tiles).
 template <int kTiles>
 __device__ __forceinline__ uint32_t dropout_keep_bits_row(const DropoutParams& d, uint64_t slice,
@@ -154,18 +154,10 @@ __device__ __forceinline__ uint32_t dropout_keep_bits_row(const DropoutParams& d
   static_assert(kTiles % 4 == 0 && kTiles <= 16, "32 keep bits per row fragment at most");
   uint32_t keep = 0;
 #pragma unroll
-  for (int s = 0; s < kTiles / 4; ++s) {
-    PhiloxBits bits = dropout_bits(d, slice, static_cast<uint32_t>(row),
-                                   static_cast<uint32_t>(group0 + 4 * s + (lane & 3)));
-    quad_transpose(bits.v, lane);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint32_t w = bits.v[j];
-      keep |= static_cast<uint32_t>((w & 0xFFFFu) >= d.threshold) << (2 * (4 * s + j));
-      keep |= static_cast<uint32_t>((w >> 16) >= d.threshold) << (2 * (4 * s + j) + 1);
-    }
-  }
-  return keep;
+  for (int s = 0; s < kTiles / 4; ++s)
+    keep |= dropout_keep_byte(d, slice, row, group0 + 4 * s + (lane & 3)) << (8 * s);
+  keep = transpose_bits_stage<4, 2, 0x0F0F0F0Fu>(keep, lane);
+  return transpose_bits_stage<2, 1, 0x33333333u>(keep, lane);
 }
 
 }  // namespace ft::cuda::flash
