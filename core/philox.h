@@ -23,9 +23,17 @@ constexpr uint32_t kW0 = 0x9E3779B9u;  // golden ratio
 constexpr uint32_t kW1 = 0xBB67AE85u;  // sqrt(3) - 1
 
 FT_HOST_DEVICE void mulhilo(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {
+#if defined(__CUDA_ARCH__)
+  // One IMAD.WIDE.U32. From the 64-bit C++ product nvcc 13 also emits an add of a zero high-part
+  // term after each one (SASS of the flash kernels: 6 instructions per round instead of 4).
+  asm("{\n\t.reg .b64 t;\n\tmul.wide.u32 t, %2, %3;\n\tmov.b64 {%1, %0}, t;\n\t}"
+      : "=r"(hi), "=r"(lo)
+      : "r"(a), "r"(b));
+#else
   const uint64_t p = static_cast<uint64_t>(a) * static_cast<uint64_t>(b);
   hi = static_cast<uint32_t>(p >> 32);
   lo = static_cast<uint32_t>(p);
+#endif
 }
 }  // namespace philox_detail
 

@@ -115,14 +115,22 @@ __device__ __forceinline__ void load_vec_async(float* smem, const float* base, i
   }
 }
 
-// The keep bits of one Philox call: bit j = key 8 * group + j of `row` (16-bit piece j >= threshold).
+// The keep bits of one Philox call: bit j = key 8 * group + j of `row` (16-bit piece j >= threshold,
+// as dropout_keep). Both pieces of a word are compared with one bound, (threshold << 16) - 1 in
+// 32-bit arithmetic: the high piece is kept iff word > bound, the low one iff (word << 16) > bound
+// (three instructions per word instead of four). Exact for threshold 1 .. 65536 (65536 wraps to
+// bound 2^32 - 1: nothing kept), the range of the kernels' dropout path (threshold 0 never takes it).
 __device__ __forceinline__ uint32_t dropout_keep_byte(const DropoutParams& d, uint64_t slice,
                                                       int row, int group) {
   const PhiloxBits bits = dropout_bits(d, slice, static_cast<uint32_t>(row),
                                        static_cast<uint32_t>(group));
+  const uint32_t bound = (d.threshold << 16) - 1u;
   uint32_t byte = 0;
 #pragma unroll
-  for (int j = 0; j < 8; ++j) byte |= (dropout_keep(bits, j, d.threshold) ? 1u : 0u) << j;
+  for (int w = 0; w < 4; ++w) {
+    byte |= static_cast<uint32_t>((bits.v[w] << 16) > bound) << (2 * w);
+    byte |= static_cast<uint32_t>(bits.v[w] > bound) << (2 * w + 1);
+  }
   return byte;
 }
 
