@@ -93,7 +93,9 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // tile with 4 stages; 8 the mma.sync forward tiles (shipped before the wgmma forward). Backward
 // variants after `git apply bench/attention/dev/wgmma_bwd_pipelined_experiment.patch`, with the
 // shipped forward: 10, 11 the wgmma backward with an mma.sync dQ phase, 64- / 32-query tiles; 16,
-// 17 the same with its dQ phase on wgmma too; 18 the software-pipelined one. Numbers, and the
+// 17 the same with its dQ phase on wgmma too; 18 the software-pipelined one. 19: the wide-tile
+// backward (flash_bwd_wide_kernel.cuh, 8 warps, 128 x 128) at every T; 20 the same with 64-query
+// tiles (slower); 21 the 4-warp backward (flash_bwd_kernel.cuh) at every T. Numbers, and the
 // variants tried and removed: bench/attention/NOTES.md.
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
   if (variant == 4) {
@@ -106,7 +108,7 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     return;
   }
   if (p.dtype != AttentionDType::kBF16) throw Error("variants are built for bf16 only");
-  if (variant < 1 || variant > 18) throw Error(str("unknown variant ", variant));
+  if (variant < 1 || variant > 21) throw Error(str("unknown variant ", variant));
   const int group = variant == 1 ? 0 : FlashConfig<64>::kGroupTokens;
   if (forward) {
     switch (variant) {
@@ -136,7 +138,13 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
       throw Error("this build has no pipelined wgmma backward");
 #endif
     case 17: return bwd_wgmma_bf16<32, true>(p, s, group);
-    default: return bwd_bf16<FlashConfig<64>::Bwd>(p, s, group);  // 7-9, 13-15: the shipped backward
+    case 19:
+      if (p.dropout.threshold != 0) return launch_flash_bwd_wide<FlashBwdWideTraits<64>, true, true>(p, s, group);
+      return launch_flash_bwd_wide<FlashBwdWideTraits<64>, true, false>(p, s, group);
+    case 20:
+      if (p.dropout.threshold != 0) return launch_flash_bwd_wide<FlashBwdWideTraits<64, 64>, true, true>(p, s, group);
+      return launch_flash_bwd_wide<FlashBwdWideTraits<64, 64>, true, false>(p, s, group);
+    default: return bwd_bf16<FlashConfig<64>::Bwd>(p, s, group);  // 7-9, 13-15, 21: the 4-warp backward
   }
 }
 

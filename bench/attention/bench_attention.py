@@ -86,8 +86,8 @@ class Flashtrain:
         dsum = dq_accum = None
         if self.impl == 0:
             dsum = torch.empty(B * H * T, dtype=torch.float32, device="cuda")
-            # whole 32-query tiles (ops/cuda/attention/flash_dq_accum.cuh)
-            dq_accum = torch.empty(B * H * ((T + 31) // 32) * 32 * D, dtype=torch.float32, device="cuda")
+            # T rounded up to 128 rows (ops/cuda/attention/flash_dq_accum.cuh)
+            dq_accum = torch.empty(B * H * ((T + 127) // 128) * 128 * D, dtype=torch.float32, device="cuda")
         else:
             self.naive[3] = torch.empty(B * H * T * T, dtype=self.qkv.dtype, device="cuda")
         self._call(1, o, lse, dqkv, dsum, dq_accum)

@@ -263,6 +263,28 @@ std::vector<AttentionCase> d64_cases() {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaMmaSyncForward, ::testing::ValuesIn(d64_cases()),
                          [](const auto& info) { return case_name(info.param); });
 
+// The D = 64 backward's wide-tile kernel, which the default dispatch takes from T = 2048 on
+// (flash_attention.h), at every T: the same cases, atomic dQ.
+class FlashCudaWideBackward : public ::testing::TestWithParam<AttentionCase> {
+ protected:
+  void TearDown() override { ft::cuda::set_flash_bwd_wide_min_t(-1); }
+};
+
+TEST_P(FlashCudaWideBackward, WithinTwiceNaiveError) {
+  SKIP_WITHOUT_CUDA();
+  ft::cuda::set_flash_bwd_wide_min_t(1);
+  const AttentionCase c = GetParam();
+  const AttentionParams cfg = config_of(c, 777, 3);
+  const AttentionInputs in = make_inputs(c, 100u + c.T + c.D);
+  const Reference ref = reference_of(cfg, in);
+  DeviceAttention dev(cfg, in);
+  CublasHandle cublas;
+  expect_within_twice_naive(dev.run_flash(false), dev.run_naive(cublas.h), ref, case_name(c) + " wide backward");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWideBackward, ::testing::ValuesIn(d64_cases()),
+                         [](const auto& info) { return case_name(info.param); });
+
 // A Hopper build (90a) on a compute-capability-9.0 GPU runs the wgmma forward, so the cases above
 // (FlashCudaVsReference) test it there and FlashCudaMmaSyncForward tests the other path.
 TEST(FlashCuda, WgmmaForwardOnHopper) {

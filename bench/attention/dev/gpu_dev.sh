@@ -55,15 +55,17 @@ if [ "$MODE" != "bench" ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
 fi
 # PROFILE=1: Nsight Compute on the backward (and forward) kernels of profile_bwd.py, T=4096,
 # p = 0 and 0.1 (clocks left alone); a text report and the SASS of the backward kernel to $OUT.
+# PROFILE_ARGS="4096 torch" PROFILE_REGEX="flash_bwd_kernel|flash_bwd_dq_dk_dv" profiles
+# PyTorch's FlashAttention-2 backward beside ours.
 if [ "${PROFILE:-0}" = 1 ]; then
   cuobjdump -sass build_attn/flash_bwd_hdim64.o > $OUTDIR/bwd_sass.txt 2>&1
   grep -c "HMMA" $OUTDIR/bwd_sass.txt
   grep -oE "(RED|ATOM|ATOMG|LDSM|STS|LDS|SHFL|MUFU|BAR)[.A-Z0-9_]*" $OUTDIR/bwd_sass.txt | sort | uniq -c | sort -rn | head -20
-  timeout ${PROFILE_TIMEOUT:-90} ncu --clock-control none -k regex:"flash_(bwd|fwd)_kernel" -c 4 \
+  timeout ${PROFILE_TIMEOUT:-90} ncu --clock-control none -k regex:"${PROFILE_REGEX:-flash_(bwd|fwd)_kernel}" -c ${PROFILE_COUNT:-4} \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
     --section InstructionStats --section SourceCounters -o $OUTDIR/prof \
-    python3 bench/attention/dev/profile_bwd.py build_attn/libft_attention.so > $OUTDIR/ncu_run.log 2>&1
+    python3 bench/attention/dev/profile_bwd.py build_attn/libft_attention.so ${PROFILE_ARGS:-} > $OUTDIR/ncu_run.log 2>&1
   tail -3 $OUTDIR/ncu_run.log
   ncu --import $OUTDIR/prof.ncu-rep --page details > $OUTDIR/ncu_details.txt 2>&1
   grep -E "flash_|Duration|Throughput|Registers Per|Achieved Occupancy|Issued Warp|No Eligible|Stall|Bank" $OUTDIR/ncu_details.txt | head -80

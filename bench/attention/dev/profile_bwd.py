@@ -1,6 +1,8 @@
 """One flash forward + backward at T=4096 (B=8, H=12, D=64, causal, bf16) for p = 0 and 0.1, for
 Nsight Compute to profile (bench/attention/dev/gpu_dev.sh profile). Usage:
-  python3 bench/attention/dev/profile_bwd.py LIB [T]
+  python3 bench/attention/dev/profile_bwd.py LIB [T] [torch]
+With "torch", PyTorch's flash backend (FlashAttention-2) runs the same calls afterwards, so one
+report holds both (its kernels are flash_fwd_kernel / flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel).
 """
 import os
 import sys
@@ -19,5 +21,10 @@ for p in (0.0, 0.1):
     impl = ba.Flashtrain(lib, 0)
     impl.setup(qkv, dout, True, p)
     impl.backward(impl.forward())
+if len(sys.argv) > 3 and sys.argv[3] == "torch":
+    for p in (0.0, 0.1):
+        impl = ba.IMPLS["torch_flash"](lib)
+        impl.setup(qkv, dout, True, p)
+        impl.backward(impl.forward())
 torch.cuda.synchronize()
 print("profiled T", T)

@@ -11,9 +11,19 @@ namespace ft::cuda {
 
 namespace {
 std::atomic<bool> g_wgmma_allowed{true};
-}
+// Where the wide backward wins (H200, bwd ms, 4-warp / wide; bench/attention/NOTES.md, session 5):
+// p = 0 T = 1024 0.818 / 0.849, T = 2048 1.353 / 1.264, T = 4096 2.51 / 2.17; with dropout
+// T = 2048 1.462 / 1.520, T = 4096 2.70 / 2.65, T = 16384 10.06 / 9.43.
+constexpr int kBwdWideMinT = 2048, kBwdWideMinTDropout = 4096;
+std::atomic<int> g_bwd_wide_min_t{-1};  // -1: the defaults above
+}  // namespace
 
 void set_flash_wgmma_allowed(bool allowed) { g_wgmma_allowed = allowed; }
+int flash_bwd_wide_min_t(bool dropout) {
+  const int t = g_bwd_wide_min_t.load(std::memory_order_relaxed);
+  return t >= 0 ? t : dropout ? kBwdWideMinTDropout : kBwdWideMinT;
+}
+void set_flash_bwd_wide_min_t(int T) { g_bwd_wide_min_t = T < 0 ? -1 : T; }
 
 bool flash_wgmma_enabled() {
 #ifdef FT_FLASH_WGMMA

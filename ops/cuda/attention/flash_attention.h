@@ -37,16 +37,24 @@ void flash_attention_backward(const AttentionParams& p, Stream stream, const Fla
 bool flash_wgmma_enabled();
 void set_flash_wgmma_allowed(bool allowed);
 
-// The backward's dQ tiles: 32 queries. dq_accum is laid out per tile and rounded up to whole
-// tiles (flash_dq_accum.cuh); the deterministic mode's counters are one per (batch * head, tile,
-// warp of the 4-warp backward CTA). The backward's tile shape is static_asserted against these in
+// The D = 64 backward without the deterministic mode takes the wide-tile kernel
+// (flash_bwd_wide_kernel.cuh) from this T on (it depends on dropout); below it the 4-warp kernel
+// (flash_bwd_kernel.cuh). set_flash_bwd_wide_min_t overrides it process-wide (tests run every
+// case through both; -1 restores the defaults).
+int flash_bwd_wide_min_t(bool dropout);
+void set_flash_bwd_wide_min_t(int T);
+
+// dq_accum: (B, H, T rounded up to kFlashDqAccumRowAlign, D) fp32 in the layout of
+// flash_dq_accum.cuh. The deterministic mode's counters: one per (batch * head, 32-query tile,
+// warp of the 4-warp backward CTA); the backward's tile shape is static_asserted against these in
 // flash_launch.cuh.
+constexpr int kFlashDqAccumRowAlign = 128;
 constexpr int kFlashDqTileRows = 32;
 constexpr int kFlashDqSemaphoresPerTile = 4;
 
 struct FlashBackwardWorkspace {
   int64_t dsum_floats;        // (B, H, T)
-  int64_t dq_accum_floats;    // (B, H, ceil(T / 32) * 32, D)
+  int64_t dq_accum_floats;    // (B, H, ceil(T / 128) * 128, D)
   int64_t dq_semaphore_ints;  // (B, H, ceil(T / 32), 4)
 };
 // Which of the workspaces a backward call with this mode uses.
@@ -61,7 +69,8 @@ inline FlashBackwardNeeds flash_backward_needs(const AttentionParams& p, bool de
 inline FlashBackwardWorkspace flash_attention_backward_workspace(const AttentionParams& p) {
   const int64_t bh = static_cast<int64_t>(p.B) * p.H;
   const int64_t tiles = (p.T + kFlashDqTileRows - 1) / kFlashDqTileRows;
-  return {bh * p.T, bh * tiles * kFlashDqTileRows * p.D, bh * tiles * kFlashDqSemaphoresPerTile};
+  const int64_t accum_rows = (p.T + kFlashDqAccumRowAlign - 1) / kFlashDqAccumRowAlign * kFlashDqAccumRowAlign;
+  return {bh * p.T, bh * accum_rows * p.D, bh * tiles * kFlashDqSemaphoresPerTile};
 }
 
 }  // namespace ft::cuda

@@ -154,8 +154,20 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
       }
     }
 
+    // Masked pairs: S = -inf (P = 0), in a pass only partial tiles take (flash_bwd_kernel.cuh: why).
+    if (attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+        for (int nb = 0; nb < BN / 8; ++nb)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int row = m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * (e >> 1);
+            const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
+            if (col >= T || row >= T || !attention_allowed(p, row, col)) acc_s[mi][nb][e] = -INFINITY;
+          }
+    }
     // dS = P o (dP o Z - D), into acc_s.
-    const bool need_mask = attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T;
 #pragma unroll
     for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
@@ -163,12 +175,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int half = e >> 1;
-          float pe = fast_exp2(fmaf(acc_s[mi][nb][e], scale_log2, -lse_log2[mi][half]));
-          if (need_mask) {
-            const int row = m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * half;
-            const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
-            if (col >= T || row >= T || !attention_allowed(p, row, col)) pe = 0.f;
-          }
+          const float pe = fast_exp2(fmaf(acc_s[mi][nb][e], scale_log2, -lse_log2[mi][half]));
           float z = keep_scale;
           if constexpr (kDropout) z = ((keep_bits[mi][half] >> (2 * nb + (e & 1))) & 1u) ? keep_scale : 0.f;
           acc_s[mi][nb][e] = pe * (acc_dp[mi][nb][e] * z - d_row[mi][half]);

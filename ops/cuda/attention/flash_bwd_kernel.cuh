@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   const float* lse = p.lse + static_cast<int64_t>(bh) * T;
   const float* dsum = p.dsum + static_cast<int64_t>(bh) * T;
   const int m_blocks = (T + BM - 1) / BM;
-  float* dq_accum = p.dq_accum + static_cast<int64_t>(bh) * m_blocks * BM * D;  // tiles of BM x D
+  float* dq_accum = p.dq_accum + bh * DqLayout::rows(T) * D;
   const int m_begin = p.causal ? n0 / BM : 0;
   auto next_tile = [&](int m) {
     for (; m < m_blocks; ++m)
@@ -249,9 +249,23 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
       pending_release = nullptr;
     }
 
+    // Masked pairs get S = -inf (so P = 0) in a pass of their own, taken only by partial tiles.
+    // Tested inside the loop below, the per-element branches cut it into basic blocks the compiler
+    // cannot interleave (H200, T = 4096, p = 0.1: bwd 2.85 -> 2.70 ms; the deterministic kernels
+    // gained 16-17%; bench/attention/NOTES.md, session 5).
+    if (attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T || m0 + BM > T) {
+#pragma unroll
+      for (int ni = 0; ni < NTL; ++ni)
+#pragma unroll
+        for (int nb = 0; nb < BM / 8; ++nb)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = n0 + key_row0 + ni * 16 + (lane >> 2) + 8 * (e >> 1);
+            const int row = m0 + nb * 8 + 2 * (lane & 3) + (e & 1);
+            if (key >= T || row >= T || !attention_allowed(p, row, key)) acc_s[ni][nb][e] = -INFINITY;
+          }
+    }
     // P^T, then dS^T (into acc_dp) and P o Z for dV (into acc_s).
-    const bool need_mask = attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T ||
-                           m0 + BM > T;
 #pragma unroll
     for (int ni = 0; ni < NTL; ++ni) {
 #pragma unroll
@@ -262,14 +276,9 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
         for (int e = 0; e < 4; ++e) {
           const float lse_q = (e & 1) ? l2.y : l2.x;
           const float d_q = (e & 1) ? dd.y : dd.x;
-          // lse = -inf: the query sees no key, so its P row is all zeros.
+          // lse = -inf: the query sees no key, so its P row is all zeros. exp2(-inf) = 0.
           const float lse_log2 = lse_q == -INFINITY ? INFINITY : lse_q * kLog2e;
-          float pe = fast_exp2(fmaf(acc_s[ni][nb][e], scale_log2, -lse_log2));
-          if (need_mask) {
-            const int key = n0 + key_row0 + ni * 16 + (lane >> 2) + 8 * (e >> 1);
-            const int row = m0 + nb * 8 + 2 * (lane & 3) + (e & 1);
-            if (key >= T || row >= T || !attention_allowed(p, row, key)) pe = 0.f;
-          }
+          const float pe = fast_exp2(fmaf(acc_s[ni][nb][e], scale_log2, -lse_log2));
           float z = keep_scale;
           if constexpr (kDropout) z = ((keep[ni] >> (4 * nb + e)) & 1u) ? keep_scale : 0.f;
           acc_dp[ni][nb][e] = pe * (acc_dp[ni][nb][e] * z - d_q);
@@ -363,11 +372,10 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
         // This warp's chunks of the tile in dq_accum's layout (flash_dq_accum.cuh): one 16-byte
         // fp32 RED per lane and n8 tile, 512 contiguous bytes per warp (two 8-byte REDs per lane
         // into (T, D) rows before: bwd 2.64 -> 2.47 ms at T = 4096; bench/attention/NOTES.md).
-        static_assert(kCols == DqLayout::kCols, "dq_accum layout");
         if (Kt::kDiag == 0 || T < 0) {  // kDiag 1: the products stay, the adds go
 #pragma unroll
           for (int dj = 0; dj < kCols / 8; ++dj)
-            atomicAdd(reinterpret_cast<float4*>(dq_accum + m * BM * D + DqLayout::chunk(warp, dj, lane)),
+            atomicAdd(reinterpret_cast<float4*>(dq_accum + DqLayout::chunk((m0 >> 4) + wm, wd * (kCols / 8) + dj, lane)),
                       make_float4(acc_dq[dj][0], acc_dq[dj][1], acc_dq[dj][2], acc_dq[dj][3]));
         }
         if constexpr (kOrderedDq) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_attention.h"
 #include "ops/cuda/attention/flash_dq_accum.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 
@@ -52,15 +53,14 @@ __global__ void flash_bwd_preprocess_kernel(const AttentionParams p, int* semaph
 template <int kHeadDim, bool kBF16>
 __global__ void flash_bwd_convert_dq_kernel(const AttentionParams p) {
   using L = DqAccumLayout<kHeadDim>;
-  constexpr int kChunksPerTile = L::kTileFloats / 4;
+  static_assert(L::kRowAlign == kFlashDqAccumRowAlign, "one dq_accum size");
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int tiles = (p.T + L::kRows - 1) / L::kRows;
-  const int64_t bh_tile = idx / kChunksPerTile;  // = bh * tiles + tile
-  if (bh_tile >= static_cast<int64_t>(p.B) * p.H * tiles) return;
-  const int chunk = static_cast<int>(idx % kChunksPerTile);
-  const int bh = static_cast<int>(bh_tile / tiles), tile = static_cast<int>(bh_tile % tiles);
+  const int64_t chunks_per_head = L::rows(p.T) * kHeadDim / 4;
+  if (idx >= static_cast<int64_t>(p.B) * p.H * chunks_per_head) return;
+  const int bh = static_cast<int>(idx / chunks_per_head);
+  const int64_t chunk = idx % chunks_per_head;
   const int b = bh / p.H, h = bh % p.H;
-  const int t = tile * L::kRows + L::row_of(chunk), col = L::col_of(chunk);
+  const int t = L::row_of(chunk), col = L::col_of(chunk);
   const float4 x = reinterpret_cast<const float4*>(p.dq_accum)[idx];
   const float s = p.softmax_scale;
   uint16_t* dq = static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride + h * p.dq_head_stride + col;

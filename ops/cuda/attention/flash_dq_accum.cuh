@@ -1,44 +1,38 @@
 // The layout of the backward's fp32 dQ accumulator (AttentionParams::dq_accum).
 //
-// dq_accum is the backward's own workspace: only its main kernel adds into it and only the convert
-// kernel reads it, so it is laid out the way the main kernel's dQ phase produces it rather than as
-// (T, D) rows. Per (batch * head, tile of kRows queries) one block of kRows x D floats; inside it,
-// the 16-byte chunk ((warp * kNTilesD + dj) * 32 + lane) holds what lane `lane` of warp `warp`
-// accumulated for n8 tile dj of its dQ sub-tile (mma C fragment order): rows r and r + 8, columns
-// 2c and 2c + 1 (r = lane / 4, c = lane % 4), rows and columns relative to the warp's sub-tile
-// (warps tile the kRows x D block as 2 x 2: warp w owns rows 16 (w % 2), columns (D / 2) (w / 2)).
-// So a warp's chunks are 512 contiguous bytes per dj: one 16-byte reduction per lane and n8 tile
-// instead of two 8-byte ones, and the whole tile can be staged in shared memory without bank
-// conflicts and added with one bulk copy (cp.reduce.async.bulk). Rows past T of the last tile
-// exist (the size is rounded up to whole tiles) and receive zeros.
+// dq_accum is the backward's own workspace: only the backward kernels add into it and only the
+// convert kernel reads it, so it is laid out the way mma.sync accumulators come out rather than as
+// (T, D) rows. Per batch * head, T is rounded up to kRowAlign rows; inside, 16-byte chunk
+// ((m16 * D / 8 + n8) * 32 + lane) holds what lane `lane` accumulates for the 16 x 8 tile
+// (rows 16 m16 .., columns 8 n8 ..) in C fragment order: rows r and r + 8, columns 2c and 2c + 1
+// (r = lane / 4, c = lane % 4). So every lane adds one 16-byte chunk per 16 x 8 tile with one
+// RED, and a warp's 32 chunks of a tile are 512 contiguous bytes, whatever the kernel's warp
+// tiling. Rows past T exist and receive zeros.
 #pragma once
 
 #include <cstdint>
-
-#include "ops/cuda/attention/flash_attention.h"
 
 namespace ft::cuda::flash {
 
 template <int kHeadDim>
 struct DqAccumLayout {
-  static constexpr int kRows = kFlashDqTileRows;  // = the backward's kBlockM (static_asserted)
-  static constexpr int kWarps = 4;  // 2 (rows) x 2 (columns)
-  static constexpr int kCols = kHeadDim / 2;  // columns of one warp's sub-tile
-  static constexpr int kNTilesD = kCols / 8;  // n8 tiles per warp
-  static constexpr int kTileFloats = kRows * kHeadDim;
+  static constexpr int kRowAlign = 128;  // the largest kBlockM of the kernels that add into it
+  static constexpr int kTilesD = kHeadDim / 8;
 
-  // Float offset of a chunk inside its tile.
-  __host__ __device__ static constexpr int chunk(int warp, int dj, int lane) {
-    return ((warp * kNTilesD + dj) * 32 + lane) * 4;
+  __host__ __device__ static constexpr int64_t rows(int T) {
+    return (static_cast<int64_t>(T) + kRowAlign - 1) / kRowAlign * kRowAlign;
   }
-  // Row (of the tile) and column of float 0 of chunk `chunk_index` (= chunk() / 4); float 1 is the
-  // next column, floats 2 and 3 the same columns 8 rows further.
-  __host__ __device__ static constexpr int row_of(int chunk_index) {
-    return 16 * ((chunk_index / (32 * kNTilesD)) % 2) + (chunk_index % 32) / 4;
+  // Float offset (within one batch * head) of the chunk of 16 x 8 tile (m16, n8) held by `lane`.
+  __host__ __device__ static constexpr int64_t chunk(int m16, int n8, int lane) {
+    return ((static_cast<int64_t>(m16) * kTilesD + n8) * 32 + lane) * 4;
   }
-  __host__ __device__ static constexpr int col_of(int chunk_index) {
-    return kCols * (chunk_index / (32 * kNTilesD) / 2) + 8 * ((chunk_index / 32) % kNTilesD) +
-           2 * (chunk_index % 4);
+  // Row and column of float 0 of chunk number `index` (= chunk() / 4); float 1 is the next column,
+  // floats 2 and 3 the same columns 8 rows further.
+  __host__ __device__ static constexpr int row_of(int64_t index) {
+    return static_cast<int>(index / (32 * kTilesD)) * 16 + static_cast<int>(index % 32) / 4;
+  }
+  __host__ __device__ static constexpr int col_of(int64_t index) {
+    return static_cast<int>((index / 32) % kTilesD) * 8 + 2 * static_cast<int>(index % 4);
   }
 };
 

@@ -15,9 +15,14 @@
 //   forward  D=64, dropout, any T: the same 64-row tile: more warps per SM hide the Philox
 //            arithmetic (T=4096, p=0.1: 1.42 ms; 128-row tile 1.68 ms; 8 warps x 16 rows 1.45 ms)
 //   forward  D=128: kBlockM=128, kBlockN=64, 8 warps (16 rows per warp; registers hold O 16x128)
+//   backward D=64, atomic dQ, T >= 2048 (4096 with dropout; flash_bwd_wide_min_t):
+//            flash_bwd_wide_kernel.cuh, 8 warps over 128 keys x 128 queries in 32 x 64 / 32 x 32
+//            warp tiles, P and dS through shared memory, 1 CTA/SM: at T=4096 2.17 ms against 2.51
+//            for the 4-warp kernel below; a 64-query tile was slower at every T measured
 //   backward D=64:  kBlockN=64 keys (4 warps x 16 keys), kBlockM=32 queries, 3 CTAs/SM (<= 168
 //            registers): occupancy beats fragment reuse here. At T=4096: 2.95 ms, against 3.38 ms
 //            for 4 warps x 2 x 16 keys with 2 CTAs/SM and 3.6 ms for 8 warps x 16 keys, 1 CTA/SM
+//            (session 1); the deterministic modes and shorter T use it
 //   backward D=128: kBlockN=64 keys (4 warps x 16), kBlockM=32 queries, K/V re-read from smem
 // Launch order (both directions, D=64): a 1-D grid walked in groups of 32768 / T heads, longest
 // causal blocks first inside a group (grouped_block_order): 2-4% on fwd+bwd at T >= 2048 against
@@ -36,6 +41,7 @@
 #include "ops/cuda/attention/flash_bwd_dq_kernel.cuh"
 #include "ops/cuda/attention/flash_bwd_kernel.cuh"
 #include "ops/cuda/attention/flash_bwd_preprocess.cuh"
+#include "ops/cuda/attention/flash_bwd_wide_kernel.cuh"
 #include "ops/cuda/attention/flash_fwd_kernel.cuh"
 #include "ops/cuda/attention/flash_fwd_wgmma_kernel.cuh"
 #include "ops/cuda/attention/flash_launch_common.h"
@@ -55,6 +61,7 @@ struct FlashConfig<64> {
   using FwdSmallT = FlashFwdTraits<64, 64, 64, 4, 3>;
   using FwdDropout = FwdSmallT;
   using Bwd = FlashBwdTraits<64, 32, 64, 4, false, 3, 1>;
+  using BwdWide = FlashBwdWideTraits<64>;  // atomic dQ, T >= flash_bwd_wide_min_t(dropout)
   using BwdDq = FlashFwdTraits<64, 64, 64, 4, 3>;  // the split deterministic backward's dQ kernel
   // sm_90a (flash_wgmma_enabled): two warpgroups x 64 query rows share 64-key K/V tiles (3 stages),
   // 2 CTAs/SM, every T and dropout (bench/attention/NOTES.md, session 4).
@@ -129,10 +136,9 @@ template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false>
 void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_tokens,
                       int* dq_semaphore = nullptr) {
   constexpr int kHeadDim = Kt::kHeadDim;
-  static_assert(Kt::kBlockM == DqAccumLayout<kHeadDim>::kRows && Kt::kNWarps == DqAccumLayout<kHeadDim>::kWarps &&
-                    Kt::kWarpsM == 2 && Kt::kNWarps == kFlashDqSemaphoresPerTile,
-                "dq_accum's layout and the dQ counters (flash_dq_accum.cuh, flash_attention.h) are for "
-                "32-query tiles of 4 warps in 2 x 2");
+  static_assert(!kOrderedDq || (Kt::kBlockM == kFlashDqTileRows && Kt::kNWarps == kFlashDqSemaphoresPerTile),
+                "the dQ counters (flash_attention.h) are sized for 32-query tiles of 4 warps");
+  static_assert(DqAccumLayout<kHeadDim>::kRowAlign % Kt::kBlockM == 0, "dq_accum rows cover whole tiles");
   check_grid(p);
   const BwdRowKernels<kHeadDim> rows(p);
   const int64_t n_semaphores =
@@ -141,6 +147,17 @@ void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_t
                                   flash_attention_backward_workspace(p).dq_accum_floats);
   launch_key_major<Kt>(flash_bwd_kernel<Kt, kBF16, kDropout, kOrderedDq>, Kt::kSmemBytes, p, stream,
                        group_tokens, dq_semaphore);
+  rows.template convert_dq<kBF16>(p, stream);
+}
+
+// The wide-tile backward (flash_bwd_wide_kernel.cuh): atomic dQ.
+template <class Kt, bool kBF16, bool kDropout>
+void launch_flash_bwd_wide(const AttentionParams& p, cudaStream_t stream, int group_tokens) {
+  static_assert(DqAccumLayout<Kt::kHeadDim>::kRowAlign % Kt::kBlockM == 0, "dq_accum rows cover whole tiles");
+  check_grid(p);
+  const BwdRowKernels<Kt::kHeadDim> rows(p);
+  rows.template preprocess<kBF16>(p, stream, nullptr, 0, flash_attention_backward_workspace(p).dq_accum_floats);
+  launch_key_major<Kt>(flash_bwd_wide_kernel<Kt, kBF16, kDropout>, Kt::kSmemBytes, p, stream, group_tokens, nullptr);
   rows.template convert_dq<kBF16>(p, stream);
 }
 
@@ -200,8 +217,16 @@ void run_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
 }
 template <int kHeadDim>
 void run_flash_bwd(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode) {
-  run_flash_bwd_with<typename FlashConfig<kHeadDim>::Bwd>(p, stream, FlashConfig<kHeadDim>::kGroupTokens,
-                                                          mode);
+  using Config = FlashConfig<kHeadDim>;
+  if constexpr (kHeadDim == 64) {
+    if (!mode.deterministic && p.T >= flash_bwd_wide_min_t(p.dropout.threshold != 0)) {
+      return dispatch_dtype_dropout(p, [&](auto bf16, auto dropout) {
+        launch_flash_bwd_wide<typename Config::BwdWide, decltype(bf16)::value, decltype(dropout)::value>(
+            p, stream, Config::kGroupTokens);
+      });
+    }
+  }
+  run_flash_bwd_with<typename Config::Bwd>(p, stream, Config::kGroupTokens, mode);
 }
 
 }  // namespace ft::cuda::flash
