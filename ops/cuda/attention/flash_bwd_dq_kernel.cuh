@@ -156,16 +156,9 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
 
     // Masked pairs: S = -inf (P = 0), in a pass only partial tiles take (flash_bwd_kernel.cuh: why).
     if (attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
-#pragma unroll
-      for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-        for (int nb = 0; nb < BN / 8; ++nb)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * (e >> 1);
-            const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
-            if (col >= T || row >= T || !attention_allowed(p, row, col)) acc_s[mi][nb][e] = -INFINITY;
-          }
+      mask_scores(acc_s, p, [&](int mi, int nb, int e) {
+        return make_int2(m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * (e >> 1), n0 + nb * 8 + 2 * (lane & 3) + (e & 1));
+      });
     }
     // dS = P o (dP o Z - D), into acc_s.
 #pragma unroll

@@ -77,40 +77,20 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   const int T = p.T;
   // Causal: key block 0 sees every query tile, so rank = n_block runs longest first; the
   // deterministic order runs shortest first (see the top of this file).
-  const int n_blocks = (T + BN - 1) / BN;
-  const BlockOrder order = grouped_block_order(blockIdx.x, n_blocks, p.B * p.H, heads_per_group);
-  const int n_block = kOrderedDq ? n_blocks - 1 - order.rank : order.rank;
+  const KeyBlock<BM, BN, D, S, NT> blk(p, heads_per_group, kOrderedDq);
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
-  const int bh = order.bh, b = bh / p.H, h = bh % p.H;
-  const int n0 = n_block * BN, n1 = min(n0 + BN, T);
-
-  const uint16_t* q = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const uint16_t* k = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride + h * p.k_head_stride;
-  const uint16_t* v = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride + h * p.v_head_stride;
-  const uint16_t* dout =
-      static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride + h * p.do_head_stride;
-  const float* lse = p.lse + static_cast<int64_t>(bh) * T;
-  const float* dsum = p.dsum + static_cast<int64_t>(bh) * T;
-  const int m_blocks = (T + BM - 1) / BM;
+  const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, n1 = blk.n1, m_blocks = blk.m_blocks;
+  const int n_blocks = (T + BN - 1) / BN, n_block = n0 / BN;
   float* dq_accum = p.dq_accum + bh * DqLayout::rows(T) * D;
-  const int m_begin = p.causal ? n0 / BM : 0;
-  auto next_tile = [&](int m) {
-    for (; m < m_blocks; ++m)
-      if (attention_tile_kind(p, m * BM, min(m * BM + BM, T), n0, n1) != kTileEmpty) break;
-    return m;
-  };
+  auto next_tile = [&](int m) { return blk.next_query_tile(p, m); };
   auto load_q_tile = [&](int m, int stage) {
-    load_rows_async<BM, D, S, NT>(sQ + stage * BM * S, q, p.q_row_stride, m * BM, T, tid);
-    load_rows_async<BM, D, S, NT>(sdO + stage * BM * S, dout, p.do_row_stride, m * BM, T, tid);
-    load_vec_async<BM, NT>(sLse + stage * BM, lse, m * BM, T, tid);
-    load_vec_async<BM, NT>(sDsum + stage * BM, dsum, m * BM, T, tid);
+    blk.load_query_tile(p, m, sQ + stage * BM * S, sdO + stage * BM * S, sLse + stage * BM, sDsum + stage * BM, tid);
   };
 
-  load_rows_async<BN, D, S, NT>(sK, k, p.k_row_stride, n0, T, tid);
-  load_rows_async<BN, D, S, NT>(sV, v, p.v_row_stride, n0, T, tid);
+  blk.load_keys(p, sK, sV, tid);
   cp_async_commit();
-  int m = next_tile(m_begin);
+  int m = next_tile(blk.m_begin);
   if (m < m_blocks) load_q_tile(m, 0);
   cp_async_commit();
   cp_async_wait<1>();
@@ -254,16 +234,9 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     // cannot interleave (H200, T = 4096, p = 0.1: bwd 2.85 -> 2.70 ms; the deterministic kernels
     // gained 16-17%; bench/attention/NOTES.md, session 5).
     if (attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T || m0 + BM > T) {
-#pragma unroll
-      for (int ni = 0; ni < NTL; ++ni)
-#pragma unroll
-        for (int nb = 0; nb < BM / 8; ++nb)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int key = n0 + key_row0 + ni * 16 + (lane >> 2) + 8 * (e >> 1);
-            const int row = m0 + nb * 8 + 2 * (lane & 3) + (e & 1);
-            if (key >= T || row >= T || !attention_allowed(p, row, key)) acc_s[ni][nb][e] = -INFINITY;
-          }
+      mask_scores(acc_s, p, [&](int ni, int nb, int e) {
+        return make_int2(m0 + nb * 8 + 2 * (lane & 3) + (e & 1), n0 + key_row0 + ni * 16 + (lane >> 2) + 8 * (e >> 1));
+      });
     }
     // P^T, then dS^T (into acc_dp) and P o Z for dV (into acc_s).
 #pragma unroll

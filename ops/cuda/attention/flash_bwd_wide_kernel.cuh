@@ -73,41 +73,19 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int T = p.T;
-  const int n_blocks = (T + BN - 1) / BN;
-  const BlockOrder order = grouped_block_order(blockIdx.x, n_blocks, p.B * p.H, heads_per_group);
-  const int n_block = order.rank;  // causal: block 0 sees every query tile, so it runs first
+  // Causal: key block 0 sees every query tile, so it runs first (longest first).
+  const KeyBlock<BM, BN, D, S, NT> blk(p, heads_per_group, false);
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
-  const int bh = order.bh, b = bh / p.H, h = bh % p.H;
-  const int n0 = n_block * BN, n1 = min(n0 + BN, T);
-
-  const uint16_t* q = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-  const uint16_t* k = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride + h * p.k_head_stride;
-  const uint16_t* v = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride + h * p.v_head_stride;
-  const uint16_t* dout =
-      static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride + h * p.do_head_stride;
-  const float* lse = p.lse + static_cast<int64_t>(bh) * T;
-  const float* dsum = p.dsum + static_cast<int64_t>(bh) * T;
+  const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, n1 = blk.n1, m_blocks = blk.m_blocks;
   float* dq_accum = p.dq_accum + bh * DqLayout::rows(T) * D;
-
-  const int m_blocks = (T + BM - 1) / BM;
-  const int m_begin = p.causal ? n0 / BM : 0;
-  auto next_tile = [&](int m) {
-    for (; m < m_blocks; ++m)
-      if (attention_tile_kind(p, m * BM, min(m * BM + BM, T), n0, n1) != kTileEmpty) break;
-    return m;
-  };
   auto load_q_tile = [&](int m, int stage) {
-    load_rows_async<BM, D, S, NT>(sQ + stage * BM * S, q, p.q_row_stride, m * BM, T, tid);
-    load_rows_async<BM, D, S, NT>(sdO + stage * BM * S, dout, p.do_row_stride, m * BM, T, tid);
-    load_vec_async<BM, NT>(sLse + stage * BM, lse, m * BM, T, tid);
-    load_vec_async<BM, NT>(sDsum + stage * BM, dsum, m * BM, T, tid);
+    blk.load_query_tile(p, m, sQ + stage * BM * S, sdO + stage * BM * S, sLse + stage * BM, sDsum + stage * BM, tid);
   };
 
-  load_rows_async<BN, D, S, NT>(sK, k, p.k_row_stride, n0, T, tid);
-  load_rows_async<BN, D, S, NT>(sV, v, p.v_row_stride, n0, T, tid);
+  blk.load_keys(p, sK, sV, tid);
   cp_async_commit();
-  int m = next_tile(m_begin);
+  int m = blk.next_query_tile(p, blk.m_begin);
   if (m < m_blocks) load_q_tile(m, 0);
   cp_async_commit();
 
@@ -129,7 +107,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   const float keep_scale = kDropout ? drop.keep_scale : 1.f;
   int stage = 0;
   while (m < m_blocks) {
-    const int mn = next_tile(m + 1);
+    const int mn = blk.next_query_tile(p, m + 1);
     const int m0 = m * BM, m1 = min(m0 + BM, T);
     cp_async_wait<0>();
     __syncthreads();  // this tile's Q / dO landed; last tile's phases 3, 4 are done with sP, sdS
@@ -175,17 +153,10 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
 
     // Phase 2: P, dS, P o Z -> shared memory. Row (query) r of fragment (mi, half) is
     // s_row0 + 16 mi + lane / 4 + 8 half; column (key) of (nb, e) is s_col0 + 8 nb + 2 (lane % 4) + (e & 1).
-    if (attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T || m0 + BM > T) {  // masked: S = -inf
-#pragma unroll
-      for (int mi = 0; mi < MS / 16; ++mi)
-#pragma unroll
-        for (int nb = 0; nb < NS / 8; ++nb)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = m0 + s_row0 + mi * 16 + (lane >> 2) + 8 * (e >> 1);
-            const int key = n0 + s_col0 + nb * 8 + 2 * (lane & 3) + (e & 1);
-            if (key >= T || row >= T || !attention_allowed(p, row, key)) acc_s[mi][nb][e] = -INFINITY;
-          }
+    if (attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T || m0 + BM > T) {
+      mask_scores(acc_s, p, [&](int mi, int nb, int e) {
+        return make_int2(m0 + s_row0 + mi * 16 + (lane >> 2) + 8 * (e >> 1), n0 + s_col0 + nb * 8 + 2 * (lane & 3) + (e & 1));
+      });
     }
 #pragma unroll
     for (int mi = 0; mi < MS / 16; ++mi)

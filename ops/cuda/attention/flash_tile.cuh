@@ -57,6 +57,61 @@ struct QueryBlock {
   }
 };
 
+// The work of a key-major CTA (the backward kernels): keys [n0, n1) of (batch b, head h), picked in
+// grouped_block_order (descending: the shortest causal block first, else the longest), that
+// head's rows, and the query tiles of kBlockM rows the CTA visits: next_query_tile(m) is the first
+// tile >= m the mask leaves non-empty (m_blocks when none is left). load_query_tile issues the
+// cp.async copies of tile m's Q, dO (kSmemStride-padded rows), lse and D into one stage.
+template <int kBlockM, int kBlockN, int kHeadDim, int kSmemStride, int kThreads>
+struct KeyBlock {
+  int bh, b, h, n0, n1, m_blocks, m_begin;
+  const uint16_t *q, *k, *v, *dout;
+  const float *lse, *dsum;
+
+  __device__ __forceinline__ KeyBlock(const AttentionParams& p, int heads_per_group, bool descending) {
+    const int n_blocks = (p.T + kBlockN - 1) / kBlockN;
+    const BlockOrder order = grouped_block_order(blockIdx.x, n_blocks, p.B * p.H, heads_per_group);
+    const int n_block = descending ? n_blocks - 1 - order.rank : order.rank;
+    bh = order.bh, b = bh / p.H, h = bh % p.H;
+    n0 = n_block * kBlockN, n1 = min(n0 + kBlockN, p.T);
+    m_blocks = (p.T + kBlockM - 1) / kBlockM;
+    m_begin = p.causal ? n0 / kBlockM : 0;
+    q = head_rows(static_cast<const uint16_t*>(p.q), b, h, p.q_batch_stride, p.q_head_stride);
+    k = head_rows(static_cast<const uint16_t*>(p.k), b, h, p.k_batch_stride, p.k_head_stride);
+    v = head_rows(static_cast<const uint16_t*>(p.v), b, h, p.v_batch_stride, p.v_head_stride);
+    dout = head_rows(static_cast<const uint16_t*>(p.dout), b, h, p.do_batch_stride, p.do_head_stride);
+    lse = p.lse + static_cast<int64_t>(bh) * p.T;
+    dsum = p.dsum + static_cast<int64_t>(bh) * p.T;
+  }
+  __device__ __forceinline__ int next_query_tile(const AttentionParams& p, int m) const {
+    for (; m < m_blocks; ++m)
+      if (attention_tile_kind(p, m * kBlockM, min(m * kBlockM + kBlockM, p.T), n0, n1) != kTileEmpty) break;
+    return m;
+  }
+  __device__ __forceinline__ void load_query_tile(const AttentionParams& p, int m, uint16_t* sQ, uint16_t* sdO,
+                                                  float* sLse, float* sDsum, int tid) const;
+  // K and V rows of the block (one cp.async group with whatever the caller adds).
+  __device__ __forceinline__ void load_keys(const AttentionParams& p, uint16_t* sK, uint16_t* sV, int tid) const;
+};
+
+// Sets the scores of masked pairs, and of rows or keys past T, to -inf (so P = exp2(S - lse) = 0)
+// in a warp's score fragments acc[i][nb][e]; at(i, nb, e) is the (query row, key) of an element.
+// The backward kernels take this pass only for partial tiles rather than testing the mask per
+// element: those branches cut the elementwise code into basic blocks that the compiler cannot
+// interleave (bench/attention/NOTES.md, session 5).
+template <int kI, int kNb, class At>
+__device__ __forceinline__ void mask_scores(float (&acc)[kI][kNb][4], const AttentionParams& p, At at) {
+#pragma unroll
+  for (int i = 0; i < kI; ++i)
+#pragma unroll
+    for (int nb = 0; nb < kNb; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int2 rk = at(i, nb, e);
+        if (rk.x >= p.T || rk.y >= p.T || !attention_allowed(p, rk.x, rk.y)) acc[i][nb][e] = -INFINITY;
+      }
+}
+
 // The output path of the query-major kernels: a warp writes its accumulator rows into its own rows
 // of a shared tile (stage_rows, one 16-row slab at a time, times `scale`), then, after __syncwarp,
 // copies them to global memory with 16-byte stores (store_staged_rows). at(r, c) is the address of
@@ -113,6 +168,21 @@ __device__ __forceinline__ void load_vec_async(float* smem, const float* base, i
     const bool valid = row0 + r < T;
     cp_async_4(smem_u32(smem + r), base + (valid ? row0 + r : 0), valid ? 4 : 0);
   }
+}
+
+template <int kBlockM, int kBlockN, int kHeadDim, int kSmemStride, int kThreads>
+__device__ __forceinline__ void KeyBlock<kBlockM, kBlockN, kHeadDim, kSmemStride, kThreads>::load_query_tile(
+    const AttentionParams& p, int m, uint16_t* sQ, uint16_t* sdO, float* sLse, float* sDsum, int tid) const {
+  load_rows_async<kBlockM, kHeadDim, kSmemStride, kThreads>(sQ, q, p.q_row_stride, m * kBlockM, p.T, tid);
+  load_rows_async<kBlockM, kHeadDim, kSmemStride, kThreads>(sdO, dout, p.do_row_stride, m * kBlockM, p.T, tid);
+  load_vec_async<kBlockM, kThreads>(sLse, lse, m * kBlockM, p.T, tid);
+  load_vec_async<kBlockM, kThreads>(sDsum, dsum, m * kBlockM, p.T, tid);
+}
+template <int kBlockM, int kBlockN, int kHeadDim, int kSmemStride, int kThreads>
+__device__ __forceinline__ void KeyBlock<kBlockM, kBlockN, kHeadDim, kSmemStride, kThreads>::load_keys(
+    const AttentionParams& p, uint16_t* sK, uint16_t* sV, int tid) const {
+  load_rows_async<kBlockN, kHeadDim, kSmemStride, kThreads>(sK, k, p.k_row_stride, n0, p.T, tid);
+  load_rows_async<kBlockN, kHeadDim, kSmemStride, kThreads>(sV, v, p.v_row_stride, n0, p.T, tid);
 }
 
 // The keep bits of one Philox call: bit j = key 8 * group + j of `row` (16-bit piece j >= threshold,
