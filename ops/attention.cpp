@@ -309,11 +309,11 @@ void backward(const char* op, bool flash, const Tensor& q, const Tensor& k, cons
         if (flash) {
           const Tensor dsum = Tensor::empty({d.B, d.H, d.T}, DType::F32, q.device());  // (B, H, T)
           p.dsum = dsum.data<float>();
-          // (B, H, T, D) fp32 dQ sums and (B, H, ceil(T / 32), 4) dQ order counters, each only
-          // where the mode uses it (the deterministic backward without dropout needs neither)
+          // fp32 dQ sums (their own layout, T rounded up to whole tiles: flash_dq_accum.cuh) and
+          // (B, H, ceil(T / 32), 4) dQ order counters, each only where the mode uses it (the
+          // deterministic backward without dropout needs neither); sizes from the launcher
           const auto [accum_n, semaphore_n] = flash_dq_workspace(p, opts.deterministic);
-          const Tensor dq_accum =
-              accum_n ? Tensor::empty({d.B, d.H, d.T, d.D}, DType::F32, q.device()) : Tensor();
+          const Tensor dq_accum = accum_n ? Tensor::empty({accum_n}, DType::F32, q.device()) : Tensor();
           const Tensor dq_semaphore = semaphore_n ? Tensor::empty({semaphore_n}, DType::I32, q.device()) : Tensor();
           p.dq_accum = dq_accum.defined() ? dq_accum.data<float>() : nullptr;
           cuda_flash_backward(p, s, opts.deterministic,
