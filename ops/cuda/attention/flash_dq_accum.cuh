@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "core/macros.h"
+
 namespace ft::cuda::flash {
 
 template <int kHeadDim>
@@ -19,19 +21,19 @@ struct DqAccumLayout {
   static constexpr int kRowAlign = 128;  // the largest kBlockM of the kernels that add into it
   static constexpr int kTilesD = kHeadDim / 8;
 
-  __host__ __device__ static constexpr int64_t rows(int T) {
+  FT_HOST_DEVICE static constexpr int64_t rows(int T) {
     return (static_cast<int64_t>(T) + kRowAlign - 1) / kRowAlign * kRowAlign;
   }
   // Float offset (within one batch * head) of the chunk of 16 x 8 tile (m16, n8) held by `lane`.
-  __host__ __device__ static constexpr int64_t chunk(int m16, int n8, int lane) {
+  FT_HOST_DEVICE static constexpr int64_t chunk(int m16, int n8, int lane) {
     return ((static_cast<int64_t>(m16) * kTilesD + n8) * 32 + lane) * 4;
   }
   // Row and column of float 0 of chunk number `index` (= chunk() / 4); float 1 is the next column,
   // floats 2 and 3 the same columns 8 rows further.
-  __host__ __device__ static constexpr int row_of(int64_t index) {
+  FT_HOST_DEVICE static constexpr int row_of(int64_t index) {
     return static_cast<int>(index / (32 * kTilesD)) * 16 + static_cast<int>(index % 32) / 4;
   }
-  __host__ __device__ static constexpr int col_of(int64_t index) {
+  FT_HOST_DEVICE static constexpr int col_of(int64_t index) {
     return static_cast<int>((index / 32) % kTilesD) * 8 + 2 * static_cast<int>(index % 4);
   }
 };
