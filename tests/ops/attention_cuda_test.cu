@@ -186,13 +186,9 @@ void expect_within_twice_naive(const Outputs& flash, const Outputs& naive, const
   EXPECT_LE(lse_error(naive.lse, ref.lse), 2e-3) << name << " lse (naive)";
 }
 
-// (case, deterministic backward)
-class FlashCudaVsReference : public ::testing::TestWithParam<std::tuple<AttentionCase, bool>> {};
-
-TEST_P(FlashCudaVsReference, WithinTwiceNaiveError) {
-  SKIP_WITHOUT_CUDA();
-  const AttentionCase c = std::get<0>(GetParam());
-  const bool deterministic = std::get<1>(GetParam());
+// One case on the device, flash (with the kernels the process-wide switches select) against the
+// float64 reference, within twice the error of naive attention; `label` names the path in messages.
+void expect_case_within_twice_naive(const AttentionCase& c, bool deterministic, const std::string& label) {
   const AttentionParams cfg = config_of(c, 777, 3);
   const AttentionInputs in = make_inputs(c, 100u + c.T + c.D);
   const Reference ref = reference_of(cfg, in);
@@ -200,7 +196,16 @@ TEST_P(FlashCudaVsReference, WithinTwiceNaiveError) {
   CublasHandle cublas;
   const Outputs flash = dev.run_flash(deterministic);
   const Outputs naive = dev.run_naive(cublas.h);
-  expect_within_twice_naive(flash, naive, ref, case_name(c) + (deterministic ? " deterministic" : ""));
+  expect_within_twice_naive(flash, naive, ref, case_name(c) + label);
+}
+
+// (case, deterministic backward)
+class FlashCudaVsReference : public ::testing::TestWithParam<std::tuple<AttentionCase, bool>> {};
+
+TEST_P(FlashCudaVsReference, WithinTwiceNaiveError) {
+  SKIP_WITHOUT_CUDA();
+  const bool deterministic = std::get<1>(GetParam());
+  expect_case_within_twice_naive(std::get<0>(GetParam()), deterministic, deterministic ? " deterministic" : "");
 }
 
 std::vector<AttentionCase> cuda_cases() {
@@ -244,13 +249,7 @@ TEST_P(FlashCudaMmaSyncForward, WithinTwiceNaiveError) {
   SKIP_WITHOUT_CUDA();
   ft::cuda::set_flash_wgmma_allowed(false);
   ASSERT_FALSE(ft::cuda::flash_wgmma_enabled());
-  const AttentionCase c = GetParam();
-  const AttentionParams cfg = config_of(c, 777, 3);
-  const AttentionInputs in = make_inputs(c, 100u + c.T + c.D);
-  const Reference ref = reference_of(cfg, in);
-  DeviceAttention dev(cfg, in);
-  CublasHandle cublas;
-  expect_within_twice_naive(dev.run_flash(false), dev.run_naive(cublas.h), ref, case_name(c) + " mma.sync");
+  expect_case_within_twice_naive(GetParam(), false, " mma.sync");
 }
 
 std::vector<AttentionCase> d64_cases() {
@@ -273,13 +272,7 @@ class FlashCudaWideBackward : public ::testing::TestWithParam<AttentionCase> {
 TEST_P(FlashCudaWideBackward, WithinTwiceNaiveError) {
   SKIP_WITHOUT_CUDA();
   ft::cuda::set_flash_bwd_wide_min_t(1);
-  const AttentionCase c = GetParam();
-  const AttentionParams cfg = config_of(c, 777, 3);
-  const AttentionInputs in = make_inputs(c, 100u + c.T + c.D);
-  const Reference ref = reference_of(cfg, in);
-  DeviceAttention dev(cfg, in);
-  CublasHandle cublas;
-  expect_within_twice_naive(dev.run_flash(false), dev.run_naive(cublas.h), ref, case_name(c) + " wide backward");
+  expect_case_within_twice_naive(GetParam(), false, " wide backward");
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWideBackward, ::testing::ValuesIn(d64_cases()),

@@ -19,6 +19,7 @@
 
 #include "core/stream.h"
 #include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_dq_accum.cuh"
 
 namespace ft::cuda {
 
@@ -44,11 +45,9 @@ void set_flash_wgmma_allowed(bool allowed);
 int flash_bwd_wide_min_t(bool dropout);
 void set_flash_bwd_wide_min_t(int T);
 
-// dq_accum: (B, H, T rounded up to kFlashDqAccumRowAlign, D) fp32 in the layout of
-// flash_dq_accum.cuh. The deterministic mode's counters: one per (batch * head, 32-query tile,
+// dq_accum: (B, H, flash::dq_accum_rows(T), D) fp32 in the layout of flash_dq_accum.cuh. The deterministic mode's counters: one per (batch * head, 32-query tile,
 // warp of the 4-warp backward CTA); the backward's tile shape is static_asserted against these in
 // flash_launch.cuh.
-constexpr int kFlashDqAccumRowAlign = 128;
 constexpr int kFlashDqTileRows = 32;
 constexpr int kFlashDqSemaphoresPerTile = 4;
 
@@ -69,8 +68,7 @@ inline FlashBackwardNeeds flash_backward_needs(const AttentionParams& p, bool de
 inline FlashBackwardWorkspace flash_attention_backward_workspace(const AttentionParams& p) {
   const int64_t bh = static_cast<int64_t>(p.B) * p.H;
   const int64_t tiles = (p.T + kFlashDqTileRows - 1) / kFlashDqTileRows;
-  const int64_t accum_rows = (p.T + kFlashDqAccumRowAlign - 1) / kFlashDqAccumRowAlign * kFlashDqAccumRowAlign;
-  return {bh * p.T, bh * accum_rows * p.D, bh * tiles * kFlashDqSemaphoresPerTile};
+  return {bh * p.T, bh * flash::dq_accum_rows(p.T) * p.D, bh * tiles * kFlashDqSemaphoresPerTile};
 }
 
 }  // namespace ft::cuda

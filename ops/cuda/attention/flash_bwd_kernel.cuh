@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
   const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, n1 = blk.n1, m_blocks = blk.m_blocks;
-  const int n_blocks = (T + BN - 1) / BN, n_block = n0 / BN;
+  const int n_blocks = blk.n_blocks, n_block = blk.n_block;
   float* dq_accum = p.dq_accum + bh * DqLayout::rows(T) * D;
   auto next_tile = [&](int m) { return blk.next_query_tile(p, m); };
   auto load_q_tile = [&](int m, int stage) {

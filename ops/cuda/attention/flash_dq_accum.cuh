@@ -16,14 +16,19 @@
 
 namespace ft::cuda::flash {
 
+// Rows per batch * head: T rounded up to the largest kBlockM of the kernels that add into it (also
+// the workspace size the launcher asks for, flash_attention_backward_workspace).
+constexpr int kDqAccumRowAlign = 128;
+FT_HOST_DEVICE constexpr int64_t dq_accum_rows(int T) {
+  return (static_cast<int64_t>(T) + kDqAccumRowAlign - 1) / kDqAccumRowAlign * kDqAccumRowAlign;
+}
+
 template <int kHeadDim>
 struct DqAccumLayout {
-  static constexpr int kRowAlign = 128;  // the largest kBlockM of the kernels that add into it
+  static constexpr int kRowAlign = kDqAccumRowAlign;
   static constexpr int kTilesD = kHeadDim / 8;
 
-  FT_HOST_DEVICE static constexpr int64_t rows(int T) {
-    return (static_cast<int64_t>(T) + kRowAlign - 1) / kRowAlign * kRowAlign;
-  }
+  FT_HOST_DEVICE static constexpr int64_t rows(int T) { return dq_accum_rows(T); }
   // Float offset (within one batch * head) of the chunk of 16 x 8 tile (m16, n8) held by `lane`.
   FT_HOST_DEVICE static constexpr int64_t chunk(int m16, int n8, int lane) {
     return ((static_cast<int64_t>(m16) * kTilesD + n8) * 32 + lane) * 4;

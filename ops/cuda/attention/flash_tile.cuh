@@ -64,14 +64,14 @@ struct QueryBlock {
 // cp.async copies of tile m's Q, dO (kSmemStride-padded rows), lse and D into one stage.
 template <int kBlockM, int kBlockN, int kHeadDim, int kSmemStride, int kThreads>
 struct KeyBlock {
-  int bh, b, h, n0, n1, m_blocks, m_begin;
+  int bh, b, h, n_blocks, n_block, n0, n1, m_blocks, m_begin;
   const uint16_t *q, *k, *v, *dout;
   const float *lse, *dsum;
 
   __device__ __forceinline__ KeyBlock(const AttentionParams& p, int heads_per_group, bool descending) {
-    const int n_blocks = (p.T + kBlockN - 1) / kBlockN;
+    n_blocks = (p.T + kBlockN - 1) / kBlockN;
     const BlockOrder order = grouped_block_order(blockIdx.x, n_blocks, p.B * p.H, heads_per_group);
-    const int n_block = descending ? n_blocks - 1 - order.rank : order.rank;
+    n_block = descending ? n_blocks - 1 - order.rank : order.rank;
     bh = order.bh, b = bh / p.H, h = bh % p.H;
     n0 = n_block * kBlockN, n1 = min(n0 + kBlockN, p.T);
     m_blocks = (p.T + kBlockM - 1) / kBlockM;
