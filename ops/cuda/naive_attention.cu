@@ -61,8 +61,12 @@ __device__ float block_reduce_sum(float x) {
   return x;
 }
 
-// One CTA per row (bh, i) of S: masked softmax of scale * S -> P, P o Z, lse. Each thread walks
-// groups of 8 columns, one Philox call per group (the same call flash makes for those columns).
+// The dropout mask's Philox call g of a row covers four of its columns (core/dropout_mask.h):
+// 16 (g / 4) + 2 (g % 4) + {0, 1, 8, 9}; the other four pieces of the call are row i +- 8's.
+__device__ __forceinline__ int call_col(int g, int k) { return 16 * (g >> 2) + 2 * (g & 3) + (k & 1) + 8 * (k >> 1); }
+
+// One CTA per row (bh, i) of S: masked softmax of scale * S -> P, P o Z, lse. The dropout loop
+// walks the row's Philox calls (call_col), one call per four columns.
 template <class Elem, bool kDropout>
 __global__ void naive_softmax_fwd_kernel(const AttentionParams p, const float* scores, void* probs,
                                          void* probs_dropped) {
@@ -72,7 +76,7 @@ __global__ void naive_softmax_fwd_kernel(const AttentionParams p, const float* s
   const int T = p.T, i = static_cast<int>(row_id % T);
   const int64_t bh = row_id / T;
   const float* s = scores + row_id * T;
-  const int groups = (T + 7) / 8;
+  const int groups = (T + 7) / 8, call_groups = 4 * ((T + 15) / 16);
   float m = -INFINITY, l = 0.f;
   for (int g = threadIdx.x; g < groups; g += blockDim.x)
     for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
@@ -84,15 +88,17 @@ __global__ void naive_softmax_fwd_kernel(const AttentionParams p, const float* s
     }
   block_reduce_max_sum(m, l);
   const float inv = l > 0.f ? 1.f / l : 0.f;
-  for (int g = threadIdx.x; g < groups; g += blockDim.x) {
+  for (int g = threadIdx.x; g < call_groups; g += blockDim.x) {
     PhiloxBits bits{};
-    if constexpr (kDropout) bits = dropout_bits(drop, bh, i, g);
-    for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
+    if constexpr (kDropout) bits = dropout_bits(drop, bh, dropout_row_pair(i), g);
+    for (int k = 0; k < 4; ++k) {
+      const int j = call_col(g, k);
+      if (j >= T) continue;
       const float pj = attention_allowed(p, i, j) ? __expf(s[j] * p.softmax_scale - m) * inv : 0.f;
       store_elem<Elem>(probs, row_id * T + j, pj);
       if constexpr (kDropout)
         store_elem<Elem>(probs_dropped, row_id * T + j,
-                       dropout_keep(bits, j - 8 * g, p.dropout.threshold) ? pj * p.dropout.keep_scale : 0.f);
+                         dropout_keep(bits, i, j, p.dropout.threshold) ? pj * p.dropout.keep_scale : 0.f);
     }
   }
   if (threadIdx.x == 0) p.lse[row_id] = l > 0.f ? m + logf(l) : -INFINITY;
@@ -108,25 +114,29 @@ __global__ void naive_softmax_bwd_kernel(const AttentionParams p, const float* d
   const int T = p.T, i = static_cast<int>(row_id % T);
   const int64_t bh = row_id / T;
   const float* dp = dprobs + row_id * T;
-  const int groups = (T + 7) / 8;
+  const int call_groups = 4 * ((T + 15) / 16);
   const float keep_scale = kDropout ? p.dropout.keep_scale : 1.f;
   float dot = 0.f;
-  for (int g = threadIdx.x; g < groups; g += blockDim.x) {
+  for (int g = threadIdx.x; g < call_groups; g += blockDim.x) {
     PhiloxBits bits{};
-    if constexpr (kDropout) bits = dropout_bits(drop, bh, i, g);
-    for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
+    if constexpr (kDropout) bits = dropout_bits(drop, bh, dropout_row_pair(i), g);
+    for (int k = 0; k < 4; ++k) {
+      const int j = call_col(g, k);
+      if (j >= T) continue;
       float z = keep_scale;
-      if constexpr (kDropout) z = dropout_keep(bits, j - 8 * g, p.dropout.threshold) ? keep_scale : 0.f;
+      if constexpr (kDropout) z = dropout_keep(bits, i, j, p.dropout.threshold) ? keep_scale : 0.f;
       dot += load_elem<Elem>(probs, row_id * T + j) * dp[j] * z;
     }
   }
   dot = block_reduce_sum(dot);
-  for (int g = threadIdx.x; g < groups; g += blockDim.x) {
+  for (int g = threadIdx.x; g < call_groups; g += blockDim.x) {
     PhiloxBits bits{};
-    if constexpr (kDropout) bits = dropout_bits(drop, bh, i, g);
-    for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
+    if constexpr (kDropout) bits = dropout_bits(drop, bh, dropout_row_pair(i), g);
+    for (int k = 0; k < 4; ++k) {
+      const int j = call_col(g, k);
+      if (j >= T) continue;
       float z = keep_scale;
-      if constexpr (kDropout) z = dropout_keep(bits, j - 8 * g, p.dropout.threshold) ? keep_scale : 0.f;
+      if constexpr (kDropout) z = dropout_keep(bits, i, j, p.dropout.threshold) ? keep_scale : 0.f;
       const float pj = load_elem<Elem>(probs, row_id * T + j);
       store_elem<Elem>(dscores, row_id * T + j, pj * (dp[j] * z - dot));
       if constexpr (kDropout) store_elem<Elem>(probs_dropped, row_id * T + j, pj * z);

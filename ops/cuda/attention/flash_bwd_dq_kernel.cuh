@@ -11,7 +11,7 @@
 // ascending order: no atomics, so dq is bit-identical run to run. The price is recomputing S and
 // dP (the dK / dV kernel computes them too): 3 products per tile here against the 1 product of the
 // dQ phase it replaces (bench/attention/NOTES.md has the measured trade).
-// The dropout keep bits are the forward's (same rows x keys layout, dropout_keep_bits_row).
+// The dropout keep bits are the forward's (same rows x keys layout, dropout_keep_bits_slab).
 #pragma once
 
 #include <cmath>
@@ -120,10 +120,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     if constexpr (kDropout) {
 #pragma unroll
       for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-        for (int half = 0; half < 2; ++half)
-          keep_bits[mi][half] = dropout_keep_bits_row<BN / 8>(
-              drop, bh, m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * half, n0 / 8, lane);
+        dropout_keep_bits_slab<BN / 8>(drop, bh, m0 + warp_row0 + mi * 16, n0, lane, keep_bits[mi]);
     }
 
     // S = Q K^T and dP = dO V^T for this warp's rows.

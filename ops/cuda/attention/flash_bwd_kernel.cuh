@@ -148,33 +148,35 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     const float* sDs = sDsum + stage * BM;
 
     // Dropout keep bits of this warp's elements, drawn in registers (overlaps the products below).
-    // A Philox call covers one query and 8 keys (one 8-key half of a 16-key tile); the 8 lanes of
-    // quad position c (key r = lane / 4 of each half) need bit r of every call for their queries
-    // 8 nb + 2c + (e & 1). Number those calls k = ni * BM / 2 + 4 nb + e (the accumulator element
-    // acc[ni][nb][e] reads key half e >> 1): lane r draws calls r + 8i into byte i of a word, and an
-    // 8 x 8 bit transpose across the 8 lanes (three shuffle stages, all bytes at once) leaves bit
-    // k = bit r of call k. keep[ni] bit 4 nb + e is then accumulator element acc[ni][nb][e].
+    // Accumulator element acc[ni][nb][e] is query m0 + 8 nb + 2c + (e & 1), key
+    // n0 + key_row0 + 16 ni + r + 8 (e >> 1) (r = lane / 4, c = lane % 4). Its Philox call
+    // (dropout_mask.h) is the one of query rows m0 + 16 (nb / 2) + 2c + (e & 1) (+ 8) and key group
+    // r / 2 of that 16-key tile; its piece is half r % 2 of word 2 (nb % 2) + (e >> 1). So lanes r
+    // and r ^ 1 (lane ^ 4) need the same calls and different halves: a lane draws the calls with
+    // e & 1 = r % 2, keeps its half and hands the other half to its partner in one shuffle.
+    // keep[ni] bit 4 nb + e is then accumulator element acc[ni][nb][e].
     uint32_t keep[NTL];
     if constexpr (kDropout) {
-      constexpr int kCallsPerNt = BM / 2;
-      constexpr int kCallsPerLane = NTL * kCallsPerNt / 8;
-      static_assert(NTL * BM <= 64 && kCallsPerNt % 8 == 0, "keep-bit layout: one word per lane");
-      const int r = lane >> 2, c = lane & 3;
-      uint32_t bits = 0;
+      static_assert(BM % 16 == 0 && BM / 2 <= 32, "keep-bit layout: one word per key tile");
+      const int r = lane >> 2, c = lane & 3, s = r & 1;
+      const uint32_t bound = dropout_bound(drop);
 #pragma unroll
-      for (int i = 0; i < kCallsPerLane; ++i) {
-        const int k = r + 8 * i, ni = k / kCallsPerNt, nb = (k % kCallsPerNt) >> 2, e = k & 3;
-        bits |= dropout_keep_byte(drop, bh, m0 + nb * 8 + 2 * c + (e & 1),
-                                  (n0 + key_row0 + ni * 16) / 8 + (e >> 1)) << (8 * i);
-      }
-      bits = transpose_bits_stage<4, 16, 0x0F0F0F0Fu>(bits, lane);
-      bits = transpose_bits_stage<2, 8, 0x33333333u>(bits, lane);
-      bits = transpose_bits_stage<1, 4, 0x55555555u>(bits, lane);
-      if constexpr (kCallsPerNt == 32) {
-        keep[0] = bits;
-      } else {
+      for (int ni = 0; ni < NTL; ++ni) {
+        uint32_t lo = 0, hi = 0;  // pieces of the even / odd key, at bit 4 nb + e - (e & 1)
 #pragma unroll
-        for (int ni = 0; ni < NTL; ++ni) keep[ni] = (bits >> (ni * kCallsPerNt)) & ((1u << kCallsPerNt) - 1u);
+        for (int i = 0; i < BM / 16; ++i) {
+          const PhiloxBits w = dropout_bits(
+              drop, bh, dropout_row_pair(static_cast<uint32_t>(m0 + 16 * i)) + static_cast<uint32_t>(2 * c + s),
+              dropout_col_group(static_cast<uint32_t>(n0 + key_row0 + 16 * ni)) + static_cast<uint32_t>(r >> 1));
+#pragma unroll
+          for (int wd = 0; wd < 4; ++wd) {
+            const int pos = 4 * (2 * i + (wd >> 1)) + 2 * (wd & 1);
+            lo |= static_cast<uint32_t>(dropout_keep_lo(w.v[wd], bound)) << pos;
+            hi |= static_cast<uint32_t>(dropout_keep_hi(w.v[wd], bound)) << pos;
+          }
+        }
+        const uint32_t own = (s ? hi : lo) << s, other = (s ? lo : hi) << s;
+        keep[ni] = own | __shfl_xor_sync(0xffffffffu, other, 4);
       }
     }
 

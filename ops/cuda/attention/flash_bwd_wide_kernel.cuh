@@ -14,8 +14,8 @@
 //   phase 4, warps 4 (queries) x 2 (dims), 32 x 32 each: dQ(tile) = dS K, fp32 REDs into dq_accum
 //            (one 16-byte RED per lane and 16 x 8 tile; flash_dq_accum.cuh)
 // The next tile's barrier (after its loads land) orders phase 3 and 4's reads of sP / sdS before
-// they are overwritten. Dropout keep bits come from the same row-fragment function as the forward
-// (dropout_keep_bits_row), since the scores are not transposed here. Masked pairs are set to
+// they are overwritten. Dropout keep bits come from the same accumulator-tile calls as the forward's
+// (dropout_keep_bits_slab), since the scores are not transposed here. Masked pairs are set to
 // S = -inf in a pass that only partial tiles take: with the mask tested per element inside phase 2
 // this kernel ran 3.11 ms instead of 2.17 at T = 4096 (H200; the branches split phase 2 into basic
 // blocks that cannot be interleaved). Nsight Compute put PyTorch's FlashAttention-2 backward, which
@@ -49,7 +49,7 @@ struct FlashBwdWideTraits {
                                     + 2 * kBlockM * kPStride * 2       // P o Z, dS
                                     + 2 * 2 * kBlockM * 4;             // lse, D x 2 stages
   static_assert(kMS % 16 == 0 && kNS % 16 == 0 && kNK % 16 == 0 && kDW % 16 == 0, "16-wide mma tiles");
-  static_assert(kNS / 8 % 4 == 0, "dropout_keep_bits_row takes multiples of 4 n8 tiles");
+  static_assert(kNS / 8 % 2 == 0, "dropout_keep_bits_slab takes whole 16-column calls");
 };
 
 template <class Kt, bool kBF16, bool kDropout>
@@ -159,15 +159,16 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
       });
     }
 #pragma unroll
-    for (int mi = 0; mi < MS / 16; ++mi)
+    for (int mi = 0; mi < MS / 16; ++mi) {
+      uint32_t keep_bits[2] = {0u, 0u};
+      if constexpr (kDropout) dropout_keep_bits_slab<NS / 8>(drop, bh, m0 + s_row0 + mi * 16, n0 + s_col0, lane, keep_bits);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int r = s_row0 + mi * 16 + (lane >> 2) + 8 * half;
         const float lse_q = sLs[r], d_q = sDs[r];
         // lse = -inf: the query sees no key, so its P row is all zeros. exp2(-inf) = 0.
         const float lse_log2 = lse_q == -INFINITY ? INFINITY : lse_q * kLog2e;
-        uint32_t keep = 0;
-        if constexpr (kDropout) keep = dropout_keep_bits_row<NS / 8>(drop, bh, m0 + r, (n0 + s_col0) / 8, lane);
+        const uint32_t keep = keep_bits[half];
 #pragma unroll
         for (int nb = 0; nb < NS / 8; ++nb) {
           float pz[2], ds[2];
@@ -185,6 +186,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
           *reinterpret_cast<uint32_t*>(sdS + off) = pack2<kBF16>(ds[0], ds[1]);
         }
       }
+    }
     __syncthreads();
 
     // Phase 3: dV += (P o Z)^T dO, dK += dS^T Q over the tile's BM queries. A = P^T / dS^T rows

@@ -10,8 +10,8 @@
 // boundary or the end of the sequence pay for the elementwise mask. Writes O and the fp32 lse only.
 //
 // Dropout (kDropout): each warp draws the keep bits of its own rows in registers (one Philox call
-// per 8 keys, dropout_mask.h; a quad transpose hands each thread the pieces of its accumulator
-// columns), independent of the matrix products so the scheduler overlaps the two. P is dropped
+// per thread and 16 x 16 accumulator tile, dropout_mask.h: the call's eight pieces are the thread's
+// own elements), independent of the matrix products so the scheduler overlaps the two. P is dropped
 // after the row sum is taken (lse is of the undropped softmax); keep_scale is folded into 1 / l.
 // (A first version drew the bits cooperatively into shared memory before the tile barrier: the
 // tensor cores idled meanwhile and dropout 0.1 doubled the forward time on an H200.)
@@ -99,10 +99,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
     if constexpr (kDropout) {
 #pragma unroll
       for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-        for (int half = 0; half < 2; ++half)
-          keep_bits[mi][half] = dropout_keep_bits_row<BN / 8>(
-              drop, bh, m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * half, n0 / 8, lane);
+        dropout_keep_bits_slab<BN / 8>(drop, bh, m0 + warp_row0 + mi * 16, n0, lane, keep_bits[mi]);
     }
 
     // S = Q K^T for this warp's rows: MT x (BN / 8) accumulator tiles.

@@ -129,12 +129,17 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
       wgmma_rs<BN, false, kBF16>(acc_s, qf[kk], wgmma_desc_sw128(smem_u32(sKs) + kk * 32), kk > 0);
     wgmma_commit();
 
-    uint32_t keep_bits[2];
+    // The dropout words of this warp's 16 x BN slab: one Philox call per lane and 16 keys, whose
+    // eight pieces are the lane's own elements (dropout_tile_bits), compared where they are applied.
+    // The first kEarlyCalls are drawn while S is computed, the rest after the wait: all four before
+    // it held 16 more registers across the wait and spilled 28 bytes (ptxas 13.0, 128 registers;
+    // three spilled 24, none 8; two and one spill nothing).
+    constexpr int kEarlyCalls = BN / 16 < 2 ? BN / 16 : 2;
+    PhiloxBits drop_words[BN / 16];
     if constexpr (kDropout) {
 #pragma unroll
-      for (int half = 0; half < 2; ++half)
-        keep_bits[half] = dropout_keep_bits_row<BN / 8>(drop, bh, m0 + warp_row0 + (lane >> 2) + 8 * half,
-                                                        n0 / 8, lane);
+      for (int kb = 0; kb < kEarlyCalls; ++kb)
+        drop_words[kb] = dropout_tile_bits(drop, bh, m0 + warp_row0, n0 + 16 * kb, lane);
     }
 
     wgmma_wait<0>();  // S, and the previous tile's O += P V
@@ -182,11 +187,16 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     }
     if constexpr (kDropout) {
 #pragma unroll
-      for (int half = 0; half < 2; ++half)
+      for (int kb = kEarlyCalls; kb < BN / 16; ++kb)
+        drop_words[kb] = dropout_tile_bits(drop, bh, m0 + warp_row0, n0 + 16 * kb, lane);
+      const uint32_t bound = dropout_bound(drop);
 #pragma unroll
-        for (int nb = 0; nb < BN / 8; ++nb) {
-          if (!((keep_bits[half] >> (2 * nb)) & 1u)) acc_s[nb][2 * half] = 0.f;
-          if (!((keep_bits[half] >> (2 * nb + 1)) & 1u)) acc_s[nb][2 * half + 1] = 0.f;
+      for (int nb = 0; nb < BN / 8; ++nb)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const uint32_t word = drop_words[nb / 2].v[2 * half + nb % 2];
+          acc_s[nb][2 * half] = dropout_keep_lo(word, bound) ? acc_s[nb][2 * half] : 0.f;
+          acc_s[nb][2 * half + 1] = dropout_keep_hi(word, bound) ? acc_s[nb][2 * half + 1] : 0.f;
         }
     }
 

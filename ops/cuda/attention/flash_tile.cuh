@@ -185,57 +185,46 @@ __device__ __forceinline__ void KeyBlock<kBlockM, kBlockN, kHeadDim, kSmemStride
   load_rows_async<kBlockN, kHeadDim, kSmemStride, kThreads>(sV, v, p.v_row_stride, n0, p.T, tid);
 }
 
-// The keep bits of one Philox call: bit j = key 8 * group + j of `row` (16-bit piece j >= threshold,
-// as dropout_keep). Both pieces of a word are compared with one bound, (threshold << 16) - 1 in
-// 32-bit arithmetic: the high piece is kept iff word > bound, the low one iff (word << 16) > bound
-// (three instructions per word instead of four). Exact for threshold 1 .. 65536 (65536 wraps to
-// bound 2^32 - 1: nothing kept), the range of the kernels' dropout path (threshold 0 never takes it).
-__device__ __forceinline__ uint32_t dropout_keep_byte(const DropoutParams& d, uint64_t slice,
-                                                      int row, int group) {
-  const PhiloxBits bits = dropout_bits(d, slice, static_cast<uint32_t>(row),
-                                       static_cast<uint32_t>(group));
-  const uint32_t bound = (d.threshold << 16) - 1u;
-  uint32_t byte = 0;
-#pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    byte |= static_cast<uint32_t>((bits.v[w] << 16) > bound) << (2 * w);
-    byte |= static_cast<uint32_t>(bits.v[w] > bound) << (2 * w + 1);
-  }
-  return byte;
+// Dropout keep flags from the Philox words of core/dropout_mask.h. Both 16-bit pieces of a word are
+// compared with one bound, (threshold << 16) - 1 in 32-bit arithmetic: the high piece (odd column)
+// is kept iff word > bound, the low one (even column) iff (word << 16) > bound. Exact for threshold
+// 1 .. 65536 (65536 wraps to bound 2^32 - 1: nothing kept), the range of the kernels' dropout path
+// (threshold 0 never takes it).
+__device__ __forceinline__ uint32_t dropout_bound(const DropoutParams& d) { return (d.threshold << 16) - 1u; }
+__device__ __forceinline__ bool dropout_keep_lo(uint32_t word, uint32_t bound) { return (word << 16) > bound; }
+__device__ __forceinline__ bool dropout_keep_hi(uint32_t word, uint32_t bound) { return word > bound; }
+
+// The Philox words of this lane's eight elements of the 16 x 16 accumulator tile at (row0, col0),
+// both multiples of 16. Word 2h + t holds row row0 + lane / 4 + 8h, columns
+// col0 + 8t + 2 (lane % 4) + {0: low half, 1: high half}: the C fragment elements of rows h and n8
+// tiles t, so every lane draws exactly its own bits.
+__device__ __forceinline__ PhiloxBits dropout_tile_bits(const DropoutParams& d, uint64_t slice, int row0,
+                                                        int col0, int lane) {
+  return dropout_bits(d, slice, dropout_row_pair(static_cast<uint32_t>(row0)) + static_cast<uint32_t>(lane >> 2),
+                      dropout_col_group(static_cast<uint32_t>(col0)) + static_cast<uint32_t>(lane & 3));
 }
 
-// One stage of a bit-matrix transpose across lanes, on every byte of x at once. Rows are lanes,
-// columns bit fields of kField bits; this stage swaps the off-diagonal blocks of kField columns
-// between lane L (the "upper" one when lane & kLaneXor is 0) and lane L ^ kLaneXor: the upper lane
-// keeps its low fields and receives its partner's low fields as its high fields, and vice versa.
-// Stages with fields halving from half the row width down to one make a full transpose (the
-// recursive block transpose [[A, B], [C, D]] -> [[A, C], [B, D]], then each block in place).
-// kLowMask: the bits of x whose field index has the kField bit clear.
-template <int kField, int kLaneXor, uint32_t kLowMask>
-__device__ __forceinline__ uint32_t transpose_bits_stage(uint32_t x, int lane) {
-  const bool upper = (lane & kLaneXor) == 0;
-  const uint32_t send = upper ? (x >> kField) & kLowMask : (x << kField) & ~kLowMask;
-  const uint32_t recv = __shfl_xor_sync(0xffffffffu, send, kLaneXor);
-  return (x & (upper ? kLowMask : ~kLowMask)) | recv;
-}
-
-// Keep bits of one accumulator row fragment, computed in registers by the warp that owns it.
-// A thread of quad lane c holds columns 8j + 2c, 8j + 2c + 1 of n8 tile j; those are the 16-bit
-// pieces 2c, 2c + 1 of the Philox call of group j. Lane c draws the calls of groups 4s + c
-// (s < kTiles / 4) and compares all 8 pieces of each (byte s of its word: bit 2f + e = piece
-// 2f + e); then the quad transposes 2-bit fields, a 4 x 4 matrix per byte (two shuffle stages),
-// so lane c ends with fields c of its quad's four calls.
-// Returns bit 2j + e = keep column 8j + 2c + e, for j < kTiles (the row's n8 tiles).
+// Keep bits of this lane's two rows of a 16-row slab, kTiles n8 tiles wide (one Philox call per two
+// tiles): bits[h] bit 2j + e = keep (row0 + lane / 4 + 8h, col0 + 8j + 2 (lane % 4) + e).
 template <int kTiles>
-__device__ __forceinline__ uint32_t dropout_keep_bits_row(const DropoutParams& d, uint64_t slice,
-                                                          int row, int group0, int lane) {
-  static_assert(kTiles % 4 == 0 && kTiles <= 16, "32 keep bits per row fragment at most");
-  uint32_t keep = 0;
+__device__ __forceinline__ void dropout_keep_bits_slab(const DropoutParams& d, uint64_t slice, int row0,
+                                                       int col0, int lane, uint32_t (&bits)[2]) {
+  static_assert(kTiles % 2 == 0 && kTiles <= 16, "whole 16-column calls, 32 keep bits per row at most");
+  const uint32_t bound = dropout_bound(d);
+  bits[0] = bits[1] = 0;
 #pragma unroll
-  for (int s = 0; s < kTiles / 4; ++s)
-    keep |= dropout_keep_byte(d, slice, row, group0 + 4 * s + (lane & 3)) << (8 * s);
-  keep = transpose_bits_stage<4, 2, 0x0F0F0F0Fu>(keep, lane);
-  return transpose_bits_stage<2, 1, 0x33333333u>(keep, lane);
+  for (int kb = 0; kb < kTiles / 2; ++kb) {
+    const PhiloxBits w = dropout_tile_bits(d, slice, row0, col0 + 16 * kb, lane);
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int t = 0; t < 2; ++t) {
+        const uint32_t word = w.v[2 * h + t];
+        const int j = 2 * kb + t;
+        bits[h] |= static_cast<uint32_t>(dropout_keep_lo(word, bound)) << (2 * j);
+        bits[h] |= static_cast<uint32_t>(dropout_keep_hi(word, bound)) << (2 * j + 1);
+      }
+  }
 }
 
 }  // namespace ft::cuda::flash
