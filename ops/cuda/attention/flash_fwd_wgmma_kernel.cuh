@@ -32,8 +32,14 @@ namespace ft::cuda::flash {
 // kWaitPv: wait for O += P V at the end of its tile instead of letting it run into the next one.
 // Left running, ptxas serialises every wgmma of the kernel (warning C7515), for a reason not
 // found yet (it goes away without the masking code); both forms are timed.
-template <int kBlockN_, int kStages_, int kMinBlocksPerSm_, int kWarpGroups_ = 1, bool kWaitPv_ = true>
+// kEarlyCalls: dropout Philox calls (one per 16 keys) drawn while S = Q K^T runs; the rest are drawn
+// after its wait, where they are applied. At kBlockN 64 and 128 registers, all four before the
+// wait held 16 more registers across it and spilled 28 bytes (ptxas 13.0; three spilled 24, two
+// and one nothing).
+template <int kBlockN_, int kStages_, int kMinBlocksPerSm_, int kWarpGroups_ = 1, bool kWaitPv_ = true,
+          int kEarlyCalls_ = 2>
 struct FlashFwdWgmmaTraits {
+  static constexpr int kEarlyCalls = kEarlyCalls_ < kBlockN_ / 16 ? kEarlyCalls_ : kBlockN_ / 16;
   static constexpr bool kWaitPv = kWaitPv_;
   static constexpr int kHeadDim = 64;
   static constexpr int kWarpGroups = kWarpGroups_;
@@ -131,10 +137,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
 
     // The dropout words of this warp's 16 x BN slab: one Philox call per lane and 16 keys, whose
     // eight pieces are the lane's own elements (dropout_tile_bits), compared where they are applied.
-    // The first kEarlyCalls are drawn while S is computed, the rest after the wait: all four before
-    // it held 16 more registers across the wait and spilled 28 bytes (ptxas 13.0, 128 registers;
-    // three spilled 24, none 8; two and one spill nothing).
-    constexpr int kEarlyCalls = BN / 16 < 2 ? BN / 16 : 2;
+    // The first Kt::kEarlyCalls are drawn while S is computed, the rest after the wait.
+    constexpr int kEarlyCalls = Kt::kEarlyCalls;
     PhiloxBits drop_words[BN / 16];
     if constexpr (kDropout) {
 #pragma unroll
