@@ -42,14 +42,18 @@ __global__ void dropout_kernel(const T* __restrict__ x, T* __restrict__ y, int64
     const int64_t cb = i % col_blocks;
     const int64_t pair = i / col_blocks;  // = dropout_row_pair(row r)
     const PhiloxBits w = dropout_bits(d, 0, static_cast<uint32_t>(pair), static_cast<uint32_t>(4 * cb + q));
-    uint32_t u[4];  // u[c] = word q of column group c's call
+    // Round k reads from quad lane q + k, which sends its word (q + k) - k = q: got.v[k] is word q of
+    // column group (q + k) % 4's call. Rotated back into u.v[c] = word q of group c by selects (an
+    // array indexed by q would live in local memory).
+    PhiloxBits got;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      // Round k: read from quad lane q + k, which sends its word (q + k) - k = q.
       const uint32_t send = philox_word(w, (q - k) & 3);
-      const uint32_t got = k == 0 ? send : __shfl_sync(quad, send, (lane & ~3) | ((q + k) & 3));
-      u[(q + k) & 3] = got;
+      got.v[k] = k == 0 ? send : __shfl_sync(quad, send, (lane & ~3) | ((q + k) & 3));
     }
+    uint32_t u[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) u[c] = philox_word(got, (c - q) & 3);
     const int64_t row = pair / 8 * 16 + pair % 8 + 8 * (q >> 1);
     const int64_t col0 = cb * 16 + 8 * (q & 1);
     if (row >= rows) continue;
@@ -67,7 +71,9 @@ __global__ void dropout_kernel(const T* __restrict__ x, T* __restrict__ y, int64
     } else {
       const int64_t left = cols - col0;
       const int count = left < kPack ? static_cast<int>(left) : kPack;
-      for (int j = 0; j < count; ++j) y[base + j] = apply(j, to_f32(x[base + j]));
+#pragma unroll
+      for (int j = 0; j < kPack; ++j)  // j stays a constant, so u[j >> 1] stays in registers
+        if (j < count) y[base + j] = apply(j, to_f32(x[base + j]));
     }
   }
 }
