@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+#include <tuple>
 
 #include "core/dropout_mask.h"
 #include "core/philox.h"
@@ -51,6 +53,44 @@ TEST(DropoutMask, DropsTheRequestedFractionWithinBinomialTolerance) {
     const double sigma = std::sqrt(n * p * (1 - p));
     EXPECT_NEAR(dropped, n * p, 5 * sigma) << "p = " << p;
   }
+}
+
+// The layout the flash kernels rely on (flash_tile.cuh dropout_tile_bits): in a 16 x 16 tile at
+// 16-aligned (row0, col0), the accumulator elements of lane (r, c) -- rows row0 + r + 8h, columns
+// col0 + 8t + 2c + e (the mma m16n8 C fragment) -- are exactly the pieces of one call,
+// (row_pair(row0) + r, col_group(col0) + c), word 2h + t, low half for e = 0. Checked against the
+// definition written out here, not against the header's own piece lookup.
+TEST(DropoutMask, OneCallIsOneLanesAccumulatorTile) {
+  const DropoutParams d = make_dropout_params(PhiloxState{77, 5}, 0.3f);
+  for (uint32_t row0 : {0u, 16u, 48u, 1008u})
+    for (uint32_t col0 : {0u, 32u, 496u})
+      for (uint32_t lane = 0; lane < 32; ++lane) {
+        const uint32_t r = lane / 4, c = lane % 4;
+        const uint32_t pair = 8 * (row0 / 16) + r, group = 4 * (col0 / 16) + c;
+        const PhiloxBits bits = philox4x32_10(group, pair, static_cast<uint32_t>(d.offset + 2), 0,
+                                              static_cast<uint32_t>(d.seed), 0);
+        for (uint32_t h = 0; h < 2; ++h)
+          for (uint32_t t = 0; t < 2; ++t)
+            for (uint32_t e = 0; e < 2; ++e) {
+              const uint32_t row = row0 + r + 8 * h, col = col0 + 8 * t + 2 * c + e;
+              EXPECT_EQ(dropout_row_pair(row), pair);
+              EXPECT_EQ(dropout_col_group(col), group);
+              const uint32_t word = bits.v[2 * h + t];
+              const uint32_t piece = e ? word >> 16 : word & 0xFFFFu;
+              EXPECT_EQ(dropout_keep_at(d, 2, row, col), piece >= d.threshold)
+                  << "row " << row << " col " << col;
+            }
+      }
+}
+
+// No two elements share a piece: (call, word, half) is one-to-one over a 64 x 64 block, so the
+// keep decisions are independent draws.
+TEST(DropoutMask, EveryElementHasItsOwnPiece) {
+  std::set<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>> seen;
+  for (uint32_t row = 0; row < 64; ++row)
+    for (uint32_t col = 0; col < 64; ++col)
+      seen.insert({dropout_row_pair(row), dropout_col_group(col), 2 * ((row / 8) % 2) + (col / 8) % 2, col % 2});
+  EXPECT_EQ(seen.size(), 64u * 64u);
 }
 
 TEST(DropoutMask, DependsOnSeedOffsetSliceRowAndColumn) {
