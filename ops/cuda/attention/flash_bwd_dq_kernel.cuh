@@ -34,7 +34,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     flash_bwd_dq_kernel(const AttentionParams p, int heads_per_group) {
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
   constexpr int MT = Kt::kMTiles, NT = Kt::kNThreads;
-  constexpr float kLog2e = 1.4426950408889634f;
 
   extern __shared__ __align__(16) uint8_t smem_raw[];
   uint16_t* sQ = reinterpret_cast<uint16_t*>(smem_raw);  // BM x S (reused for dQ at the end)
@@ -51,9 +50,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
 
   const int b = blk.b, h = blk.h;
-  const uint16_t* q = head_rows(static_cast<const uint16_t*>(p.q), b, h, p.q_batch_stride, p.q_head_stride);
-  const uint16_t* k = head_rows(static_cast<const uint16_t*>(p.k), b, h, p.k_batch_stride, p.k_head_stride);
-  const uint16_t* v = head_rows(static_cast<const uint16_t*>(p.v), b, h, p.v_batch_stride, p.v_head_stride);
+  const uint16_t *q = blk.q, *k = blk.k, *v = blk.v;
   const uint16_t* dout = head_rows(static_cast<const uint16_t*>(p.dout), b, h, p.do_batch_stride, p.do_head_stride);
   uint16_t* dq = head_rows(static_cast<uint16_t*>(p.dq), b, h, p.dq_batch_stride, p.dq_head_stride);
   const float* lse = p.lse + static_cast<int64_t>(bh) * T;

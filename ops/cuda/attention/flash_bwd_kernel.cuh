@@ -61,7 +61,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     flash_bwd_kernel(const AttentionParams p, int heads_per_group, int* dq_semaphore) {
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
   constexpr int DS = Kt::kDsStride, NT = Kt::kNThreads;
-  constexpr float kLog2e = 1.4426950408889634f;
 
   extern __shared__ __align__(16) uint8_t smem_raw[];
   uint16_t* sK = reinterpret_cast<uint16_t*>(smem_raw);  // BN x S

@@ -58,7 +58,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
   constexpr int PS = Kt::kPStride, NT = Kt::kNThreads;
   constexpr int MS = Kt::kMS, NS = Kt::kNS, NK = Kt::kNK, MQ = Kt::kMQ, DW = Kt::kDW;
-  constexpr float kLog2e = 1.4426950408889634f;
   using DqLayout = DqAccumLayout<D>;
 
   extern __shared__ __align__(16) uint8_t smem_raw[];

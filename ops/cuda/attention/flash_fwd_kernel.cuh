@@ -32,7 +32,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
                                                                                   int heads_per_group) {
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
   constexpr int MT = Kt::kMTiles, NT = Kt::kNThreads;
-  constexpr float kLog2e = 1.4426950408889634f;
 
   extern __shared__ __align__(16) uint8_t smem_raw[];
   uint16_t* sQ = reinterpret_cast<uint16_t*>(smem_raw);  // BM x S (reused for O at the end)
@@ -47,10 +46,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
 
-  const uint16_t* q = head_rows(static_cast<const uint16_t*>(p.q), blk.b, blk.h, p.q_batch_stride, p.q_head_stride);
-  const uint16_t* k = head_rows(static_cast<const uint16_t*>(p.k), blk.b, blk.h, p.k_batch_stride, p.k_head_stride);
-  const uint16_t* v = head_rows(static_cast<const uint16_t*>(p.v), blk.b, blk.h, p.v_batch_stride, p.v_head_stride);
-  uint16_t* o = head_rows(static_cast<uint16_t*>(p.o), blk.b, blk.h, p.o_batch_stride, p.o_head_stride);
+  const uint16_t *q = blk.q, *k = blk.k, *v = blk.v;
+  uint16_t* o = blk.o;
   auto next_tile = [&](int n) { return blk.next_key_tile(p, n); };
   auto load_kv = [&](int n, int stage) {
     load_rows_async<BN, D, S, NT>(sK + stage * BN * S, k, p.k_row_stride, n * BN, T, tid);

@@ -62,7 +62,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = 64, NT = Kt::kNThreads;
   constexpr int kStages = Kt::kStages, kPrefetch = Kt::kPrefetch;
-  constexpr float kLog2e = 1.4426950408889634f;
 
   extern __shared__ __align__(16) uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
@@ -79,10 +78,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
 
-  const uint16_t* q = head_rows(static_cast<const uint16_t*>(p.q), blk.b, blk.h, p.q_batch_stride, p.q_head_stride);
-  const uint16_t* k = head_rows(static_cast<const uint16_t*>(p.k), blk.b, blk.h, p.k_batch_stride, p.k_head_stride);
-  const uint16_t* v = head_rows(static_cast<const uint16_t*>(p.v), blk.b, blk.h, p.v_batch_stride, p.v_head_stride);
-  uint16_t* o = head_rows(static_cast<uint16_t*>(p.o), blk.b, blk.h, p.o_batch_stride, p.o_head_stride);
+  const uint16_t *q = blk.q, *k = blk.k, *v = blk.v;
+  uint16_t* o = blk.o;
   auto next_tile = [&](int n) { return blk.next_key_tile(p, n); };
   // Prefetch queue: tile n_load goes into stage load_stage next.
   int n_load = next_tile(0), load_stage = 0;

@@ -82,6 +82,9 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
   }
 }
 
+// log2(e): the kernels take exp(x) as fast_exp2(x * kLog2e), with the scale folded in.
+constexpr float kLog2e = 1.4426950408889634f;
+
 // 2^x on the special-function unit, flush-to-zero: exp2f() without fast-math adds range fix-ups
 // around the same instruction. exp2(-inf) = +0, which the masking relies on.
 __device__ __forceinline__ float fast_exp2(float x) {

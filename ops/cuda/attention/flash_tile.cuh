@@ -35,12 +35,14 @@ __device__ __forceinline__ T* head_rows(T* base, int b, int h, int64_t batch_str
 }
 
 // The work of a query-major CTA (forwards, the dQ kernel): query rows [m0, m1) of (batch b, head h),
-// picked in grouped_block_order with the longest causal blocks first, and the key tiles of kBlockN
-// keys it visits: next_key_tile(n) is the first tile >= n that the mask leaves non-empty
-// (n_end when none is left).
+// picked in grouped_block_order with the longest causal blocks first, that head's q, k, v and o
+// rows, and the key tiles of kBlockN keys it visits: next_key_tile(n) is the first tile >= n that
+// the mask leaves non-empty (n_end when none is left).
 template <int kBlockM, int kBlockN>
 struct QueryBlock {
   int bh, b, h, m0, m1, n_end;
+  const uint16_t *q, *k, *v;
+  uint16_t* o;
 
   __device__ __forceinline__ QueryBlock(const AttentionParams& p, int heads_per_group) {
     const int m_blocks = (p.T + kBlockM - 1) / kBlockM;
@@ -49,6 +51,10 @@ struct QueryBlock {
     m0 = (m_blocks - 1 - order.rank) * kBlockM, m1 = min(m0 + kBlockM, p.T);
     const int n_blocks = (p.T + kBlockN - 1) / kBlockN;
     n_end = p.causal ? min(n_blocks, (m1 - 1) / kBlockN + 1) : n_blocks;
+    q = head_rows(static_cast<const uint16_t*>(p.q), b, h, p.q_batch_stride, p.q_head_stride);
+    k = head_rows(static_cast<const uint16_t*>(p.k), b, h, p.k_batch_stride, p.k_head_stride);
+    v = head_rows(static_cast<const uint16_t*>(p.v), b, h, p.v_batch_stride, p.v_head_stride);
+    o = head_rows(static_cast<uint16_t*>(p.o), b, h, p.o_batch_stride, p.o_head_stride);
   }
   __device__ __forceinline__ int next_key_tile(const AttentionParams& p, int n) const {
     for (; n < n_end; ++n)
