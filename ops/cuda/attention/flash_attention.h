@@ -45,9 +45,9 @@ void set_flash_wgmma_allowed(bool allowed);
 int flash_bwd_wide_min_t(bool dropout);
 void set_flash_bwd_wide_min_t(int T);
 
-// dq_accum: (B, H, flash::dq_accum_rows(T), D) fp32 in the layout of flash_dq_accum.cuh. The deterministic mode's counters: one per (batch * head, 32-query tile,
-// warp of the 4-warp backward CTA); the backward's tile shape is static_asserted against these in
-// flash_launch.cuh.
+// dq_accum: (B, H, flash::dq_accum_rows(T), D) fp32 in the layout of flash_dq_accum.cuh. The
+// deterministic mode's counters: one per (batch * head, 32-query tile, warp of the 4-warp backward
+// CTA); the backward's tile shape is static_asserted against these in flash_launch.cuh.
 constexpr int kFlashDqTileRows = 32;
 constexpr int kFlashDqSemaphoresPerTile = 4;
 

@@ -110,12 +110,13 @@ void run_flash_fwd_with(const AttentionParams& p, cudaStream_t stream, int group
 template <int kHeadDim>
 struct BwdRowKernels {
   static constexpr int kThreads = 256;
+  int64_t accum_floats;  // dq_accum's size (flash_attention_backward_workspace)
   unsigned blocks, convert_blocks;
-  explicit BwdRowKernels(const AttentionParams& p) {
+  explicit BwdRowKernels(const AttentionParams& p)
+      : accum_floats(flash_attention_backward_workspace(p).dq_accum_floats) {
     const int64_t row_threads = static_cast<int64_t>(p.B) * p.H * p.T * (kHeadDim / 8);
     blocks = static_cast<unsigned>((row_threads + kThreads - 1) / kThreads);
-    const int64_t chunks = flash_attention_backward_workspace(p).dq_accum_floats / 4;
-    convert_blocks = static_cast<unsigned>((chunks + kThreads - 1) / kThreads);
+    convert_blocks = static_cast<unsigned>((accum_floats / 4 + kThreads - 1) / kThreads);
   }
   // n_accum: the dq_accum floats to zero (0: none).
   template <bool kBF16>
@@ -143,8 +144,7 @@ void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_t
   const BwdRowKernels<kHeadDim> rows(p);
   const int64_t n_semaphores =
       kOrderedDq ? flash_attention_backward_workspace(p).dq_semaphore_ints : 0;
-  rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores,
-                                  flash_attention_backward_workspace(p).dq_accum_floats);
+  rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, rows.accum_floats);
   launch_key_major<Kt>(flash_bwd_kernel<Kt, kBF16, kDropout, kOrderedDq>, Kt::kSmemBytes, p, stream,
                        group_tokens, dq_semaphore);
   rows.template convert_dq<kBF16>(p, stream);
@@ -156,7 +156,7 @@ void launch_flash_bwd_wide(const AttentionParams& p, cudaStream_t stream, int gr
   static_assert(DqAccumLayout<Kt::kHeadDim>::kRowAlign % Kt::kBlockM == 0, "dq_accum rows cover whole tiles");
   check_grid(p);
   const BwdRowKernels<Kt::kHeadDim> rows(p);
-  rows.template preprocess<kBF16>(p, stream, nullptr, 0, flash_attention_backward_workspace(p).dq_accum_floats);
+  rows.template preprocess<kBF16>(p, stream, nullptr, 0, rows.accum_floats);
   launch_key_major<Kt>(flash_bwd_wide_kernel<Kt, kBF16, kDropout>, Kt::kSmemBytes, p, stream, group_tokens, nullptr);
   rows.template convert_dq<kBF16>(p, stream);
 }
