@@ -78,6 +78,14 @@ FT_HOST_DEVICE bool dropout_keep(const PhiloxBits& bits, uint32_t row, uint32_t 
   return dropout_piece(bits, row, col) >= threshold;
 }
 
+// The kernels' form of the same decision, both 16-bit pieces of a word against one bound,
+// (threshold << 16) - 1 in 32-bit arithmetic: the high piece (odd column) is kept iff word > bound,
+// the low one (even column) iff (word << 16) > bound. Exact for threshold 1 .. 65536 (65536 wraps
+// to bound 2^32 - 1: nothing kept); threshold 0 (p = 0) must not take this path.
+FT_HOST_DEVICE uint32_t dropout_bound(const DropoutParams& d) { return (d.threshold << 16) - 1u; }
+FT_HOST_DEVICE bool dropout_keep_lo(uint32_t word, uint32_t bound) { return (word << 16) > bound; }
+FT_HOST_DEVICE bool dropout_keep_hi(uint32_t word, uint32_t bound) { return word > bound; }
+
 // Convenience for reference code: the keep decision of one element.
 FT_HOST_DEVICE bool dropout_keep_at(const DropoutParams& d, uint64_t slice, uint32_t row,
                                     uint32_t col) {

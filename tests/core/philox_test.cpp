@@ -113,6 +113,25 @@ TEST(DropoutMask, DependsOnSeedOffsetSliceRowAndColumn) {
   for (uint32_t c = 0; c < 64; ++c) EXPECT_EQ(dropout_keep_at(d, 1, 5, c), dropout_keep_at(other_offset, 0, 5, c));
 }
 
+// The kernels compare both pieces of a word against one bound (dropout_bound); the plain
+// comparison piece >= threshold is the reference, over every threshold the kernels see (1 .. 65536)
+// and words whose pieces sit at and around it.
+TEST(DropoutMask, BoundFormEqualsPieceComparison) {
+  const uint32_t thresholds[] = {1, 2, 255, 256, 6554, 32767, 32768, 65535, 65536};
+  for (uint32_t t : thresholds) {
+    DropoutParams d;
+    d.threshold = t;
+    const uint32_t bound = dropout_bound(d);
+    const uint32_t pieces[] = {0, 1, t - 1, t, t + 1, 0x7FFF, 0x8000, 0xFFFE, 0xFFFF};
+    for (uint32_t lo : pieces)
+      for (uint32_t hi : pieces) {
+        const uint32_t word = ((hi & 0xFFFFu) << 16) | (lo & 0xFFFFu);
+        EXPECT_EQ(dropout_keep_lo(word, bound), (lo & 0xFFFFu) >= t) << t << " " << lo;
+        EXPECT_EQ(dropout_keep_hi(word, bound), (hi & 0xFFFFu) >= t) << t << " " << hi;
+      }
+  }
+}
+
 TEST(DropoutMask, ThresholdEdgesKeepAllOrDropAll) {
   const DropoutParams keep = make_dropout_params(PhiloxState{9, 0}, 0.f);
   const DropoutParams drop = make_dropout_params(PhiloxState{9, 0}, 1.f);

@@ -105,6 +105,13 @@ TEST(DropoutCuda, MaskEqualsCpuBitForBit) {
           << shape << " " << dt;
     }
   }
+  // p = 0 (a copy on the GPU) and p = 1, and a tall tensor: more row pairs than one grid column of
+  // CTAs covers (65535 x 4), so the kernel's grid-stride loop runs.
+  const Tensor small = randn_tensor({40, 48}, 7, DType::BF16);
+  for (float p : {0.f, 1.f})
+    EXPECT_EQ(ops::dropout(small.to(Device::cuda()), p, s).to_floats(), ops::dropout(small, p, s).to_floats()) << p;
+  const Tensor tall = randn_tensor({600000, 16}, 8, DType::BF16);
+  EXPECT_EQ(ops::dropout(tall.to(Device::cuda()), 0.1f, s).to_floats(), ops::dropout(tall, 0.1f, s).to_floats());
   // A buffer starting one element in (not 16-byte aligned) takes the scalar path, same mask.
   const Tensor buf = randn_tensor({1 + 64 * 16}, 99);
   const Tensor x = buf.slice(0, 1, 1 + 64 * 16).view({64, 16});

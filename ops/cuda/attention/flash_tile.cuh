@@ -191,15 +191,6 @@ __device__ __forceinline__ void KeyBlock<kBlockM, kBlockN, kHeadDim, kSmemStride
   load_rows_async<kBlockN, kHeadDim, kSmemStride, kThreads>(sV, v, p.v_row_stride, n0, p.T, tid);
 }
 
-// Dropout keep flags from the Philox words of core/dropout_mask.h. Both 16-bit pieces of a word are
-// compared with one bound, (threshold << 16) - 1 in 32-bit arithmetic: the high piece (odd column)
-// is kept iff word > bound, the low one (even column) iff (word << 16) > bound. Exact for threshold
-// 1 .. 65536 (65536 wraps to bound 2^32 - 1: nothing kept), the range of the kernels' dropout path
-// (threshold 0 never takes it).
-__device__ __forceinline__ uint32_t dropout_bound(const DropoutParams& d) { return (d.threshold << 16) - 1u; }
-__device__ __forceinline__ bool dropout_keep_lo(uint32_t word, uint32_t bound) { return (word << 16) > bound; }
-__device__ __forceinline__ bool dropout_keep_hi(uint32_t word, uint32_t bound) { return word > bound; }
-
 // The Philox words of this lane's eight elements of the 16 x 16 accumulator tile at (row0, col0),
 // both multiples of 16. Word 2h + t holds row row0 + lane / 4 + 8h, columns
 // col0 + 8t + 2 (lane % 4) + {0: low half, 1: high half}: the C fragment elements of rows h and n8
