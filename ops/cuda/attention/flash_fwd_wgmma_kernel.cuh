@@ -36,15 +36,9 @@ namespace ft::cuda::flash {
 // after its wait, where they are applied. At kBlockN 64 and 128 registers, all four before the
 // wait held 16 more registers across it and spilled 28 bytes (ptxas 13.0; three spilled 24, two
 // and one nothing).
-// kLazyRescale: the running max that the exponentials subtract moves only when some row of the
-// warp has grown by more than kLazyRescaleLog2 (in log2 units) since it last moved; until then O
-// and the row sums are not rescaled and P may reach 2^kLazyRescaleLog2. Exact in exact
-// arithmetic, since O / l and lse = m + ln l take the same m (FlashAttention-4 rescales this way).
 template <int kBlockN_, int kStages_, int kMinBlocksPerSm_, int kWarpGroups_ = 1, bool kWaitPv_ = true,
-          int kEarlyCalls_ = 2, bool kLazyRescale_ = false>
+          int kEarlyCalls_ = 2>
 struct FlashFwdWgmmaTraits {
-  static constexpr bool kLazyRescale = kLazyRescale_;
-  static constexpr float kLazyRescaleLog2 = 8.f;
   static constexpr int kEarlyCalls = kEarlyCalls_ < kBlockN_ / 16 ? kEarlyCalls_ : kBlockN_ / 16;
   static constexpr bool kWaitPv = kWaitPv_;
   static constexpr int kHeadDim = 64;
@@ -164,41 +158,23 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
         }
     }
 
-    // Online softmax, as flash_fwd_kernel.cuh (with kLazyRescale, the max moves less often).
-    float tile_max[2];
+    // Online softmax, as flash_fwd_kernel.cuh.
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       float mx = row_max[half];
 #pragma unroll
       for (int nb = 0; nb < BN / 8; ++nb) mx = fmaxf(mx, fmaxf(acc_s[nb][2 * half], acc_s[nb][2 * half + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      tile_max[half] = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    }
-    bool rescale = true;
-    if constexpr (Kt::kLazyRescale) {
-      // The first finite max of a row always moves it (from -inf); a row still all masked does not.
-      bool grown = false;
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;  // all masked so far
+      const float alpha = fast_exp2(row_max[half] * scale_log2 - m_scaled);
+      row_max[half] = mx;
+      row_sum[half] *= alpha;
 #pragma unroll
-      for (int half = 0; half < 2; ++half)
-        grown |= tile_max[half] > row_max[half] &&
-                 (row_max[half] == -INFINITY || (tile_max[half] - row_max[half]) * scale_log2 > Kt::kLazyRescaleLog2);
-      rescale = __any_sync(0xffffffffu, grown);
-    }
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      if (rescale) {
-        const float mx = tile_max[half];
-        const float m_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;  // all masked so far
-        const float alpha = fast_exp2(row_max[half] * scale_log2 - m_scaled);
-        row_max[half] = mx;
-        row_sum[half] *= alpha;
-#pragma unroll
-        for (int dj = 0; dj < D / 8; ++dj) {
-          acc_o[dj][2 * half] *= alpha;
-          acc_o[dj][2 * half + 1] *= alpha;
-        }
+      for (int dj = 0; dj < D / 8; ++dj) {
+        acc_o[dj][2 * half] *= alpha;
+        acc_o[dj][2 * half + 1] *= alpha;
       }
-      const float m_scaled = row_max[half] == -INFINITY ? 0.f : row_max[half] * scale_log2;
       float sum = 0.f;
 #pragma unroll
       for (int nb = 0; nb < BN / 8; ++nb)
