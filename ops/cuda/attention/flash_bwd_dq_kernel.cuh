@@ -95,12 +95,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     }
 
   float acc_dq[MT][D / 8][4];
-#pragma unroll
-  for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-    for (int dj = 0; dj < D / 8; ++dj)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc_dq[mi][dj][e] = 0.f;
+  zero_fragments(acc_dq);
   const float scale_log2 = p.softmax_scale * kLog2e;
   const float keep_scale = kDropout ? drop.keep_scale : 1.f;
 
@@ -122,12 +117,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
 
     // S = Q K^T and dP = dO V^T for this warp's rows.
     float acc_s[MT][BN / 8][4], acc_dp[MT][BN / 8][4];
-#pragma unroll
-    for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-      for (int nb = 0; nb < BN / 8; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_s[mi][nb][e] = acc_dp[mi][nb][e] = 0.f;
+    zero_fragments(acc_s);
+    zero_fragments(acc_dp);
     const uint16_t* sKs = sK + stage * BN * S;
     const uint16_t* sVs = sV + stage * BN * S;
 #pragma unroll

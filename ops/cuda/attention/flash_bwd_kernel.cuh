@@ -32,6 +32,7 @@
 
 #include "ops/attention_params.h"
 #include "ops/cuda/attention/flash_dq_accum.cuh"
+#include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 #include "ops/cuda/attention/flash_tile.cuh"
 
@@ -114,12 +115,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   }
 
   float acc_dk[NTL][D / 8][4], acc_dv[NTL][D / 8][4];
-#pragma unroll
-  for (int ni = 0; ni < NTL; ++ni)
-#pragma unroll
-    for (int dj = 0; dj < D / 8; ++dj)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc_dk[ni][dj][e] = acc_dv[ni][dj][e] = 0.f;
+  zero_fragments(acc_dk);
+  zero_fragments(acc_dv);
 
   const float scale_log2 = p.softmax_scale * kLog2e;
   const float keep_scale = kDropout ? drop.keep_scale : 1.f;
@@ -181,12 +178,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
 
     // S^T = K Q^T and dP^T = V dO^T: NTL x 16 keys x BM queries per warp.
     float acc_s[NTL][BM / 8][4], acc_dp[NTL][BM / 8][4];
-#pragma unroll
-    for (int ni = 0; ni < NTL; ++ni)
-#pragma unroll
-      for (int nb = 0; nb < BM / 8; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_s[ni][nb][e] = acc_dp[ni][nb][e] = 0.f;
+    zero_fragments(acc_s);
+    zero_fragments(acc_dp);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       uint32_t ka[NTL][4], va[NTL][4];
@@ -302,10 +295,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
         constexpr int kCols = Kt::kDqCols;
         const int wm = warp % Kt::kWarpsM, wd = warp / Kt::kWarpsM;
         float acc_dq[kCols / 8][4];
-#pragma unroll
-        for (int dj = 0; dj < kCols / 8; ++dj)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc_dq[dj][e] = 0.f;
+        zero_fragments(acc_dq);
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
           uint32_t a[4];

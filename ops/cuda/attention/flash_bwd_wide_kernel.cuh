@@ -26,6 +26,7 @@
 
 #include "ops/attention_params.h"
 #include "ops/cuda/attention/flash_dq_accum.cuh"
+#include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 #include "ops/cuda/attention/flash_tile.cuh"
 
@@ -95,12 +96,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   const int q_row0 = w4 * MQ;                    // phase 4: queries; columns w2 * DW
 
   float acc_dk[NK / 16][DW / 8][4], acc_dv[NK / 16][DW / 8][4];
-#pragma unroll
-  for (int i = 0; i < NK / 16; ++i)
-#pragma unroll
-    for (int j = 0; j < DW / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc_dk[i][j][e] = acc_dv[i][j][e] = 0.f;
+  zero_fragments(acc_dk);
+  zero_fragments(acc_dv);
 
   const float scale_log2 = p.softmax_scale * kLog2e;
   const float keep_scale = kDropout ? drop.keep_scale : 1.f;
@@ -119,12 +116,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
 
     // Phase 1: S = Q K^T and dP = dO V^T for this warp's MS queries x NS keys.
     float acc_s[MS / 16][NS / 8][4], acc_dp[MS / 16][NS / 8][4];
-#pragma unroll
-    for (int mi = 0; mi < MS / 16; ++mi)
-#pragma unroll
-      for (int nb = 0; nb < NS / 8; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_s[mi][nb][e] = acc_dp[mi][nb][e] = 0.f;
+    zero_fragments(acc_s);
+    zero_fragments(acc_dp);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       uint32_t qa[MS / 16][4], da[MS / 16][4];
@@ -218,12 +211,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
     // Phase 4: dQ(tile) = dS K over the CTA's BN keys, then one 16-byte RED per lane and 16 x 8 tile.
     {
       float acc_dq[MQ / 16][DW / 8][4];
-#pragma unroll
-      for (int mi = 0; mi < MQ / 16; ++mi)
-#pragma unroll
-        for (int j = 0; j < DW / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc_dq[mi][j][e] = 0.f;
+      zero_fragments(acc_dq);
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) {
         uint32_t a[MQ / 16][4];

@@ -101,12 +101,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
 
     // S = Q K^T for this warp's rows: MT x (BN / 8) accumulator tiles.
     float acc_s[MT][BN / 8][4];
-#pragma unroll
-    for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-      for (int nb = 0; nb < BN / 8; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_s[mi][nb][e] = 0.f;
+    zero_fragments(acc_s);
     const uint16_t* sKs = sK + stage * BN * S;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {

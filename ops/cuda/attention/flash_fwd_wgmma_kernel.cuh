@@ -21,6 +21,7 @@
 
 #include "ops/attention_params.h"
 #include "ops/cuda/attention/flash_launch_common.h"
+#include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 #include "ops/cuda/attention/flash_tile.cuh"
 #include "ops/cuda/attention/flash_wgmma.cuh"
@@ -101,10 +102,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   __syncthreads();
 
   float acc_o[D / 8][4];
-#pragma unroll
-  for (int dj = 0; dj < D / 8; ++dj)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc_o[dj][e] = 0.f;
+  zero_fragments(acc_o);
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
   const float scale_log2 = p.softmax_scale * kLog2e;
 

@@ -7,6 +7,24 @@
 
 namespace ft::cuda::flash {
 
+// Zeroes mma accumulator fragments (registers: the unrolled stores compile to moves of 0).
+template <int kA, int kB>
+__device__ __forceinline__ void zero_fragments(float (&acc)[kA][kB][4]) {
+#pragma unroll
+  for (int a = 0; a < kA; ++a)
+#pragma unroll
+    for (int b = 0; b < kB; ++b)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[a][b][e] = 0.f;
+}
+template <int kA>
+__device__ __forceinline__ void zero_fragments(float (&acc)[kA][4]) {
+#pragma unroll
+  for (int a = 0; a < kA; ++a)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[a][e] = 0.f;
+}
+
 // acc += P B for one warp's MT slabs of 16 rows. P (MT x 16 rows, BN columns) is a tile the warp
 // just computed, still in mma accumulator registers; it becomes the A operand in registers, with
 // no trip through shared memory. B is BN rows x D columns of 16-bit elements in shared memory
