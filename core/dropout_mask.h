@@ -5,7 +5,7 @@
 // covers the eight elements that one thread holds of a 16 x 16 tile in the tensor cores'
 // accumulator layout (mma m16n8 C fragments, wgmma's alike): rows r and r + 8 of a 16-row block
 // (r < 8), columns 2c, 2c + 1, 2c + 8, 2c + 9 of a 16-column block (c < 4):
-//   key     = (seed lo, seed hi)
+//   key     = (seed lo, seed hi), carried as its round keys (core/philox.h)
 //   counter = (col group = 4 * (col / 16) + (col % 8) / 2, row pair = 8 * (row / 16) + row % 8,
 //              lo32(offset + slice), hi32(offset + slice))
 //   piece   = half (col % 2) of word 2 * ((row / 8) % 2) + (col / 8) % 2
@@ -29,7 +29,7 @@
 namespace ft {
 
 struct DropoutParams {
-  uint64_t seed = 0;
+  PhiloxKeys keys = philox_keys(0, 0);  // the round keys of the seed (make_dropout_params)
   uint64_t offset = 0;
   uint32_t threshold = 0;  // keep iff piece >= threshold; 0 keeps everything, 65536 drops all
   float keep_scale = 1.f;  // 1 / (1 - p), applied to kept elements
@@ -49,7 +49,7 @@ FT_HOST_DEVICE void resolve_dropout_offset(DropoutParams& d) {
 
 inline DropoutParams make_dropout_params(PhiloxState state, float p) {
   DropoutParams d;
-  d.seed = state.seed;
+  d.keys = philox_keys(static_cast<uint32_t>(state.seed), static_cast<uint32_t>(state.seed >> 32));
   d.offset = state.offset;
   d.offset_base = state.offset_base;
   d.threshold = static_cast<uint32_t>(std::lround(static_cast<double>(p) * 65536.0));
@@ -69,8 +69,7 @@ FT_HOST_DEVICE uint32_t dropout_piece(const PhiloxBits& bits, uint32_t row, uint
 FT_HOST_DEVICE PhiloxBits dropout_bits(const DropoutParams& d, uint64_t slice, uint32_t row_pair,
                                        uint32_t col_group) {
   const uint64_t ctr = d.offset + slice;
-  return philox4x32_10(col_group, row_pair, static_cast<uint32_t>(ctr), static_cast<uint32_t>(ctr >> 32),
-                       static_cast<uint32_t>(d.seed), static_cast<uint32_t>(d.seed >> 32));
+  return philox4x32_10(col_group, row_pair, static_cast<uint32_t>(ctr), static_cast<uint32_t>(ctr >> 32), d.keys);
 }
 
 // Whether (row, col) is kept, given the bits of its call.

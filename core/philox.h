@@ -37,9 +37,29 @@ FT_HOST_DEVICE void mulhilo(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) 
 }
 }  // namespace philox_detail
 
-// Ten rounds of Philox4x32 on `counter` with the 64-bit key (k0, k1).
+// The round keys of Philox4x32-10: round r uses (k0 + r W0, k1 + r W1). A kernel that draws many
+// calls with one key takes them precomputed on the host (DropoutParams::keys), so each round's xor
+// reads its key as a constant operand: scheduled in the kernel, the flash forward recomputed the
+// twenty sums every tile (twenty uniform adds in its SASS), for want of registers to keep them.
+struct PhiloxKeys {
+  uint32_t k0[10];
+  uint32_t k1[10];
+};
+FT_HOST_DEVICE PhiloxKeys philox_keys(uint32_t k0, uint32_t k1) {
+  PhiloxKeys keys{};
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int round = 0; round < 10; ++round) {
+    keys.k0[round] = k0 + static_cast<uint32_t>(round) * philox_detail::kW0;
+    keys.k1[round] = k1 + static_cast<uint32_t>(round) * philox_detail::kW1;
+  }
+  return keys;
+}
+
+// Ten rounds of Philox4x32 on `counter` with precomputed round keys.
 FT_HOST_DEVICE PhiloxBits philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
-                                        uint32_t k0, uint32_t k1) {
+                                        const PhiloxKeys& keys) {
   using namespace philox_detail;
 #if defined(__CUDA_ARCH__)
 #pragma unroll
@@ -48,16 +68,20 @@ FT_HOST_DEVICE PhiloxBits philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, u
     uint32_t hi0, lo0, hi1, lo1;
     mulhilo(kM0, c0, hi0, lo0);
     mulhilo(kM1, c2, hi1, lo1);
-    const uint32_t n0 = hi1 ^ c1 ^ k0;
-    const uint32_t n2 = hi0 ^ c3 ^ k1;
+    const uint32_t n0 = hi1 ^ c1 ^ keys.k0[round];
+    const uint32_t n2 = hi0 ^ c3 ^ keys.k1[round];
     c0 = n0;
     c1 = lo1;
     c2 = n2;
     c3 = lo0;
-    k0 += kW0;
-    k1 += kW1;
   }
   return PhiloxBits{{c0, c1, c2, c3}};
+}
+
+// Ten rounds of Philox4x32 on `counter` with the 64-bit key (k0, k1).
+FT_HOST_DEVICE PhiloxBits philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
+                                        uint32_t k0, uint32_t k1) {
+  return philox4x32_10(c0, c1, c2, c3, philox_keys(k0, k1));
 }
 
 // A position in the random stream: the key (seed) and where along the counter space to start.
