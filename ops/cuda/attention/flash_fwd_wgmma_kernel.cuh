@@ -3,10 +3,9 @@
 // The same algorithm as flash_fwd_kernel.cuh (online softmax, causal / block-sparse tiles skipped,
 // dropout keep bits drawn in registers, only O and lse written); what changes is who reads shared
 // memory. With mma.sync every warp loads its own copy of each K and V fragment from shared memory
-// (the forward's K/V tile is read 4 times per CTA); here each warpgroup's wgmmas read K and V
-// once, straight from 128-byte-swizzled shared memory (flash_wgmma.cuh), and they run
-// asynchronously:
-//   S = Q K^T   wgmma m64 n kBN k16, A = this warp's Q fragments (registers, from shared memory)
+// (the forward's K/V tile is read 4 times per CTA); here each warpgroup's wgmmas read Q, K and V
+// straight from 128-byte-swizzled shared memory (flash_wgmma.cuh), and they run asynchronously:
+//   S = Q K^T   wgmma m64 n kBN k16, A = this warpgroup's 64 rows of Q (shared memory)
 //   P = online softmax of S (per warp, in the mma.sync accumulator layout, as before)
 //   O += P V    wgmma m64 n64 k16, A = P from registers, B = V read transposed
 // Unless kWaitPv, O += P V is not waited for: it runs while the warps go on to the next tile's
@@ -34,12 +33,17 @@ namespace ft::cuda::flash {
 // Left running, ptxas serialises every wgmma of the kernel (warning C7515), for a reason not
 // found yet (it goes away without the masking code); both forms are timed.
 // kEarlyCalls: dropout Philox calls (one per 16 keys) drawn while S = Q K^T runs; the rest are drawn
-// after its wait, where they are applied. At kBlockN 64 and 128 registers, all four before the
-// wait held 16 more registers across it and spilled 28 bytes (ptxas 13.0; three spilled 24, two
-// and one nothing).
+// after its wait, where they are applied. With Q in registers, at kBlockN 64 and 128 registers,
+// three or four before the wait spilled 24-28 bytes; with Q read from shared memory (16 registers
+// fewer) three fit without spills and are the fastest (bench/attention/NOTES.md, session 8).
+// kLeanLoads: a full K/V tile is loaded from per-thread source pointers and a swizzled destination
+// computed once before the loop (each thread's chunks sit at the same place in every tile), not
+// from the row-bounded address arithmetic of load_rows_async_sw128 (about 85 instructions per tile
+// in the SASS, against 35); it needs the tile's 16-byte chunks to divide evenly among the threads.
 template <int kBlockN_, int kStages_, int kMinBlocksPerSm_, int kWarpGroups_ = 1, bool kWaitPv_ = true,
           int kEarlyCalls_ = 2>
 struct FlashFwdWgmmaTraits {
+  static constexpr bool kLeanLoads = (kBlockN_ * 8) % (128 * kWarpGroups_) == 0;
   static constexpr int kEarlyCalls = kEarlyCalls_ < kBlockN_ / 16 ? kEarlyCalls_ : kBlockN_ / 16;
   static constexpr bool kWaitPv = kWaitPv_;
   static constexpr int kHeadDim = 64;
@@ -84,10 +88,32 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   auto next_tile = [&](int n) { return blk.next_key_tile(p, n); };
   // Prefetch queue: tile n_load goes into stage load_stage next.
   int n_load = next_tile(0), load_stage = 0;
+  // kLeanLoads: this thread's 16-byte chunks are (row ld_row + i * kRoundRows, column ld_col) of
+  // every tile; the rows are 8-row multiples apart, so their swizzled offsets are kRoundRows * 128
+  // bytes apart too. Sources in bytes: tile n's chunk i is k_src + n * k_tile_bytes + i * k_round_bytes.
+  constexpr int kRoundRows = NT / 8, kRounds = Kt::kLeanLoads ? BN / kRoundRows : 0;
+  const int ld_row = tid / 8, ld_col = (tid % 8) * 8;
+  const char* k_src = reinterpret_cast<const char*>(k + ld_row * p.k_row_stride + ld_col);
+  const char* v_src = reinterpret_cast<const char*>(v + ld_row * p.v_row_stride + ld_col);
+  const int64_t k_tile_bytes = 2 * BN * p.k_row_stride, v_tile_bytes = 2 * BN * p.v_row_stride;
+  const int64_t k_round_bytes = 2 * kRoundRows * p.k_row_stride, v_round_bytes = 2 * kRoundRows * p.v_row_stride;
+  const uint32_t ld_dst = smem_u32(sK) + sw128_offset(ld_row, ld_col);
   auto prefetch = [&]() {
     if (n_load < n_end) {
-      load_rows_async_sw128<BN, NT>(sK + load_stage * BN * 64, k, p.k_row_stride, n_load * BN, T, tid);
-      load_rows_async_sw128<BN, NT>(sV + load_stage * BN * 64, v, p.v_row_stride, n_load * BN, T, tid);
+      const int row0 = n_load * BN;
+      if (Kt::kLeanLoads && row0 + BN <= T) {  // a full tile
+        const char* ks = k_src + n_load * k_tile_bytes;
+        const char* vs = v_src + n_load * v_tile_bytes;
+        const uint32_t dst = ld_dst + load_stage * Kt::kTileBytes;
+#pragma unroll
+        for (int i = 0; i < kRounds; ++i) {
+          cp_async_16(dst + i * kRoundRows * 128, ks + i * k_round_bytes, 16);
+          cp_async_16(dst + kStages * Kt::kTileBytes + i * kRoundRows * 128, vs + i * v_round_bytes, 16);
+        }
+      } else {
+        load_rows_async_sw128<BN, NT>(sK + load_stage * BN * 64, k, p.k_row_stride, row0, T, tid);
+        load_rows_async_sw128<BN, NT>(sV + load_stage * BN * 64, v, p.v_row_stride, row0, T, tid);
+      }
       n_load = next_tile(n_load + 1);
     }
     cp_async_commit();  // an empty group past the end keeps the wait counts uniform
@@ -105,6 +131,11 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   zero_fragments(acc_o);
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
   const float scale_log2 = p.softmax_scale * kLog2e;
+  // Descriptor low words (flash_wgmma.cuh): stage s, k-step kk of K at k_desc + s kTileBytes / 16 +
+  // 2 kk (32 bytes), of V at v_desc + s kTileBytes / 16 + 128 kk (16 rows); this warpgroup's 64 rows
+  // of Q at q_desc + 2 kk.
+  const uint32_t k_desc = wgmma_desc_sw128_lo(smem_u32(sK)), v_desc = wgmma_desc_sw128_lo(smem_u32(sV));
+  const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ) + (warp / 4) * 64 * 128);
 
   int stage = 0;
   for (int n = next_tile(0); n < n_end; n = next_tile(n + 1)) {
@@ -113,21 +144,15 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     fence_proxy_async_smem();        // ... and is visible to the tensor cores
     __syncthreads();                 // everyone's copies; every O += P V two tiles back is done
     prefetch();
-    const uint16_t* sKs = sK + stage * BN * 64;
-    const uint16_t* sVs = sV + stage * BN * 64;
-
-    // Q fragments, re-read from shared memory every tile (4 ldmatrix per warp). Loaded once before
-    // the loop, ptxas 13.0 gave their registers to the P fragments of O += P V when kBlockN = 64
-    // (both 4 x 4 words), so every tile after the first multiplied by P instead of Q (SASS: the
-    // S and PV HGMMAs shared their A registers); kBlockN = 128 was unaffected.
-    uint32_t qf[D / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) ldmatrix_a_sw128(qf[kk], sQ, warp_row0, kk, lane);
+    // S = Q K^T with Q from shared memory: in registers (4 ldmatrix per warp and tile, or loaded once
+    // before the loop) it cost 16 registers and the address arithmetic of the ldmatrix every tile.
     float acc_s[BN / 8][4];  // the first wgmma overwrites it (scale-d 0): no zeroing in flight
+    const uint32_t stage_desc = stage * (Kt::kTileBytes / 16);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      wgmma_rs<BN, false, kBF16>(acc_s, qf[kk], wgmma_desc_sw128(smem_u32(sKs) + kk * 32), kk > 0);
+      wgmma_ss<BN, kBF16>(acc_s, wgmma_desc_sw128_from_lo(q_desc + 2 * kk),
+                          wgmma_desc_sw128_from_lo(k_desc + stage_desc + 2 * kk), kk > 0);
     wgmma_commit();
 
     // The dropout words of this warp's 16 x BN slab: one Philox call per lane and 16 keys, whose
@@ -208,7 +233,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk)
-      wgmma_rs<D, true, kBF16>(acc_o, pf[kk], wgmma_desc_sw128(smem_u32(sVs) + kk * 2048));
+      wgmma_rs<D, true, kBF16>(acc_o, pf[kk], wgmma_desc_sw128_from_lo(v_desc + stage_desc + 128 * kk));
     wgmma_commit();
     if constexpr (Kt::kWaitPv) wgmma_wait<0>();
     stage = stage + 1 == kStages ? 0 : stage + 1;

@@ -64,8 +64,9 @@ struct FlashConfig<64> {
   using BwdWide = FlashBwdWideTraits<64>;  // atomic dQ, T >= flash_bwd_wide_min_t(dropout)
   using BwdDq = FlashFwdTraits<64, 64, 64, 4, 3>;  // the split deterministic backward's dQ kernel
   // sm_90a (flash_wgmma_enabled): two warpgroups x 64 query rows share 64-key K/V tiles (3 stages),
-  // 2 CTAs/SM, every T and dropout (bench/attention/NOTES.md, session 4).
-  using FwdWgmma = FlashFwdWgmmaTraits<64, 3, 2, 2>;
+  // 2 CTAs/SM, every T and dropout (bench/attention/NOTES.md, session 4); three of the four dropout
+  // Philox calls of a tile drawn while S is computed (session 8).
+  using FwdWgmma = FlashFwdWgmmaTraits<64, 3, 2, 2, true, 3>;
 };
 template <>
 struct FlashConfig<128> {

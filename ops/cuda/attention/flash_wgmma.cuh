@@ -3,7 +3,8 @@
 // A warpgroup is 4 consecutive warps (128 threads). wgmma.m64nNk16 computes D (64 x N, fp32) +=
 // A (64 x 16) * B (16 x N) asynchronously: the instruction is issued by the whole warpgroup,
 // runs on the tensor cores while the warps go on, and is waited for with wgmma.wait_group.
-// Here A always comes from registers and B from shared memory through a matrix descriptor.
+// B always comes from shared memory through a matrix descriptor, A from registers (wgmma_rs) or
+// from shared memory too (wgmma_ss).
 //
 // Register layouts (PTX ISA, "Register fragments and shared memory matrix layouts" for wgmma):
 // warp w of the warpgroup owns rows 16w .. 16w + 15 of A and D, and inside those rows the
@@ -28,11 +29,19 @@
 
 namespace ft::cuda::flash {
 
-// Descriptor of a 128-byte-swizzled tile (see above): start address >> 4, leading byte offset 1
-// (unused with this swizzle), stride byte offset 1024 >> 4 (8-row groups), swizzle mode 1 (128 B).
+// Descriptor of a 128-byte-swizzled tile (see above), in two 32-bit words. Low word: start address
+// >> 4 (bits 0-13), leading byte offset 1 (bit 16; unused with this swizzle). High word, constant:
+// stride byte offset 1024 >> 4 (8-row groups), swizzle mode 1 (128 B) at bit 62. A kernel computes
+// the low word once and adds stage and k-step offsets (bytes / 16) to it: shared memory ends below
+// 256 KB, so the address field never carries out.
+__device__ __forceinline__ uint32_t wgmma_desc_sw128_lo(uint32_t smem_addr) {
+  return ((smem_addr & 0x3FFFF) >> 4) | (1u << 16);
+}
+__device__ __forceinline__ uint64_t wgmma_desc_sw128_from_lo(uint32_t lo) {
+  return static_cast<uint64_t>(lo) | (static_cast<uint64_t>((1024 >> 4) | (1u << 30)) << 32);
+}
 __device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t smem_addr) {
-  return static_cast<uint64_t>((smem_addr & 0x3FFFF) >> 4) | (1ull << 16) |
-         (static_cast<uint64_t>(1024 >> 4) << 32) | (1ull << 62);
+  return wgmma_desc_sw128_from_lo(wgmma_desc_sw128_lo(smem_addr));
 }
 
 // Byte offset of element (row, col) in such a tile (col < 64).
@@ -124,6 +133,44 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 8][4], const uint32_t (&
 #undef FT_WGMMA_TYPES
 }
 
+// Both operands from shared memory: desc_a is a K-major (row = M index) 128-byte-swizzled tile like
+// the B tiles above, so Q can stay in shared memory instead of being re-read into registers.
+#define FT_WGMMA_SS(SHAPE, TYPE, REGS, ...)                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" FT_WGMMA_SCALE_D ", 0;\n"               \
+               "wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE " " REGS ", p, 1, 1, 0, 0;\n}\n" \
+               : __VA_ARGS__                                                                   \
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d)                                        \
+               : "memory")
+#define FT_WGMMA_SS_REGS64                                                                      \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33"
+#define FT_WGMMA_SS_REGS128                                                                       \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "   \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "    \
+  "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, " \
+  "%57, %58, %59, %60, %61, %62, %63}, %64, %65"
+
+// d (64 x N) = A (64 x 16, descriptor desc_a, K-major) * B (16 x N, descriptor desc_b, K-major)
+// + (scale_d ? d : 0). N = 64 or 128.
+template <int N, bool kBF16>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], uint64_t desc_a, uint64_t desc_b, int scale_d = 1) {
+  static_assert(N == 64 || N == 128, "wgmma_ss: N is 64 or 128");
+  if constexpr (N == 64) {
+#define FT_WGMMA_SCALE_D "34"
+    if constexpr (kBF16) FT_WGMMA_SS("m64n64k16", "bf16", FT_WGMMA_SS_REGS64, FT_WGMMA_ACC64);
+    else FT_WGMMA_SS("m64n64k16", "f16", FT_WGMMA_SS_REGS64, FT_WGMMA_ACC64);
+#undef FT_WGMMA_SCALE_D
+  } else {
+#define FT_WGMMA_SCALE_D "66"
+    if constexpr (kBF16) FT_WGMMA_SS("m64n128k16", "bf16", FT_WGMMA_SS_REGS128, FT_WGMMA_ACC128);
+    else FT_WGMMA_SS("m64n128k16", "f16", FT_WGMMA_SS_REGS128, FT_WGMMA_ACC128);
+#undef FT_WGMMA_SCALE_D
+  }
+}
+
+#undef FT_WGMMA_SS
+#undef FT_WGMMA_SS_REGS128
+#undef FT_WGMMA_SS_REGS64
 #undef FT_WGMMA_RS
 #undef FT_WGMMA_REGS128
 #undef FT_WGMMA_REGS64
@@ -149,12 +196,6 @@ __device__ __forceinline__ void load_rows_async_sw128(uint16_t* smem, const uint
     const uint16_t* src = base + (valid ? static_cast<int64_t>(row) * row_stride : 0) + j * 8;
     cp_async_16(smem_u32(smem) + sw128_offset(r, j * 8), src, valid ? 16 : 0);
   }
-}
-
-// A fragment (m16k16) of rows [row0, row0 + 16), columns [16 kk, 16 kk + 16) of such a tile.
-__device__ __forceinline__ void ldmatrix_a_sw128(uint32_t (&a)[4], const uint16_t* tile, int row0,
-                                                 int kk, int lane) {
-  ldmatrix_x4(a, smem_u32(tile) + sw128_offset(row0 + (lane & 15), kk * 16 + (lane >> 4) * 8));
 }
 
 }  // namespace ft::cuda::flash
