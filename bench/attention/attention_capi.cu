@@ -99,7 +99,7 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // dropout calls drawn before the S wait (kEarlyCalls; three of four shipped above T = 2048): 22 one
 // of four, 23 all four, 25 two (the two-warpgroup tile otherwise), 24 all eight of a 128-key tile at
 // 1 CTA/SM (variant 9's tile). 26: the one-warpgroup tile (shipped up to T = 2048) with 3 stages;
-// 27: the two-warpgroup tile (shipped above T = 2048) at every T. Numbers, and the variants tried
+// 27, 28: the two- and one-warpgroup tiles as shipped, at every T. Numbers, and the variants tried
 // and removed: bench/attention/NOTES.md.
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
   if (variant == 4) {
@@ -112,7 +112,7 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     return;
   }
   if (p.dtype != AttentionDType::kBF16) throw Error("variants are built for bf16 only");
-  if (variant < 1 || variant > 27) throw Error(str("unknown variant ", variant));
+  if (variant < 1 || variant > 28) throw Error(str("unknown variant ", variant));
   const int group = variant == 1 ? 0 : FlashConfig<64>::kGroupTokens;
   if (forward) {
     switch (variant) {
@@ -127,6 +127,7 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
       case 25: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 3, 2, 2, true, 2>>(p, s, group);
       case 26: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 3, 3, 1, true, 4>>(p, s, group);
       case 27: return fwd_wgmma_bf16<FlashConfig<64>::FwdWgmma>(p, s, group);
+      case 28: return fwd_wgmma_bf16<FlashConfig<64>::FwdWgmmaSmallT>(p, s, group);
       case 1: case 8: return fwd_shipped_tiles(p, s, group);
       default: return ft::cuda::flash_attention_forward(p, s);  // the shipped forward
     }

@@ -2,7 +2,8 @@
 
 One process, one GPU, the same inputs for everyone: bf16, D=64, H=12, causal, B*T=32768,
 T = 512 ... 16384, dropout 0 and 0.1. Times forward, backward and forward+backward (median of
-CUDA-event timings after warm-up), counts forward FLOPs as 4*B*H*T^2*D (halved when causal) and
+CUDA-event timings after warm-up; --timing call, the default: one synchronised call per timing, so
+host latency up to the first kernel counts; --timing stream: calls back to back, GPU time), counts forward FLOPs as 4*B*H*T^2*D (halved when causal) and
 backward as 2.5x forward, and measures extra peak memory (torch's allocator peak over the inputs;
 our kernels get every buffer from torch too: outputs, lse, workspaces, naive's T x T matrices).
 
@@ -19,6 +20,7 @@ import math
 import os
 import statistics
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -114,6 +116,13 @@ class TorchSdpa:
 
 
 BUDGET_MS = 200.0
+# "call" (the default, as in every recorded run): one call between two events and a synchronisation
+# after each, so each time also holds the host latency up to the call's first kernel. "stream": calls
+# issued back to back between two events (median over blocks of calls), so a call's host work
+# (Python, ctypes, torch's dispatch and autograd) overlaps the GPU work of the call before and the
+# time is the GPU's. The two differ most for torch's backward alone, whose autograd host work is
+# about 0.2 ms a call (bench/attention/NOTES.md, session 8).
+TIMING = "call"
 
 
 def time_ms(fn, budget_ms=None):
@@ -130,12 +139,35 @@ def time_ms(fn, budget_ms=None):
     for _ in range(min(3, reps)):
         fn()
     times = []
+    if TIMING == "stream":
+        per_block = max(2, reps // 5)
+        torch.cuda.synchronize()
+        for _ in range(5):
+            s.record()
+            for _ in range(per_block):
+                fn()
+            e.record()
+            e.synchronize()
+            times.append(s.elapsed_time(e) / per_block)
+        return statistics.median(times)
     for _ in range(reps):
         s.record()
         fn()
         e.record()
         e.synchronize()
         times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def host_us(fn, n=20):
+    """Host time of one call with the GPU idle before it (median over n calls), in microseconds."""
+    times = []
+    for _ in range(n):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e6)
+    torch.cuda.synchronize()
     return statistics.median(times)
 
 
@@ -256,7 +288,7 @@ def fmt(x, spec):
 
 
 def main():
-    global BUDGET_MS
+    global BUDGET_MS, TIMING
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--out", required=True)
@@ -269,6 +301,9 @@ def main():
     ap.add_argument("--commit", default=os.environ.get("FT_COMMIT", "unknown"),
                     help="the source version measured (recorded in the outputs)")
     ap.add_argument("--budget-ms", type=float, default=BUDGET_MS, help="timing budget per measurement")
+    ap.add_argument("--timing", choices=("stream", "call"), default=TIMING,
+                    help="stream: calls back to back (GPU time); call: a synchronisation after every call")
+    ap.add_argument("--host", action="store_true", help="--dev: also the host time per call")
     ap.add_argument("--rounds", type=int, default=1,
                     help="measure the flash implementations (REPEATED_IMPLS) this many times, interleaved, "
                          "and report the median of each metric")
@@ -280,7 +315,7 @@ def main():
         base = ctypes.CDLL(os.path.abspath(args.base_lib))
         IMPLS["base_flash"] = lambda lib: Flashtrain(base, 0)
         IMPLS["base_flash_det"] = lambda lib: Flashtrain(base, 0, 4)
-    BUDGET_MS = args.budget_ms
+    BUDGET_MS, TIMING = args.budget_ms, args.timing
     args.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lib = ctypes.CDLL(os.path.abspath(args.lib))
     card = torch.cuda.get_device_name().replace("NVIDIA ", "").split()[0].lower()
@@ -300,10 +335,17 @@ def main():
                           f"bwd {b:.3f} ms ({2.5*fl/b/1e9:.0f} TF) fwdbwd {fb:.3f} ms "
                           f"({3.5*fl/fb/1e9:.0f} TF)", flush=True)
                 for name in [n for n in args.dev_refs.split(",") if n]:
-                    f, b, fb, _ = measure(IMPLS[name](lib), qkv, dout, True, p)
+                    impl = IMPLS[name](lib)
+                    f, b, fb, _ = measure(impl, qkv, dout, True, p)
                     print(f"dev T={T} p={p} {name}: fwd {f:.3f} ms ({fl/f/1e9:.0f} TF) "
                           f"bwd {b:.3f} ms ({2.5*fl/b/1e9:.0f} TF) fwdbwd {fb:.3f} ms "
                           f"({3.5*fl/fb/1e9:.0f} TF)", flush=True)
+                if args.host:  # host time per call, ours (variant 0) and the refs
+                    for name, impl in [("flashtrain_flash", Flashtrain(lib, 0))] + [
+                            (n, IMPLS[n](lib)) for n in args.dev_refs.split(",") if n]:
+                        impl.setup(qkv, dout, True, p)
+                        print(f"host T={T} p={p} {name}: fwd {host_us(impl.forward):.0f} us, fwd+bwd "
+                              f"{host_us(lambda: impl.backward(impl.forward())):.0f} us", flush=True)
         return
 
     rows = []

@@ -263,7 +263,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaMmaSyncForward, ::testing::ValuesIn(d64
                          [](const auto& info) { return case_name(info.param); });
 
 // The D = 64 wgmma forward's two-warpgroup tile, which the default dispatch takes above T = 2048
-// only (flash_attention.h), at every T.
+// (4096 with dropout) only (flash_attention.h), at every T.
 class FlashCudaWgmmaLargeTileForward : public ::testing::TestWithParam<AttentionCase> {
  protected:
   void TearDown() override { ft::cuda::set_flash_fwd_small_tile_max_t(-1); }

@@ -16,17 +16,18 @@ std::atomic<bool> g_wgmma_allowed{true};
 // T = 2048 1.462 / 1.520, T = 4096 2.70 / 2.65, T = 16384 10.06 / 9.43.
 constexpr int kBwdWideMinT = 2048, kBwdWideMinTDropout = 4096;
 std::atomic<int> g_bwd_wide_min_t{-1};  // -1: the defaults above
-// The one-warpgroup forward tile up to T = 2048 (H100, fwd ms, two-warpgroup / one-warpgroup tile,
-// session 8): p = 0.1 T = 1024 0.385-0.388 / 0.357-0.360, T = 2048 0.600-0.634 / 0.575-0.578;
-// p = 0 level (0.276 / 0.264-0.274, 0.396 / 0.390-0.397); at T = 4096 the two-warpgroup tile is
-// ahead at p = 0 (0.669-0.676 / 0.690-0.700 for the one-warpgroup tile with two early calls).
-constexpr int kFwdSmallTileMaxT = 2048;
-std::atomic<int> g_fwd_small_tile_max_t{-1};  // -1: the default above
+// Where the one-warpgroup forward tile wins (H100, fwd ms, two-warpgroup / one-warpgroup tile,
+// session 8): p = 0.1 T = 1024 0.385-0.388 / 0.357-0.360, T = 2048 0.600-0.634 / 0.575-0.578,
+// T = 4096 1.060-1.074 / 1.006-1.008, T = 8192 1.93-1.94 / 1.93-1.98, T = 16384 3.70 / 3.74; p = 0
+// level up to T = 2048 (0.276 / 0.264-0.274, 0.396 / 0.390-0.397), then behind (T = 4096 0.613 /
+// 0.646-0.720, T = 16384 2.16-2.20 / 2.50-2.58).
+constexpr int kFwdSmallTileMaxT = 2048, kFwdSmallTileMaxTDropout = 4096;
+std::atomic<int> g_fwd_small_tile_max_t{-1};  // -1: the defaults above
 }  // namespace
 
-int flash_fwd_small_tile_max_t() {
+int flash_fwd_small_tile_max_t(bool dropout) {
   const int t = g_fwd_small_tile_max_t.load(std::memory_order_relaxed);
-  return t >= 0 ? t : kFwdSmallTileMaxT;
+  return t >= 0 ? t : dropout ? kFwdSmallTileMaxTDropout : kFwdSmallTileMaxT;
 }
 void set_flash_fwd_small_tile_max_t(int T) { g_fwd_small_tile_max_t = T < 0 ? -1 : T; }
 

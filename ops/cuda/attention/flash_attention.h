@@ -38,11 +38,11 @@ void flash_attention_backward(const AttentionParams& p, Stream stream, const Fla
 bool flash_wgmma_enabled();
 void set_flash_wgmma_allowed(bool allowed);
 
-// The D = 64 wgmma forward takes a one-warpgroup tile (64 query rows, 3 CTAs per SM) up to this T,
-// the two-warpgroup tile (128 rows sharing each K/V tile, 2 CTAs per SM) above it.
-// set_flash_fwd_small_tile_max_t overrides it process-wide (tests run every case through both; -1
-// restores the default).
-int flash_fwd_small_tile_max_t();
+// The D = 64 wgmma forward takes a one-warpgroup tile (64 query rows, 3 CTAs per SM) up to this T
+// (it depends on dropout), the two-warpgroup tile (128 rows sharing each K/V tile, 2 CTAs per SM)
+// above it. set_flash_fwd_small_tile_max_t overrides it process-wide (tests run every case through
+// both; -1 restores the defaults).
+int flash_fwd_small_tile_max_t(bool dropout);
 void set_flash_fwd_small_tile_max_t(int T);
 
 // The D = 64 backward without the deterministic mode takes the wide-tile kernel

@@ -5,10 +5,10 @@
 // Tile shapes (see flash_traits.h), chosen from timings on an H200 (bench/attention, causal bf16,
 // H=12, B*T=32768; numbers in bench/attention/NOTES.md):
 //   forward  D=64 on sm_90a (flash_wgmma_enabled): flash_fwd_wgmma_kernel.cuh, 64-key tiles, every
-//            dropout; two warpgroups x 64 rows, 2 CTAs/SM above T=2048, one warpgroup, 3 CTAs/SM up
-//            to it (flash_fwd_small_tile_max_t): at T=4096 0.71 ms against 0.85 ms for the mma.sync
-//            kernels below (p=0.1: 1.26 against 1.44; session 4); these remain the path for other
-//            GPUs and builds without 90a
+//            dropout; one warpgroup x 64 rows, 3 CTAs/SM up to T=2048 (4096 with dropout;
+//            flash_fwd_small_tile_max_t), two warpgroups x 64 rows sharing each K/V tile, 2 CTAs/SM
+//            above: at T=4096 0.71 ms against 0.85 ms for the mma.sync kernels below (p=0.1: 1.26
+//            against 1.44; session 4); these remain the path for other GPUs and builds without 90a
 //   forward  D=64, T > 2048, no dropout: kBlockM=128, kBlockN=64, 4 warps x 32 rows (each K/V
 //            fragment read from shared memory feeds two mma tiles), 2 CTAs/SM (252 registers)
 //   forward  D=64, T <= 2048, no dropout: kBlockM=64, 4 warps x 16 rows, 3 CTAs/SM (163 regs):
@@ -68,8 +68,8 @@ struct FlashConfig<64> {
   // 2 CTAs/SM, every T and dropout (bench/attention/NOTES.md, session 4); three of the four dropout
   // Philox calls of a tile drawn while S is computed (session 8).
   using FwdWgmma = FlashFwdWgmmaTraits<64, 3, 2, 2, true, 3>;
-  // T <= flash_fwd_small_tile_max_t: one warpgroup x 64 query rows, 4 stages, 3 CTAs/SM (160
-  // registers), all four dropout calls of a tile drawn during S (session 8).
+  // T <= flash_fwd_small_tile_max_t (2048, with dropout 4096): one warpgroup x 64 query rows, 4
+  // stages, 3 CTAs/SM (160 registers), all four dropout calls of a tile drawn during S (session 8).
   using FwdWgmmaSmallT = FlashFwdWgmmaTraits<64, 4, 3, 1, true, 4>;
 };
 template <>
@@ -207,7 +207,7 @@ void run_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
   dispatch_dtype_dropout(p, [&](auto bf16, auto dropout) {
     constexpr bool kBF16 = decltype(bf16)::value;
     if constexpr (kHeadDim == 64) {
-      if (wgmma && p.T <= flash_fwd_small_tile_max_t())
+      if (wgmma && p.T <= flash_fwd_small_tile_max_t(decltype(dropout)::value))
         return launch_flash_fwd_wgmma<typename Config::FwdWgmmaSmallT, kBF16, decltype(dropout)::value>(
             p, stream, Config::kGroupTokens);
       if (wgmma)
