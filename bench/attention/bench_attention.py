@@ -264,7 +264,9 @@ def write_outputs(args, card, rows, quiet=True):
     lines = [f"# Attention benchmark on {torch.cuda.get_device_name()} (torch {torch.__version__})",
              "", f"Date {args.date}, commit {args.commit}. flashtrain_flash_det is our deterministic "
              "backward (bit-identical dq; what training uses by default). "
-             f"{REPEATED_IMPLS} measured in {args.rounds} interleaved round(s), median.", "", "bf16, D=64, H=12, causal, B*T=32768. TF = TFLOP/s (fwd 4BHT^2D/2, bwd 2.5x). "
+             f"{REPEATED_IMPLS} measured in {args.rounds} interleaved round(s), median. Timing: {args.timing} "
+             "(call: one synchronised call per timing, host latency to the first kernel included; stream: "
+             "calls back to back, GPU time).", "", "bf16, D=64, H=12, causal, B*T=32768. TF = TFLOP/s (fwd 4BHT^2D/2, bwd 2.5x). "
              "Ratio = fwd+bwd time of torch_flash / ours (>1: we are faster).", "",
              "| T | p | impl | fwd ms | bwd ms | fwd+bwd ms | fwd TF | fwd+bwd TF | peak MiB | vs torch_flash |",
              "|---|---|---|---|---|---|---|---|---|---|"]
