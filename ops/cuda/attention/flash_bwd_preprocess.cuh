@@ -6,7 +6,7 @@
 //   flash_bwd_convert_dq_kernel: dQ = softmax_scale * dq_accum, rounded to the input dtype and
 //     written (B, T, H, D) with dq's strides; dq_accum is in its tile layout (flash_dq_accum.cuh).
 // Both are memory-bound, with 16-byte loads: the preprocess kernel has kThreadsPerRow threads per
-// (b, t, h) row, the convert kernel one thread per 16-byte chunk of dq_accum.
+// (b, t, h) row, the convert kernel one thread per 16-byte chunk of dq_accum and 16-byte stores.
 #pragma once
 
 #include "ops/attention_params.h"
@@ -49,21 +49,38 @@ __global__ void flash_bwd_preprocess_kernel(const AttentionParams p, int* semaph
   if (row_id < rows && c == 0) p.dsum[row_id] = dot;
 }
 
+// One block of kConvertThreads threads per 256 consecutive chunks of dq_accum, which are 8 n8 tiles
+// (64 columns) of one 16-row tile of one head: each thread scales and rounds its chunk into a
+// shared 16 x 64 tile, then half the block writes the tile's rows out with 16-byte stores. (Written
+// straight from the chunks, each lane stored 4 bytes into 16-byte row pieces: 0.071 ms against
+// FA2's 0.061 ms at T = 2048 on an H100, session 8.)
+constexpr int kConvertThreads = 256;
 template <int kHeadDim, bool kBF16>
-__global__ void flash_bwd_convert_dq_kernel(const AttentionParams p) {
+__global__ void __launch_bounds__(kConvertThreads) flash_bwd_convert_dq_kernel(const AttentionParams p) {
   using L = DqAccumLayout<kHeadDim>;
-  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  static_assert(kHeadDim % 64 == 0 && L::kRowAlign % 16 == 0, "a block is 64 columns of a 16-row tile");
+  constexpr int kStride = 64 + 8;  // padded rows: the 4-byte writes below hit 32 distinct banks
+  __shared__ __align__(16) uint16_t tile[16 * kStride];
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kConvertThreads;  // chunk number
   const int64_t chunks_per_head = L::rows(p.T) * kHeadDim / 4;
-  if (idx >= static_cast<int64_t>(p.B) * p.H * chunks_per_head) return;
-  const int bh = static_cast<int>(idx / chunks_per_head);
-  const int64_t chunk = idx % chunks_per_head;
-  const int b = bh / p.H, h = bh % p.H;
-  const int t = L::row_of(chunk), col = L::col_of(chunk);
-  const float4 x = reinterpret_cast<const float4*>(p.dq_accum)[idx];
+  const int bh = static_cast<int>(first / chunks_per_head);
+  const int64_t head_chunk = first % chunks_per_head;
+  const int row0 = L::row_of(head_chunk), col0 = L::col_of(head_chunk);  // the block's tile corner
+  const int tid = threadIdx.x, lane = tid % 32;
+  const float4 x = reinterpret_cast<const float4*>(p.dq_accum)[first + tid];
   const float s = p.softmax_scale;
-  uint16_t* dq = static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride + h * p.dq_head_stride + col;
-  if (t < p.T) *reinterpret_cast<uint32_t*>(dq + t * p.dq_row_stride) = pack2<kBF16>(x.x * s, x.y * s);
-  if (t + 8 < p.T) *reinterpret_cast<uint32_t*>(dq + (t + 8) * p.dq_row_stride) = pack2<kBF16>(x.z * s, x.w * s);
+  const int r = lane / 4, col = (tid / 32) * 8 + 2 * (lane % 4);
+  *reinterpret_cast<uint32_t*>(tile + r * kStride + col) = pack2<kBF16>(x.x * s, x.y * s);
+  *reinterpret_cast<uint32_t*>(tile + (r + 8) * kStride + col) = pack2<kBF16>(x.z * s, x.w * s);
+  __syncthreads();
+  if (tid < 16 * 8) {
+    const int row = tid / 8, c8 = (tid % 8) * 8, t = row0 + row;
+    const int b = bh / p.H, h = bh % p.H;
+    if (t < p.T)
+      *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride + t * p.dq_row_stride +
+                                h * p.dq_head_stride + col0 + c8) =
+          *reinterpret_cast<const uint4*>(tile + row * kStride + c8);
+  }
 }
 
 }  // namespace ft::cuda::flash

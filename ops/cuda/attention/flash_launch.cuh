@@ -121,7 +121,9 @@ struct BwdRowKernels {
       : accum_floats(flash_attention_backward_workspace(p).dq_accum_floats) {
     const int64_t row_threads = static_cast<int64_t>(p.B) * p.H * p.T * (kHeadDim / 8);
     blocks = static_cast<unsigned>((row_threads + kThreads - 1) / kThreads);
-    convert_blocks = static_cast<unsigned>((accum_floats / 4 + kThreads - 1) / kThreads);
+    // Exact: dq_accum's rows per head are a multiple of 128, so its chunks a multiple of 256.
+    static_assert(kThreads == kConvertThreads, "one convert thread per chunk of a 256-chunk block");
+    convert_blocks = static_cast<unsigned>(accum_floats / 4 / kConvertThreads);
   }
   // n_accum: the dq_accum floats to zero (0: none).
   template <bool kBF16>
