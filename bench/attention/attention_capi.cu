@@ -86,19 +86,19 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // time). 2, 3: diagnostics (wrong dQ): no dQ atomics / no dQ phase. 4: the shipped deterministic
 // backward (any dtype / head dim). 5, 6: the two deterministic designs at every dropout: 5 the
 // counter-ordered dQ, 6 the split backward (dK/dV kernel without its dQ phase, then
-// flash_bwd_dq_kernel). Forward variants, each with the shipped backward: 7, 9, 13-15 wgmma
+// flash_bwd_dq_kernel). Forward variants, each with the 4-warp backward at every T: 7, 9, 13-15 wgmma
 // forwards (flash_fwd_wgmma_kernel.cuh): 7 one warpgroup, kBlockN 64, 3 stages, 3 CTAs/SM; 9 two
 // warpgroups, kBlockN 128, 1 CTA/SM; 13 as 7 with O += P V left running into the next tile (ptxas
-// serialises the wgmmas there: C7515); 14 three warpgroups (192 rows), 1 CTA/SM; 15 the shipped
-// tile with 4 stages; 8 the mma.sync forward tiles (shipped before the wgmma forward). Backward
+// serialises the wgmmas there: C7515); 14 three warpgroups (192 rows), 1 CTA/SM; 15 the two-
+// warpgroup tile with 4 stages; 8 the mma.sync forward tiles (shipped before the wgmma forward). Backward
 // variants after `git apply bench/attention/dev/wgmma_bwd_pipelined_experiment.patch`, with the
 // shipped forward: 10, 11 the wgmma backward with an mma.sync dQ phase, 64- / 32-query tiles; 16,
 // 17 the same with its dQ phase on wgmma too; 18 the software-pipelined one. 19: the wide-tile
 // backward (flash_bwd_wide_kernel.cuh, 8 warps, 128 x 128) at every T; 20 the same with 64-query
 // tiles (slower); 21 the 4-warp backward (flash_bwd_kernel.cuh) at every T. 22-24: the forward's
-// dropout calls drawn before the S wait (kEarlyCalls; three of four shipped above T = 2048): 22 one
+// dropout calls drawn before the S wait (kEarlyCalls; three of four in the two-warpgroup tile): 22 one
 // of four, 23 all four, 25 two (the two-warpgroup tile otherwise), 24 all eight of a 128-key tile at
-// 1 CTA/SM (variant 9's tile). 26: the one-warpgroup tile (shipped up to T = 2048) with 3 stages;
+// 1 CTA/SM (variant 9's tile). 26: the one-warpgroup tile (shipped up to T = 2048, 4096 with dropout) with 3 stages;
 // 27, 28: the two- and one-warpgroup tiles as shipped, at every T. Numbers, and the variants tried
 // and removed: bench/attention/NOTES.md.
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
