@@ -11,32 +11,37 @@ namespace ft::cuda {
 
 namespace {
 std::atomic<bool> g_wgmma_allowed{true};
+
+// A sequence-length threshold of the dispatch, one default without dropout and one with, which the
+// tests can override process-wide (any T >= 0; -1 restores the defaults).
+struct DispatchThreshold {
+  int without_dropout, with_dropout;
+  std::atomic<int> overridden{-1};
+  int get(bool dropout) const {
+    const int t = overridden.load(std::memory_order_relaxed);
+    return t >= 0 ? t : dropout ? with_dropout : without_dropout;
+  }
+  void set(int T) { overridden = T < 0 ? -1 : T; }
+};
+
 // Where the wide backward wins (H200, bwd ms, 4-warp / wide; bench/attention/NOTES.md, session 5):
 // p = 0 T = 1024 0.818 / 0.849, T = 2048 1.353 / 1.264, T = 4096 2.51 / 2.17; with dropout
 // T = 2048 1.462 / 1.520, T = 4096 2.70 / 2.65, T = 16384 10.06 / 9.43.
-constexpr int kBwdWideMinT = 2048, kBwdWideMinTDropout = 4096;
-std::atomic<int> g_bwd_wide_min_t{-1};  // -1: the defaults above
+DispatchThreshold g_bwd_wide_min_t{2048, 4096};
 // Where the one-warpgroup forward tile wins (H100, fwd ms, two-warpgroup / one-warpgroup tile,
 // session 8): p = 0.1 T = 1024 0.385-0.388 / 0.357-0.360, T = 2048 0.600-0.634 / 0.575-0.578,
 // T = 4096 1.060-1.074 / 1.006-1.008, T = 8192 1.93-1.94 / 1.93-1.98, T = 16384 3.70 / 3.74; p = 0
 // level up to T = 2048 (0.276 / 0.264-0.274, 0.396 / 0.390-0.397), then behind (T = 4096 0.613 /
 // 0.646-0.720, T = 16384 2.16-2.20 / 2.50-2.58).
-constexpr int kFwdSmallTileMaxT = 2048, kFwdSmallTileMaxTDropout = 4096;
-std::atomic<int> g_fwd_small_tile_max_t{-1};  // -1: the defaults above
+DispatchThreshold g_fwd_small_tile_max_t{2048, 4096};
 }  // namespace
 
-int flash_fwd_small_tile_max_t(bool dropout) {
-  const int t = g_fwd_small_tile_max_t.load(std::memory_order_relaxed);
-  return t >= 0 ? t : dropout ? kFwdSmallTileMaxTDropout : kFwdSmallTileMaxT;
-}
-void set_flash_fwd_small_tile_max_t(int T) { g_fwd_small_tile_max_t = T < 0 ? -1 : T; }
+int flash_fwd_small_tile_max_t(bool dropout) { return g_fwd_small_tile_max_t.get(dropout); }
+void set_flash_fwd_small_tile_max_t(int T) { g_fwd_small_tile_max_t.set(T); }
+int flash_bwd_wide_min_t(bool dropout) { return g_bwd_wide_min_t.get(dropout); }
+void set_flash_bwd_wide_min_t(int T) { g_bwd_wide_min_t.set(T); }
 
 void set_flash_wgmma_allowed(bool allowed) { g_wgmma_allowed = allowed; }
-int flash_bwd_wide_min_t(bool dropout) {
-  const int t = g_bwd_wide_min_t.load(std::memory_order_relaxed);
-  return t >= 0 ? t : dropout ? kBwdWideMinTDropout : kBwdWideMinT;
-}
-void set_flash_bwd_wide_min_t(int T) { g_bwd_wide_min_t = T < 0 ? -1 : T; }
 
 bool flash_wgmma_enabled() {
 #ifdef FT_FLASH_WGMMA
