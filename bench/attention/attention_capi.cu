@@ -127,7 +127,9 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
       case 25: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 3, 2, 2, true, 2>>(p, s, group);
       case 26: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 3, 3, 1, true, 4>>(p, s, group);
       case 27: return fwd_wgmma_bf16<FlashConfig<64>::FwdWgmma>(p, s, group);
-      case 28: return fwd_wgmma_bf16<FlashConfig<64>::FwdWgmmaSmallT>(p, s, group);
+      case 28:
+        if (p.dropout.threshold != 0) return fwd_wgmma_bf16<FlashConfig<64>::FwdWgmmaSmallTDropout>(p, s, group);
+        return fwd_wgmma_bf16<FlashConfig<64>::FwdWgmmaSmallT>(p, s, group);
       case 1: case 8: return fwd_shipped_tiles(p, s, group);
       default: return ft::cuda::flash_attention_forward(p, s);  // the shipped forward
     }

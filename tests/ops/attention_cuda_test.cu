@@ -3,7 +3,8 @@
 // flash and naive draw identical dropout masks; the dropped fraction matches p; block-sparse flash
 // equals masked naive; fully masked rows give zeros; flash allocates nothing and its buffers grow
 // linearly in T; dK and dV are bit-reproducible (dQ uses atomics: its spread is measured); the
-// deterministic backward gives bit-identical dq, dk, dv; a device offset base equals a plain offset.
+// deterministic backward gives bit-identical dq, dk, dv; a device offset base equals a plain offset;
+// scores that grow along the keys (the forward's lazy rescale) stay within twice naive's error.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -344,6 +345,31 @@ TEST(FlashCuda, DroppedFractionWithinBinomialTolerance) {
     const double n = static_cast<double>(f.o.size());
     EXPECT_NEAR(dropped / n, p, 5 * std::sqrt(p * (1 - p) / n)) << "p " << p;
   }
+}
+
+// Scores that grow along the keys (k scaled by 1 + 3 t / T, rounded to the dtype again): a row's
+// running maximum rises past its reference by more than 2^8 several times (the forward with dropout
+// rescales O only then, kLazyRescale in flash_fwd_wgmma_kernel.cuh) and by less in between, where
+// tiles are summed against a stale maximum. Within twice naive's error, as every case.
+TEST(FlashCuda, ScoresGrowingAlongTheKeys) {
+  SKIP_WITHOUT_CUDA();
+  for (bool causal : {false, true})
+    for (float p : {0.f, 0.1f}) {
+      const AttentionCase c{1, 2, 1000, 64, causal, p};
+      AttentionInputs in = make_inputs(c, 55);
+      for (int t = 0; t < c.T; ++t)
+        for (int i = 0; i < c.H * c.D; ++i) {
+          float& x = in.k[static_cast<size_t>(t) * c.H * c.D + i];
+          x = from_bits(c.dtype, to_bits(c.dtype, x * (1.f + 3.f * t / c.T)));
+        }
+      const AttentionParams cfg = config_of(c, 777, 3);
+      const Reference ref = reference_of(cfg, in);
+      DeviceAttention dev(cfg, in);
+      CublasHandle cublas;
+      const Outputs flash = dev.run_flash();
+      const Outputs naive = dev.run_naive(cublas.h);
+      expect_within_twice_naive(flash, naive, ref, case_name(c) + " growing scores");
+    }
 }
 
 TEST(FlashCuda, FullyMaskedRowsGiveZerosNotNaN) {

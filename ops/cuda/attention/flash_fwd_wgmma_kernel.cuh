@@ -40,9 +40,15 @@ namespace ft::cuda::flash {
 // computed once before the loop (each thread's chunks sit at the same place in every tile), not
 // from the row-bounded address arithmetic of load_rows_async_sw128 (about 85 instructions per tile
 // in the SASS, against 35); it needs the tile's 16-byte chunks to divide evenly among the threads.
+// kLazyRescale: the online softmax keeps a row's reference maximum until the tile maximum exceeds it
+// by more than kLazyRescaleLog2 (in log2 units; so P <= 2^kLazyRescaleLog2), and only then rescales
+// O and the row sum, all rows of the warp together (a warp-uniform branch). Exact in exact
+// arithmetic: O, the row sum and the lse all refer to the same (stale) maximum.
 template <int kBlockN_, int kStages_, int kMinBlocksPerSm_, int kWarpGroups_ = 1, bool kWaitPv_ = true,
-          int kEarlyCalls_ = 2>
+          int kEarlyCalls_ = 2, bool kLazyRescale_ = false>
 struct FlashFwdWgmmaTraits {
+  static constexpr bool kLazyRescale = kLazyRescale_;
+  static constexpr float kLazyRescaleLog2 = 8.f;
   static constexpr bool kLeanLoads = (kBlockN_ * 8) % (128 * kWarpGroups_) == 0;
   static constexpr int kEarlyCalls = kEarlyCalls_ < kBlockN_ / 16 ? kEarlyCalls_ : kBlockN_ / 16;
   static constexpr bool kWaitPv = kWaitPv_;
@@ -182,13 +188,17 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     }
 
     // Online softmax, as flash_fwd_kernel.cuh.
+    float new_max[2];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       float mx = row_max[half];
 #pragma unroll
       for (int nb = 0; nb < BN / 8; ++nb) mx = fmaxf(mx, fmaxf(acc_s[nb][2 * half], acc_s[nb][2 * half + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      new_max[half] = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    }
+    auto rescale = [&](int half) {
+      const float mx = new_max[half];
       const float m_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;  // all masked so far
       const float alpha = fast_exp2(row_max[half] * scale_log2 - m_scaled);
       row_max[half] = mx;
@@ -198,6 +208,22 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
         acc_o[dj][2 * half] *= alpha;
         acc_o[dj][2 * half + 1] *= alpha;
       }
+    };
+    if constexpr (Kt::kLazyRescale) {
+      // (-inf - -inf is NaN: a row masked so far needs nothing.)
+      const bool grow = (new_max[0] - row_max[0]) * scale_log2 > Kt::kLazyRescaleLog2 ||
+                        (new_max[1] - row_max[1]) * scale_log2 > Kt::kLazyRescaleLog2;
+      if (__any_sync(0xffffffffu, grow)) {
+        rescale(0);
+        rescale(1);
+      }
+    } else {
+      rescale(0);
+      rescale(1);
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const float m_scaled = row_max[half] == -INFINITY ? 0.f : row_max[half] * scale_log2;
       float sum = 0.f;
 #pragma unroll
       for (int nb = 0; nb < BN / 8; ++nb)

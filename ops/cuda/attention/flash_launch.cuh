@@ -35,6 +35,7 @@
 #pragma once
 
 #include <algorithm>
+#include <type_traits>
 
 #include "core/cuda/check.h"
 #include "ops/attention_params.h"
@@ -68,9 +69,14 @@ struct FlashConfig<64> {
   // 2 CTAs/SM, every T and dropout (bench/attention/NOTES.md, session 4); three of the four dropout
   // Philox calls of a tile drawn while S is computed (session 8).
   using FwdWgmma = FlashFwdWgmmaTraits<64, 3, 2, 2, true, 3>;
-  // T <= flash_fwd_small_tile_max_t (2048, with dropout 4096): one warpgroup x 64 query rows, 4
-  // stages, 3 CTAs/SM (160 registers), all four dropout calls of a tile drawn during S (session 8).
-  using FwdWgmmaSmallT = FlashFwdWgmmaTraits<64, 4, 3, 1, true, 4>;
+  // T <= flash_fwd_small_tile_max_t (2048, with dropout 4096): one warpgroup x 64 query rows.
+  // Without dropout 4 CTAs/SM (2 stages, 128 registers; H200 fwd ms against 3 CTAs/SM with 4
+  // stages: T = 1024 0.207 / 0.241, T = 2048 0.347 / 0.370, session 9). With dropout 4 stages,
+  // 3 CTAs/SM (160 registers; at 4 CTAs/SM T = 2048 took 0.584 against 0.563 ms), all four
+  // Philox calls of a tile drawn during S (session 8), and the lazy rescale (kLazyRescale;
+  // T = 2048 0.563-0.570 -> 0.553-0.555 ms; without dropout it lost 1-3%).
+  using FwdWgmmaSmallT = FlashFwdWgmmaTraits<64, 2, 4, 1, true, 4>;
+  using FwdWgmmaSmallTDropout = FlashFwdWgmmaTraits<64, 4, 3, 1, true, 4, true>;
 };
 template <>
 struct FlashConfig<128> {
@@ -209,9 +215,11 @@ void run_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
   dispatch_dtype_dropout(p, [&](auto bf16, auto dropout) {
     constexpr bool kBF16 = decltype(bf16)::value;
     if constexpr (kHeadDim == 64) {
-      if (wgmma && p.T <= flash_fwd_small_tile_max_t(decltype(dropout)::value))
-        return launch_flash_fwd_wgmma<typename Config::FwdWgmmaSmallT, kBF16, decltype(dropout)::value>(
-            p, stream, Config::kGroupTokens);
+      if (wgmma && p.T <= flash_fwd_small_tile_max_t(decltype(dropout)::value)) {
+        using Small = std::conditional_t<decltype(dropout)::value, typename Config::FwdWgmmaSmallTDropout,
+                                         typename Config::FwdWgmmaSmallT>;
+        return launch_flash_fwd_wgmma<Small, kBF16, decltype(dropout)::value>(p, stream, Config::kGroupTokens);
+      }
       if (wgmma)
         return launch_flash_fwd_wgmma<typename Config::FwdWgmma, kBF16, decltype(dropout)::value>(
             p, stream, Config::kGroupTokens);
