@@ -83,15 +83,52 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, n1 = blk.n1, m_blocks = blk.m_blocks;
   const int n_blocks = blk.n_blocks, n_block = blk.n_block;
   float* dq_accum = p.dq_accum + bh * DqLayout::rows(T) * D;
+  // The atomic backward (not kOrderedDq) keeps a pointer to this warp's dQ chunks of query tile 0
+  // (flash_dq_accum.cuh): those of tile m are m * kDqTileChunks further, dj * 32 apart, so a tile's
+  // adds cost one 64-bit multiply-add and take immediate offsets (from chunk() per add, the
+  // addresses took about 25 instructions a tile; SASS, session 9). It also keeps the lse in log2
+  // units in shared memory (below). The deterministic kernel does neither: with them it ran 2-3%
+  // slower (H200, T = 2048-8192, p = 0.1; session 9). Nor does D = 128 (not measured; its dropout
+  // kernel spilled 12 bytes more).
+  constexpr bool kLeanTile = !kOrderedDq && D == 64;
+  constexpr int kDqTileChunks = BM / 16 * DqLayout::kTilesD * 32;
+  float4* const dq_warp = reinterpret_cast<float4*>(
+      dq_accum + DqLayout::chunk(warp % Kt::kWarpsM, warp / Kt::kWarpsM * (Kt::kDqCols / 8), lane));
   auto next_tile = [&](int m) { return blk.next_query_tile(p, m); };
   auto load_q_tile = [&](int m, int stage) {
-    blk.load_query_tile(p, m, sQ + stage * BM * S, sdO + stage * BM * S, sLse + stage * BM, sDsum + stage * BM, tid);
+    blk.template load_query_tile<!kLeanTile>(p, m, sQ + stage * BM * S, sdO + stage * BM * S,
+                                             sLse + stage * BM, sDsum + stage * BM, tid);
+  };
+  // kLeanTile: sLse holds the lse in log2 units, lse * log2 e (+inf where lse = -inf: the query sees
+  // no key, so its P row is exp2(-inf) = 0). Warp 0 loads tile m's lse into registers (lse_rows) while
+  // tile m - 1 is computed and stores it converted at the end of that tile: converted where it is
+  // used, it took three instructions per lse value and warp (FSETP, FMUL, FSEL), about 24 a tile
+  // (SASS, session 9).
+  constexpr int kLseRegs = (BM + 31) / 32;
+  auto load_lse_rows = [&](int mm, float (&rows)[kLseRegs]) {
+#pragma unroll
+    for (int i = 0; i < kLseRegs; ++i) {
+      const int r = mm * BM + lane + 32 * i;
+      rows[i] = lane + 32 * i < BM && r < T ? blk.lse[r] : 0.f;
+    }
+  };
+  auto store_lse_log2 = [&](const float (&rows)[kLseRegs], int stage) {
+#pragma unroll
+    for (int i = 0; i < kLseRegs; ++i)
+      if (lane + 32 * i < BM) sLse[stage * BM + lane + 32 * i] = rows[i] == -INFINITY ? INFINITY : rows[i] * kLog2e;
   };
 
   blk.load_keys(p, sK, sV, tid);
   cp_async_commit();
   int m = next_tile(blk.m_begin);
-  if (m < m_blocks) load_q_tile(m, 0);
+  if (m < m_blocks) {
+    load_q_tile(m, 0);
+    if (kLeanTile && warp == 0) {
+      float rows[kLseRegs];
+      load_lse_rows(m, rows);
+      store_lse_log2(rows, 0);
+    }
+  }
   cp_async_commit();
   cp_async_wait<1>();
   __syncthreads();
@@ -136,7 +173,11 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     }
     cp_async_wait<0>();
     __syncthreads();
-    if (mn < m_blocks) load_q_tile(mn, stage ^ 1);
+    float next_lse[kLseRegs];
+    if (mn < m_blocks) {
+      load_q_tile(mn, stage ^ 1);
+      if (kLeanTile && warp == 0) load_lse_rows(mn, next_lse);
+    }
     cp_async_commit();
     const uint16_t* sQs = sQ + stage * BM * S;
     const uint16_t* sdOs = sdO + stage * BM * S;
@@ -244,7 +285,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
           const float lse_q = (e & 1) ? l2.y : l2.x;
           const float d_q = (e & 1) ? dd.y : dd.x;
           // lse = -inf: the query sees no key, so its P row is all zeros. exp2(-inf) = 0.
-          const float lse_log2 = lse_q == -INFINITY ? INFINITY : lse_q * kLog2e;
+          const float lse_log2 = kLeanTile ? lse_q : lse_q == -INFINITY ? INFINITY : lse_q * kLog2e;
           const float pe = fast_exp2(fmaf(acc_s[ni][nb][e], scale_log2, -lse_log2));
           float z = keep_scale;
           if constexpr (kDropout) z = ((keep[ni] >> (4 * nb + e)) & 1u) ? keep_scale : 0.f;
@@ -338,9 +379,12 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
         // into (T, D) rows before: bwd 2.64 -> 2.47 ms at T = 4096; bench/attention/NOTES.md).
         if (Kt::kDiag == 0 || T < 0) {  // kDiag 1: the products stay, the adds go
 #pragma unroll
-          for (int dj = 0; dj < kCols / 8; ++dj)
-            atomicAdd(reinterpret_cast<float4*>(dq_accum + DqLayout::chunk((m0 >> 4) + wm, wd * (kCols / 8) + dj, lane)),
-                      make_float4(acc_dq[dj][0], acc_dq[dj][1], acc_dq[dj][2], acc_dq[dj][3]));
+          for (int dj = 0; dj < kCols / 8; ++dj) {
+            float4* const chunk =
+                kLeanTile ? dq_warp + static_cast<int64_t>(m) * kDqTileChunks + dj * 32
+                          : reinterpret_cast<float4*>(dq_accum + DqLayout::chunk((m0 >> 4) + wm, wd * (kCols / 8) + dj, lane));
+            atomicAdd(chunk, make_float4(acc_dq[dj][0], acc_dq[dj][1], acc_dq[dj][2], acc_dq[dj][3]));
+          }
         }
         if constexpr (kOrderedDq) {
           // Causal: release in the middle of the next tile (or after the loop), when these adds have
@@ -355,6 +399,9 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
         }
       }
     }
+    // The next stage's lse: its last readers (the tile before this one) finished before this
+    // tile's first barrier, and the next tile reads it after its own.
+    if (kLeanTile && warp == 0 && mn < m_blocks) store_lse_log2(next_lse, stage ^ 1);
     m = mn;
     stage ^= 1;
   }

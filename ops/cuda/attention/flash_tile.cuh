@@ -94,6 +94,8 @@ struct KeyBlock {
       if (attention_tile_kind(p, m * kBlockM, min(m * kBlockM + kBlockM, p.T), n0, n1) != kTileEmpty) break;
     return m;
   }
+  // kLse false: not the lse (a kernel that converts it on the way in loads it itself).
+  template <bool kLse = true>
   __device__ __forceinline__ void load_query_tile(const AttentionParams& p, int m, uint16_t* sQ, uint16_t* sdO,
                                                   float* sLse, float* sDsum, int tid) const;
   // K and V rows of the block (one cp.async group with whatever the caller adds).
@@ -182,6 +184,7 @@ __device__ __forceinline__ void load_vec_async(float* smem, const float* base, i
 // 4-warp backward spent about 115 instructions of a 32-query tile on the general path; SASS,
 // session 8.) Partial tiles and thread counts that do not divide the tile take the general path.
 template <int kBlockM, int kBlockN, int kHeadDim, int kSmemStride, int kThreads>
+template <bool kLse>
 __device__ __forceinline__ void KeyBlock<kBlockM, kBlockN, kHeadDim, kSmemStride, kThreads>::load_query_tile(
     const AttentionParams& p, int m, uint16_t* sQ, uint16_t* sdO, float* sLse, float* sDsum, int tid) const {
   constexpr int kChunksPerRow = kHeadDim / 8, kRoundRows = kThreads / kChunksPerRow;
@@ -198,13 +201,14 @@ __device__ __forceinline__ void KeyBlock<kBlockM, kBlockN, kHeadDim, kSmemStride
       cp_async_16(smem_u32(sQ + off), qs + i * kRoundRows * p.q_row_stride, 16);
       cp_async_16(smem_u32(sdO + off), ds + i * kRoundRows * p.do_row_stride, 16);
     }
-    if (tid < kBlockM) cp_async_4(smem_u32(sLse + tid), lse + m0 + tid, 4);
-    else if (tid < 2 * kBlockM) cp_async_4(smem_u32(sDsum + tid - kBlockM), dsum + m0 + tid - kBlockM, 4);
+    if (tid < kBlockM) {
+      if (kLse) cp_async_4(smem_u32(sLse + tid), lse + m0 + tid, 4);
+    } else if (tid < 2 * kBlockM) cp_async_4(smem_u32(sDsum + tid - kBlockM), dsum + m0 + tid - kBlockM, 4);
     return;
   }
   load_rows_async<kBlockM, kHeadDim, kSmemStride, kThreads>(sQ, q, p.q_row_stride, m * kBlockM, p.T, tid);
   load_rows_async<kBlockM, kHeadDim, kSmemStride, kThreads>(sdO, dout, p.do_row_stride, m * kBlockM, p.T, tid);
-  load_vec_async<kBlockM, kThreads>(sLse, lse, m * kBlockM, p.T, tid);
+  if (kLse) load_vec_async<kBlockM, kThreads>(sLse, lse, m * kBlockM, p.T, tid);
   load_vec_async<kBlockM, kThreads>(sDsum, dsum, m * kBlockM, p.T, tid);
 }
 template <int kBlockM, int kBlockN, int kHeadDim, int kSmemStride, int kThreads>
