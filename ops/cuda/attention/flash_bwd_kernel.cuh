@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
                                              sLse + stage * BM, sDsum + stage * BM, tid);
   };
   // kLeanTile: sLse holds the lse in log2 units, lse * log2 e (+inf where lse = -inf: the query sees
-  // no key, so its P row is exp2(-inf) = 0). Warp 0 loads tile m's lse into registers (lse_rows) while
+  // no key, so its P row is exp2(-inf) = 0). Warp 0 loads tile m's lse into registers (next_lse) while
   // tile m - 1 is computed and stores it converted at the end of that tile: converted where it is
   // used, it took three instructions per lse value and warp (FSETP, FMUL, FSEL), about 24 a tile
   // (SASS, session 9).
