@@ -192,6 +192,13 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
+bool rows_collapse(const Tensor& t) {
+  if (t.dim() < 2 || (t.stride(-1) != 1 && t.size(-1) != 1) || t.stride(-2) < t.size(-1)) return false;
+  for (int i = t.dim() - 3; i >= 0; --i)
+    if (t.size(i) != 1 && t.stride(i) != t.size(i + 1) * t.stride(i + 1)) return false;
+  return true;
+}
+
 void* Tensor::data_ptr() const {
   return static_cast<char*>(impl().storage->data()) + impl().offset * static_cast<int64_t>(itemsize());
 }

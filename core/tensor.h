@@ -139,6 +139,11 @@ class Tensor {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);  // "Tensor(f32, (2, 3), cuda:0)"
 
+// Whether t (..., R, C), at least 2-D, is a stack of rows: unit column stride, rows at least C
+// apart, and leading dims that merge into the rows, so t.view({-1, C}) needs no copy. Contiguous
+// tensors are; so are the first C columns of a wider row-major buffer (padded rows).
+bool rows_collapse(const Tensor& t);
+
 // ---- template definitions ----
 template <class T>
 Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {

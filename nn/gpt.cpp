@@ -53,7 +53,8 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_t
   for (const auto& block : h) x = block->forward(x);
   x = ln_f.forward(x);  // (B, T, C)
   MatmulOptions head;
-  head.trans_b = true;  // tied head: x wte^T, wte stored (V, C)
+  head.trans_b = true;     // tied head: x wte^T, wte stored (V, C)
+  head.align_rows = true;  // V = 50257: logits rows padded to 16 bytes (MatmulOptions)
   GPTOutput out;
   out.logits = autograd::matmul(x, wte.weight, head);  // (B, T, V)
   if (targets.defined()) {

@@ -27,6 +27,13 @@ Tensor checked_targets(const char* op, const Tensor& logits, const Tensor& targe
   return cast(targets, DType::I32).contiguous();
 }
 
+// The logits as the kernels read them: on CUDA any stack of rows (rows_collapse: contiguous, or
+// padded rows as MatmulOptions::align_rows makes them) as it is, else a contiguous copy.
+Tensor logits_rows(const Tensor& logits) {
+  return logits.is_cuda() && rows_collapse(logits) ? logits : logits.contiguous();
+}
+int64_t row_stride(const Tensor& logits) { return logits.dim() >= 2 ? logits.stride(-2) : logits.size(-1); }
+
 void check_target_range(const Tensor& targets, int64_t vocab, int32_t ignore_index) {
   const int32_t* t = targets.data<int32_t>();
   for (int64_t i = 0; i < targets.numel(); ++i) {
@@ -39,7 +46,7 @@ void check_target_range(const Tensor& targets, int64_t vocab, int32_t ignore_ind
 
 CrossEntropyOut cross_entropy_forward(const Tensor& logits0, const Tensor& targets0, int32_t ignore_index) {
   const Tensor targets = checked_targets("cross_entropy", logits0, targets0);  // (N)
-  const Tensor logits = logits0.contiguous();                                   // (N, V)
+  const Tensor logits = logits_rows(logits0);                                   // (N, V)
   const int64_t V = logits.size(-1), rows = targets.numel();
   const Device dev = logits.device();
   const DType sd = stat_dtype(logits.dtype());
@@ -64,6 +71,7 @@ CrossEntropyOut cross_entropy_forward(const Tensor& logits0, const Tensor& targe
         p.lse = out.lse.data<float>();
         p.rows = rows;
         p.vocab = V;
+        p.row_stride = row_stride(logits);
         p.ignore_index = ignore_index;
         p.dtype = logits.dtype();
         cuda::cross_entropy_forward(p, s);
@@ -80,10 +88,14 @@ Tensor cross_entropy_backward(const Tensor& dloss0, const Tensor& logits0, const
                  "[cross_entropy_backward] dloss and lse must be ", sd, " of shape ", targets.shape(), " on ",
                  logits0.device(), ", got ", t->shape(), " ", t->dtype(), " on ", t->device());
   }
-  const Tensor logits = logits0.contiguous(), dloss = dloss0.contiguous(), lse = lse0.contiguous();
-  const int64_t V = logits.size(-1), rows = targets.numel();
+  const Tensor logits = logits_rows(logits0), dloss = dloss0.contiguous(), lse = lse0.contiguous();
+  const int64_t V = logits.size(-1), rows = targets.numel(), ld = row_stride(logits);
   const Device dev = logits.device();
-  Tensor dlogits = Tensor::empty(logits.shape(), logits.dtype(), dev);  // (..., V)
+  // (..., V), rows ld apart like the logits' (padded rows stay padded: the head's backward
+  // products then run on aligned rows, see MatmulOptions::align_rows).
+  Shape buffer = logits.shape();
+  if (ld > V) buffer.back() = ld;
+  Tensor dlogits = Tensor::empty(buffer, logits.dtype(), dev).slice(-1, 0, V);
   if (rows == 0) return dlogits;
   dispatch(
       dev,
@@ -107,6 +119,7 @@ Tensor cross_entropy_backward(const Tensor& dloss0, const Tensor& logits0, const
         p.dlogits = dlogits.data_ptr();
         p.rows = rows;
         p.vocab = V;
+        p.row_stride = ld;
         p.ignore_index = ignore_index;
         p.dtype = logits.dtype();
         cuda::cross_entropy_backward(p, s);

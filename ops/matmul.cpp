@@ -171,6 +171,14 @@ void run(const Tensor& a, const Tensor& b, const Tensor& out, const MatmulOption
 
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& opts) {
   const Shape shape = check_and_shape(a, b, opts, a.dtype());
+  const int64_t n = shape.back(), per16 = 16 / static_cast<int64_t>(dtype_size(a.dtype()));
+  if (opts.align_rows && a.is_cuda() && n % per16 != 0) {
+    Shape padded = shape;
+    padded.back() = (n + per16 - 1) / per16 * per16;
+    Tensor out = Tensor::empty(padded, a.dtype(), a.device()).slice(-1, 0, n);
+    run(a, b, out, opts, 0.f);
+    return out;
+  }
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   run(a, b, out, opts, 0.f);
   return out;

@@ -13,6 +13,9 @@ Tensor sum_batches(const Tensor& g) {
   return ops::sum(g.reshape({-1, g.size(-2), g.size(-1)}), 0);
 }
 
+// (prod(...) * R, C): a view when the rows collapse, else a contiguous copy.
+Tensor as_rows(const Tensor& t) { return rows_collapse(t) ? t.view({-1, t.size(-1)}) : t.reshape({-1, t.size(-1)}); }
+
 ops::MatmulOptions flags(bool trans_a, bool trans_b, float alpha) {
   ops::MatmulOptions o;
   o.trans_a = trans_a;
@@ -32,7 +35,9 @@ struct MatmulBackward : Node {
   bool allow_tf32 = false;
 
   std::vector<Tensor> backward(const std::vector<Tensor>& grad_outputs) override {
-    const Tensor g = grad_outputs[0].contiguous();  // batch + (M, N)
+    // batch + (M, N); padded rows (align_rows: the gradient keeps the output's layout) stay as
+    // they are, since every product below takes a row stride.
+    const Tensor g = rows_collapse(grad_outputs[0]) ? grad_outputs[0] : grad_outputs[0].contiguous();
     Tensor da, db, dbias;
     if (needs_grad[0]) {
       // trans_a: dA = alpha * op(B) G^T (K, M); else dA = alpha * G op(B)^T (M, K).
@@ -41,7 +46,7 @@ struct MatmulBackward : Node {
       if (a.dim() == 2) da = sum_batches(da);
     }
     if (needs_grad[1]) db = grad_b(g);
-    if (has_bias && needs_grad[2]) dbias = ops::sum(g.reshape({-1, g.size(-1)}), 0);
+    if (has_bias && needs_grad[2]) dbias = ops::sum(as_rows(g), 0);
     return {da, db, dbias};
   }
 
@@ -50,8 +55,8 @@ struct MatmulBackward : Node {
     if (b.dim() == 2 && a.dim() > 2 && !trans_a) {
       // b was shared by every batch entry and a's rows run on: one product over all B*M rows
       // sums the batch entries' contributions inside the GEMM.
-      const Tensor a2 = a.reshape({-1, a.size(-1)});  // (B*M, K)
-      const Tensor g2 = g.reshape({-1, g.size(-1)});  // (B*M, N)
+      const Tensor a2 = as_rows(a);  // (B*M, K)
+      const Tensor g2 = as_rows(g);  // (B*M, N)
       return trans_b ? ops::matmul(g2, a2, with_tf32(flags(true, false, alpha)))
                      : ops::matmul(a2, g2, with_tf32(flags(true, false, alpha)));
     }

@@ -4,8 +4,9 @@
 // its own (max, sum of exp(x - max)) and the block combines them), so lse costs one pass over
 // the logits; the target logit is one extra scalar load. The backward reads the row once and
 // writes dlogits once: softmax is recomputed as exp(x - lse), so no (N, V) probabilities buffer
-// exists. V = 50257 makes most rows start off a 16-byte boundary, so each row is walked as a
-// scalar head up to the first boundary, a body of 16-byte vectors and a scalar tail.
+// exists. Contiguous rows of V = 50257 mostly start off a 16-byte boundary, so each row is walked
+// as a scalar head up to the first boundary, a body of 16-byte vectors and a scalar tail (the
+// GPT head's padded rows, MatmulOptions::align_rows, all start on one).
 #include "ops/cuda/cross_entropy.h"
 
 #include "core/cuda/check.h"
@@ -58,7 +59,7 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_forward_kernel(CrossEn
     return;
   }
   const int64_t V = p.vocab;
-  const T* x = static_cast<const T*>(p.logits) + row * V;  // (V)
+  const T* x = static_cast<const T*>(p.logits) + row * p.row_stride;  // (V)
   const RowSplit sp = split_row<T, kVec>(x, V);
   float m = -INFINITY, s = 0.f;
   if (threadIdx.x < sp.head) {
@@ -97,8 +98,8 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_backward_kernel(CrossE
   const int64_t row = blockIdx.x;
   const int32_t target = p.targets[row];
   const int64_t V = p.vocab;
-  const T* x = static_cast<const T*>(p.logits) + row * V;  // (V)
-  T* dx = static_cast<T*>(p.dlogits) + row * V;            // (V), same misalignment as x
+  const T* x = static_cast<const T*>(p.logits) + row * p.row_stride;  // (V)
+  T* dx = static_cast<T*>(p.dlogits) + row * p.row_stride;            // (V), same misalignment as x
   const RowSplit sp = split_row<T, kVec>(x, V);
   const T* body = x + sp.head;
   T* dbody = dx + sp.head;

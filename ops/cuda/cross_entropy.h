@@ -1,7 +1,8 @@
 // CUDA cross-entropy fused with log-softmax: plain-old-data arguments and launchers (no CUDA
 // headers).
 //
-// logits and dlogits are (N, V) contiguous in `dtype` (bf16, f16 or f32); targets (N) int32;
+// logits and dlogits are (N, V) in `dtype` (bf16, f16 or f32), rows row_stride elements apart
+// (>= V: contiguous, or padded rows); targets (N) int32;
 // loss, lse, dloss (N) fp32. A row whose target equals ignore_index gets loss 0, lse 0 and an
 // all-zero dlogits row. A target outside [0, V) (and not ignore_index) is not checked on the
 // device: its loss is NaN, so a bad batch shows as a non-finite loss instead of reading out of
@@ -20,7 +21,7 @@ struct CrossEntropyForwardParams {
   const int32_t* targets = nullptr;  // (N)
   float* loss = nullptr;            // (N): lse - logits[target]
   float* lse = nullptr;             // (N): log(sum(exp(logits)))
-  int64_t rows = 0, vocab = 0;
+  int64_t rows = 0, vocab = 0, row_stride = 0;
   int32_t ignore_index = -1;
   DType dtype = DType::BF16;
 };
@@ -31,7 +32,7 @@ struct CrossEntropyBackwardParams {
   const float* lse = nullptr;        // (N), from the forward
   const float* dloss = nullptr;      // (N)
   void* dlogits = nullptr;           // (N, V): (softmax - onehot(target)) * dloss
-  int64_t rows = 0, vocab = 0;
+  int64_t rows = 0, vocab = 0, row_stride = 0;  // row_stride: of logits and dlogits alike
   int32_t ignore_index = -1;
   DType dtype = DType::BF16;
 };

@@ -136,6 +136,26 @@ TEST(CrossEntropyCuda, MatchesCpu) {
   }
 }
 
+// Logits as the GPT head makes them (MatmulOptions::align_rows): the first V columns of rows
+// padded to 16 bytes. The forward reads them in place, the backward's dlogits has the same row
+// stride, and both match the CPU on the contiguous logits.
+TEST(CrossEntropyCuda, PaddedRowsReadInPlaceAndGradientKeepsThem) {
+  FT_REQUIRE_CUDA();
+  const int64_t B = 2, T = 3, V = 50257, Vp = 50264;
+  const Tensor padded = randn_tensor({B, T, Vp}, 8, DType::BF16, Device::cpu(), 3.f);
+  const Tensor logits = padded.slice(-1, 0, V).contiguous();  // CPU reference input
+  const Tensor gl = padded.to(Device::cuda()).slice(-1, 0, V);
+  const Tensor targets = Tensor::from_vector(make_targets(B * T, V, 9, true), {B, T});
+  const Tensor dloss = randn_tensor({B, T}, 10);
+  const ops::CrossEntropyOut c = ops::cross_entropy_forward(logits, targets);
+  const ops::CrossEntropyOut g = ops::cross_entropy_forward(gl, targets.to(Device::cuda()));
+  EXPECT_LT(rel_error(g.loss, c.loss), 1e-5);
+  const Tensor dg = ops::cross_entropy_backward(dloss.to(Device::cuda()), gl, targets.to(Device::cuda()), g.lse);
+  EXPECT_EQ(dg.stride(-2), Vp);
+  EXPECT_EQ(dg.shape(), logits.shape());
+  EXPECT_LT(rel_error(dg, ops::cross_entropy_backward(dloss, logits, targets, c.lse)), 8e-3);
+}
+
 TEST(CrossEntropyCuda, MisalignedLogitsAndOutOfRangeTargets) {
   FT_REQUIRE_CUDA();
   const int64_t rows = 4, V = 1000;

@@ -268,6 +268,25 @@ TEST(MatmulCuda, AccumulateStridedAndMisalignedOperands) {
   }
 }
 
+// align_rows: an output whose rows are not a multiple of 16 bytes (N = 13, 50257 columns of bf16)
+// comes back as the first N columns of a wider buffer, values as the CPU product; one whose rows
+// are (N = 16) stays contiguous.
+TEST(MatmulCuda, AlignRowsPadsTheOutputRowStride) {
+  FT_REQUIRE_CUDA();
+  const Device gpu = Device::cuda();
+  for (int64_t n : {13, 50257, 16}) {
+    const Tensor a = randn_tensor({2, 5, 24}, 310, DType::BF16), w = randn_tensor({n, 24}, 311, DType::BF16);
+    MatmulOptions o = opts(false, true);
+    o.align_rows = true;
+    const Tensor got = ops::matmul(a.to(gpu), w.to(gpu), o);  // (2, 5, n), x w^T as the GPT head
+    ASSERT_EQ(got.shape(), (Shape{2, 5, n}));
+    EXPECT_EQ(got.stride(-2) % 8, 0) << n;
+    EXPECT_EQ(got.is_contiguous(), n % 8 == 0) << n;
+    EXPECT_TRUE(rows_collapse(got)) << n;
+    EXPECT_LT(rel_error(got, ops::matmul(a, w, opts(false, true))), 1e-2) << n;
+  }
+}
+
 TEST(MatmulCuda, HalfInputsWithF32OutputAndBias) {
   FT_REQUIRE_CUDA();
   const Device gpu = Device::cuda();
