@@ -169,12 +169,27 @@ void run(const Tensor& a, const Tensor& b, const Tensor& out, const MatmulOption
 
 }  // namespace
 
+Tensor pad_rows(const Tensor& w, int64_t rows) {
+  FT_CHECK_ARG(w.dim() == 2 && rows >= w.size(0), "[matmul] pad_rows: ", w.shape(), " to ", rows, " rows");
+  Tensor out = Tensor::zeros({rows, w.size(1)}, w.dtype(), w.device());
+  out.slice(0, 0, w.size(0)).copy_(w);
+  return out;
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& opts) {
   const Shape shape = check_and_shape(a, b, opts, a.dtype());
   const int64_t n = shape.back(), per16 = 16 / static_cast<int64_t>(dtype_size(a.dtype()));
   if (opts.align_rows && a.is_cuda() && n % per16 != 0) {
     Shape padded = shape;
     padded.back() = (n + per16 - 1) / per16 * per16;
+    if (opts.trans_b && !opts.trans_a && b.dim() == 2 && !opts.bias.defined()) {
+      // x w^T over the padded N: w's extra rows are zeros, so are the extra output columns.
+      Tensor out = Tensor::empty(padded, a.dtype(), a.device());
+      MatmulOptions plain = opts;
+      plain.align_rows = false;
+      run(a, pad_rows(b, padded.back()), out, plain, 0.f);
+      return out.slice(-1, 0, n);
+    }
     Tensor out = Tensor::empty(padded, a.dtype(), a.device()).slice(-1, 0, n);
     run(a, b, out, opts, 0.f);
     return out;

@@ -35,11 +35,12 @@ struct MatmulOptions {
   // results stay close to the CPU reference.
   bool allow_tf32 = false;
   // ops::matmul on CUDA: give the new output a row stride padded to a multiple of 16 bytes (a
-  // view of the first N columns of a wider buffer) when N columns are not. cuBLASLt's Hopper
-  // kernels need 16-byte aligned rows in every operand; GPT-2's logits (V = 50257) otherwise ran
-  // the three head products on a Turing-era align-1 kernel at about 95 TFLOP/s, some 30 ms of a
-  // 64 ms training step on an H100 (Nsight Compute, session 9). The backward keeps that row
-  // stride for the gradient (cross_entropy_backward), so all three products run aligned.
+  // view of the first N columns of a wider buffer) when N columns are not. For x w^T with a
+  // plain matrix w (an nn.Linear without bias, the GPT head) the product itself runs over the
+  // padded N against a zero-padded copy of w, and its backward does the same for dx, so no
+  // operand has an odd contiguous dimension. cuBLASLt otherwise picks Turing-era align-1 kernels:
+  // GPT-2's head (V = 50257) took some 30 ms of a 64 ms training step on an H100 in three such
+  // products (Nsight Compute, session 9). cross_entropy_backward keeps the padded row stride.
   bool align_rows = false;
 };
 
@@ -60,5 +61,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& opts = {});
 // not overlap a or b.
 void matmul_out(const Tensor& a, const Tensor& b, const Tensor& out, const MatmulOptions& opts = {},
                 bool accumulate = false);
+
+// A (rows, C) copy of the matrix w (R, C), R <= rows, with zero rows after R (align_rows).
+Tensor pad_rows(const Tensor& w, int64_t rows);
 
 }  // namespace ft::ops

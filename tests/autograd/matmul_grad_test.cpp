@@ -79,5 +79,27 @@ TEST(MatmulGradCuda, GradientsMatchCpu) {
   }
 }
 
+// align_rows (the GPT head: x w^T, no bias, N = 50257 not a multiple of 8): the forward runs
+// over the padded N and the backward's dx too; values and both gradients as on the CPU.
+TEST(MatmulGradCuda, AlignRowsGradientsMatchCpu) {
+  FT_REQUIRE_CUDA();
+  const int64_t n = 50257;
+  const Tensor x = randn_tensor({2, 3, 32}, 64), w = randn_tensor({n, 32}, 65);
+  const Tensor up = randn_tensor({2, 3, n}, 66);
+  std::vector<std::vector<Tensor>> out;
+  for (Device d : {Device::cpu(), Device::cuda()}) {
+    const Tensor xd = x.to(d).clone(), wd = w.to(d).clone();
+    for (const Tensor& t : {xd, wd}) set_requires_grad(t);
+    ops::MatmulOptions o;
+    o.trans_b = true;
+    o.align_rows = true;
+    const Tensor y = matmul(xd, wd, o);
+    backward(y, up.to(d));
+    out.push_back({y, grad(xd), grad(wd)});
+  }
+  EXPECT_EQ(out[1][0].stride(-2), 50260);  // f32 rows padded to 16 bytes on CUDA
+  for (int i = 0; i < 3; ++i) EXPECT_LT(test::rel_error(out[1][i], out[0][i]), 1e-5) << "output / dx / dw " << i;
+}
+
 }  // namespace
 }  // namespace ft::autograd
