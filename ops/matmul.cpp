@@ -169,6 +169,16 @@ void run(const Tensor& a, const Tensor& b, const Tensor& out, const MatmulOption
 
 }  // namespace
 
+int64_t aligned_cols(int64_t n, DType dtype) {
+  const int64_t per16 = 16 / static_cast<int64_t>(dtype_size(dtype));
+  return (n + per16 - 1) / per16 * per16;
+}
+
+bool align_rows_applies(const Tensor& a, const Tensor& b, const MatmulOptions& opts) {
+  return opts.align_rows && a.is_cuda() && opts.trans_b && !opts.trans_a && b.dim() == 2 &&
+         !opts.bias.defined() && aligned_cols(b.size(0), a.dtype()) != b.size(0);
+}
+
 Tensor pad_rows(const Tensor& w, int64_t rows) {
   FT_CHECK_ARG(w.dim() == 2 && rows >= w.size(0), "[matmul] pad_rows: ", w.shape(), " to ", rows, " rows");
   Tensor out = Tensor::zeros({rows, w.size(1)}, w.dtype(), w.device());
@@ -178,21 +188,14 @@ Tensor pad_rows(const Tensor& w, int64_t rows) {
 
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& opts) {
   const Shape shape = check_and_shape(a, b, opts, a.dtype());
-  const int64_t n = shape.back(), per16 = 16 / static_cast<int64_t>(dtype_size(a.dtype()));
-  if (opts.align_rows && a.is_cuda() && n % per16 != 0) {
+  if (align_rows_applies(a, b, opts)) {
+    // x w^T over the padded N: w's extra rows are zeros, so are the extra output columns.
+    const int64_t n = shape.back();
     Shape padded = shape;
-    padded.back() = (n + per16 - 1) / per16 * per16;
-    if (opts.trans_b && !opts.trans_a && b.dim() == 2 && !opts.bias.defined()) {
-      // x w^T over the padded N: w's extra rows are zeros, so are the extra output columns.
-      Tensor out = Tensor::empty(padded, a.dtype(), a.device());
-      MatmulOptions plain = opts;
-      plain.align_rows = false;
-      run(a, pad_rows(b, padded.back()), out, plain, 0.f);
-      return out.slice(-1, 0, n);
-    }
-    Tensor out = Tensor::empty(padded, a.dtype(), a.device()).slice(-1, 0, n);
-    run(a, b, out, opts, 0.f);
-    return out;
+    padded.back() = aligned_cols(n, a.dtype());
+    Tensor out = Tensor::empty(padded, a.dtype(), a.device());
+    run(a, pad_rows(b, padded.back()), out, opts, 0.f);
+    return out.slice(-1, 0, n);
   }
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   run(a, b, out, opts, 0.f);

@@ -34,13 +34,14 @@ struct MatmulOptions {
   // f32 only: let CUDA use TF32 tensor cores (10-bit mantissa inputs). Off by default so f32
   // results stay close to the CPU reference.
   bool allow_tf32 = false;
-  // ops::matmul on CUDA: give the new output a row stride padded to a multiple of 16 bytes (a
-  // view of the first N columns of a wider buffer) when N columns are not. For x w^T with a
-  // plain matrix w (an nn.Linear without bias, the GPT head) the product itself runs over the
-  // padded N against a zero-padded copy of w, and its backward does the same for dx, so no
-  // operand has an odd contiguous dimension. cuBLASLt otherwise picks Turing-era align-1 kernels:
-  // GPT-2's head (V = 50257) took some 30 ms of a 64 ms training step on an H100 in three such
-  // products (Nsight Compute, session 9). cross_entropy_backward keeps the padded row stride.
+  // x w^T with a plain 2-D w and no bias (an nn.Linear without bias, the GPT head) on CUDA, when N
+  // columns are not a multiple of 16 bytes: the product runs over N padded to aligned_cols(N)
+  // against a zero-padded copy of w (pad_rows), and the output is the first N columns of that
+  // (a view with padded rows); its backward computes dx over the padded N the same way, so no
+  // operand has an odd contiguous dimension. Other products ignore it. cuBLASLt otherwise picks
+  // Turing-era align-1 kernels: GPT-2's head (V = 50257) took some 30 ms of a 64 ms training step
+  // on an H100 in three such products (Nsight Compute, session 9). cross_entropy_backward keeps
+  // the padded row stride.
   bool align_rows = false;
 };
 
@@ -62,6 +63,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& opts = {});
 void matmul_out(const Tensor& a, const Tensor& b, const Tensor& out, const MatmulOptions& opts = {},
                 bool accumulate = false);
 
+// align_rows: n rounded up so that n elements of `dtype` are a multiple of 16 bytes.
+int64_t aligned_cols(int64_t n, DType dtype);
+// Whether align_rows applies to op(a) op(b) with these options: x w^T, w 2-D, no bias, on CUDA,
+// N = b.size(0) not already aligned.
+bool align_rows_applies(const Tensor& a, const Tensor& b, const MatmulOptions& opts);
 // A (rows, C) copy of the matrix w (R, C), R <= rows, with zero rows after R (align_rows).
 Tensor pad_rows(const Tensor& w, int64_t rows);
 

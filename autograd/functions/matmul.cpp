@@ -33,23 +33,22 @@ struct MatmulBackward : Node {
   bool trans_a = false, trans_b = false, has_bias = false;
   float alpha = 1.f;
   bool allow_tf32 = false;
-  bool align_rows = false;
+  bool align_rows = false;  // the forward ran over the padded N (ops::align_rows_applies)
 
   std::vector<Tensor> backward(const std::vector<Tensor>& grad_outputs) override {
     // batch + (M, N); padded rows (align_rows: the gradient keeps the output's layout) stay as
     // they are, since every product below takes a row stride.
     const Tensor g = rows_collapse(grad_outputs[0]) ? grad_outputs[0] : grad_outputs[0].contiguous();
     Tensor da, db, dbias;
-    const int64_t n = g.size(-1), per16 = 16 / static_cast<int64_t>(g.itemsize());
-    if (needs_grad[0] && align_rows && g.is_cuda() && trans_b && !trans_a && b.dim() == 2 && n % per16 != 0) {
+    if (needs_grad[0] && align_rows) {
       // MatmulOptions::align_rows: dA = G B over the padded N (zero columns of G against the
       // zero rows of B), so that no operand's contiguous dimension is N.
-      const int64_t np = (n + per16 - 1) / per16 * per16;
+      const int64_t n = g.size(-1);
       Shape padded = g.shape();
-      padded.back() = np;
+      padded.back() = ops::aligned_cols(n, g.dtype());
       const Tensor g_pad = Tensor::zeros(padded, g.dtype(), g.device());
       g_pad.slice(-1, 0, n).copy_(g);
-      da = ops::matmul(g_pad, ops::pad_rows(b, np), with_tf32(flags(false, false, alpha)));
+      da = ops::matmul(g_pad, ops::pad_rows(b, padded.back()), with_tf32(flags(false, false, alpha)));
     } else if (needs_grad[0]) {
       // trans_a: dA = alpha * op(B) G^T (K, M); else dA = alpha * G op(B)^T (M, K).
       da = trans_a ? ops::matmul(b, g, with_tf32(flags(trans_b, true, alpha)))
@@ -99,7 +98,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const ops::MatmulOptions& opts) 
     node->has_bias = opts.bias.defined();
     node->alpha = opts.alpha;
     node->allow_tf32 = opts.allow_tf32;
-    node->align_rows = opts.align_rows;
+    node->align_rows = ops::align_rows_applies(a, b, opts);
     record(node, inputs, {y});
   }
   return y;

@@ -263,32 +263,33 @@ std::vector<AttentionCase> d64_cases() {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaMmaSyncForward, ::testing::ValuesIn(d64_cases()),
                          [](const auto& info) { return case_name(info.param); });
 
-// The D = 64 wgmma forward's two-warpgroup tile, which the default dispatch takes above T = 2048
-// (4096 with dropout) only (flash_attention.h), at every T.
-class FlashCudaWgmmaLargeTileForward : public ::testing::TestWithParam<AttentionCase> {
+// Every D = 64 case through a path the default dispatch takes only for some T: SetUp moves one of
+// the dispatch's T thresholds (flash_attention.h) to kT, TearDown restores its defaults.
+template <void (*kSetThreshold)(int), int kT>
+class FlashCudaThresholdMoved : public ::testing::TestWithParam<AttentionCase> {
  protected:
-  void TearDown() override { ft::cuda::set_flash_fwd_small_tile_max_t(-1); }
+  void SetUp() override { kSetThreshold(kT); }
+  void TearDown() override { kSetThreshold(-1); }
 };
+
+// The D = 64 wgmma forward's two-warpgroup tile, which the default dispatch takes above T = 2048
+// (4096 with dropout) only, at every T.
+using FlashCudaWgmmaLargeTileForward = FlashCudaThresholdMoved<ft::cuda::set_flash_fwd_small_tile_max_t, 0>;
 
 TEST_P(FlashCudaWgmmaLargeTileForward, WithinTwiceNaiveError) {
   SKIP_WITHOUT_CUDA();
-  ft::cuda::set_flash_fwd_small_tile_max_t(0);
   expect_case_within_twice_naive(GetParam(), false, " two-warpgroup forward");
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWgmmaLargeTileForward, ::testing::ValuesIn(d64_cases()),
                          [](const auto& info) { return case_name(info.param); });
 
-// The D = 64 backward's wide-tile kernel, which the default dispatch takes from T = 2048 on
-// (flash_attention.h), at every T: the same cases, atomic dQ.
-class FlashCudaWideBackward : public ::testing::TestWithParam<AttentionCase> {
- protected:
-  void TearDown() override { ft::cuda::set_flash_bwd_wide_min_t(-1); }
-};
+// The D = 64 backward's wide-tile kernel, which the default dispatch takes from T = 2048 on, at
+// every T: the same cases, atomic dQ.
+using FlashCudaWideBackward = FlashCudaThresholdMoved<ft::cuda::set_flash_bwd_wide_min_t, 1>;
 
 TEST_P(FlashCudaWideBackward, WithinTwiceNaiveError) {
   SKIP_WITHOUT_CUDA();
-  ft::cuda::set_flash_bwd_wide_min_t(1);
   expect_case_within_twice_naive(GetParam(), false, " wide backward");
 }
 
