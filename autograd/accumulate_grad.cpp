@@ -6,9 +6,13 @@ namespace ft::autograd {
 
 std::vector<Tensor> AccumulateGrad::backward(const std::vector<Tensor>& grad_outputs) {
   auto meta = std::static_pointer_cast<AutogradMeta>(leaf_meta.lock());
-  const Tensor& g = grad_outputs[0];
-  if (!meta || !g.defined()) return {};
-  if (!meta->grad.defined()) {
+  const Tensor& g = grad_outputs.empty() ? Tensor() : grad_outputs[0];
+  const bool direct = in_place;
+  in_place = false;
+  if (!meta || (!g.defined() && !direct)) return {};
+  if (!g.defined()) {
+    // Every contribution was added in place by the consumers (autograd::direct_grad).
+  } else if (!meta->grad.defined()) {
     // Own a copy: g may alias a buffer another node still reads or will overwrite.
     meta->grad = g.clone();
   } else {

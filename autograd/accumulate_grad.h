@@ -17,6 +17,11 @@ struct AccumulateGrad : Node {
   // Data parallelism launches a gradient bucket's all-reduce from it. Not called when no gradient
   // reached the leaf in that pass.
   std::function<void()> on_grad_ready;
+  // Set by a consumer that added its share of the gradient straight into the leaf's .grad
+  // (autograd::mark_delivered); the engine then runs this node even with no tensor to add.
+  bool in_place = false;
+
+  bool delivered_in_place() const override { return in_place; }
 
   std::vector<Tensor> backward(const std::vector<Tensor>& grad_outputs) override;
   const char* name() const override { return "AccumulateGrad"; }

@@ -57,7 +57,7 @@ void backward(const Tensor& root, const Tensor& grad_root) {
     bool any = false;
     for (const Tensor& t : grads[n]) any = any || t.defined();
     // No gradient reached this node (e.g. only unused outputs): its inputs get none either.
-    std::vector<Tensor> in_grads = any ? n->backward(grads[n]) : std::vector<Tensor>();
+    std::vector<Tensor> in_grads = any || n->delivered_in_place() ? n->backward(grads[n]) : std::vector<Tensor>();
     grads.erase(n);
     n->release();
     for (size_t i = 0; i < n->next.size(); ++i) {

@@ -44,4 +44,26 @@ void record(const std::shared_ptr<Node>& node, const std::vector<Tensor>& inputs
   }
 }
 
+namespace {
+AccumulateGrad* accumulator_of(const Node& node, size_t i) {
+  if (i >= node.next.size() || !node.next[i].node) return nullptr;
+  return dynamic_cast<AccumulateGrad*>(node.next[i].node.get());
+}
+}  // namespace
+
+Tensor direct_grad(const Node& node, size_t i, const Shape& shape) {
+  AccumulateGrad* acc = accumulator_of(node, i);
+  if (!acc) return Tensor();
+  auto meta = std::static_pointer_cast<AutogradMeta>(acc->leaf_meta.lock());
+  if (!meta || !meta->grad.defined() || meta->grad.dtype() != DType::F32 || meta->grad.shape() != shape)
+    return Tensor();
+  return meta->grad;
+}
+
+void mark_delivered(const Node& node, size_t i) {
+  AccumulateGrad* acc = accumulator_of(node, i);
+  FT_ASSERT(acc, "[autograd] mark_delivered: input ", i, " of ", node.name(), " is not a leaf");
+  acc->in_place = true;
+}
+
 }  // namespace ft::autograd

@@ -26,6 +26,9 @@ struct Node : std::enable_shared_from_this<Node> {
   virtual const char* name() const = 0;
   // Drops saved tensors once backward has run, so their memory returns to the allocator.
   virtual void release() {}
+  // Whether the engine must run this node even though no gradient tensor reached it: a leaf's
+  // accumulator whose gradient a consumer already added in place (autograd::direct_grad).
+  virtual bool delivered_in_place() const { return false; }
 
   std::vector<Edge> next;  // one per forward input
   int num_outputs = 1;

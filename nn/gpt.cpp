@@ -5,6 +5,7 @@
 
 #include "autograd/functions/cross_entropy.h"
 #include "autograd/functions/elementwise.h"
+#include "autograd/functions/linear_cross_entropy.h"
 #include "autograd/functions/matmul.h"
 #include "nn/init.h"
 
@@ -52,16 +53,24 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_t
   Tensor x = emb_dropout_.forward(autograd::add(tok, pos));   // (B, T, C)
   for (const auto& block : h) x = block->forward(x);
   x = ln_f.forward(x);  // (B, T, C)
-  MatmulOptions head;
-  head.trans_b = true;     // tied head: x wte^T, wte stored (V, C)
-  head.align_rows = true;  // V = 50257: logits rows padded to 16 bytes (MatmulOptions)
   GPTOutput out;
-  out.logits = autograd::matmul(x, wte.weight, head);  // (B, T, V)
   if (targets.defined()) {
     FT_CHECK_ARG(targets.shape() == idx.shape() && targets.dtype() == DType::I32, "[gpt] targets must be (B, T) = ",
                  idx.shape(), " int32 like idx, got ", targets.shape(), " ", targets.dtype());
-    out.loss = autograd::cross_entropy_mean(out.logits, targets, -1, valid_targets);  // scalar
+    if (valid_targets < 0) {
+      valid_targets = 0;
+      for (int32_t t : targets.to_vector<int32_t>()) valid_targets += t != -1;
+    }
+    // Tied head and loss in one op: its backward turns the logits' buffer into dlogits in place.
+    const autograd::LinearCrossEntropyOut head = autograd::linear_cross_entropy(x, wte.weight, targets);
+    out.logits = head.logits;                                          // (B, T, V)
+    out.loss = autograd::mean_over_rows(head.loss, valid_targets);     // scalar
+    return out;
   }
+  MatmulOptions head;
+  head.trans_b = true;     // tied head: x wte^T, wte stored (V, C)
+  head.align_rows = true;  // V = 50257: logits rows padded to 16 bytes (MatmulOptions)
+  out.logits = autograd::matmul(x, wte.weight, head);  // (B, T, V)
   return out;
 }
 

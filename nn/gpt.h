@@ -25,8 +25,11 @@
 namespace ft::nn {
 
 struct GPTOutput {
-  Tensor logits;  // (B, T, V), the parameters' dtype
-  Tensor loss;    // scalar mean cross-entropy over the targets; undefined without targets
+  // (B, T, V), the parameters' dtype. With targets, the head and the loss are one op
+  // (autograd::linear_cross_entropy) whose backward reuses this buffer for dlogits: read the
+  // logits before calling backward on the loss.
+  Tensor logits;
+  Tensor loss;  // scalar mean cross-entropy over the targets; undefined without targets
 };
 
 class GPT : public Module {

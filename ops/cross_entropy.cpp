@@ -79,52 +79,87 @@ CrossEntropyOut cross_entropy_forward(const Tensor& logits0, const Tensor& targe
   return out;
 }
 
-Tensor cross_entropy_backward(const Tensor& dloss0, const Tensor& logits0, const Tensor& targets0, const Tensor& lse0,
-                              int32_t ignore_index) {
-  const Tensor targets = checked_targets("cross_entropy_backward", logits0, targets0);  // (N)
+namespace {
+
+// Validated inputs of either backward: the targets as int32, dloss and lse contiguous.
+struct BackwardInputs {
+  Tensor targets, dloss, lse;
+};
+
+BackwardInputs backward_inputs(const char* op, const Tensor& dloss0, const Tensor& logits0, const Tensor& targets0,
+                               const Tensor& lse0) {
+  BackwardInputs in;
+  in.targets = checked_targets(op, logits0, targets0);  // (N)
   const DType sd = stat_dtype(logits0.dtype());
   for (const Tensor* t : {&dloss0, &lse0}) {
-    FT_CHECK_ARG(t->shape() == targets.shape() && t->dtype() == sd && t->device() == logits0.device(),
-                 "[cross_entropy_backward] dloss and lse must be ", sd, " of shape ", targets.shape(), " on ",
-                 logits0.device(), ", got ", t->shape(), " ", t->dtype(), " on ", t->device());
+    FT_CHECK_ARG(t->shape() == in.targets.shape() && t->dtype() == sd && t->device() == logits0.device(), "[", op,
+                 "] dloss and lse must be ", sd, " of shape ", in.targets.shape(), " on ", logits0.device(), ", got ",
+                 t->shape(), " ", t->dtype(), " on ", t->device());
   }
-  const Tensor logits = logits_rows(logits0), dloss = dloss0.contiguous(), lse = lse0.contiguous();
-  const int64_t V = logits.size(-1), rows = targets.numel(), ld = row_stride(logits);
-  const Device dev = logits.device();
-  // (..., V), rows ld apart like the logits' (padded rows stay padded: the head's backward
-  // products then run on aligned rows, see MatmulOptions::align_rows).
-  Shape buffer = logits.shape();
-  if (ld > V) buffer.back() = ld;
-  Tensor dlogits = Tensor::empty(buffer, logits.dtype(), dev).slice(-1, 0, V);
-  if (rows == 0) return dlogits;
+  in.dloss = dloss0.contiguous();
+  in.lse = lse0.contiguous();
+  return in;
+}
+
+// dlogits (rows ld apart like logits', may be logits themselves on CUDA) from logits; zero_to > V
+// also zeroes each dlogits row's padding (CUDA only).
+void backward_into(const BackwardInputs& in, const Tensor& logits, const Tensor& dlogits, int32_t ignore_index,
+                   int64_t zero_to) {
+  const int64_t V = logits.size(-1), rows = in.targets.numel(), ld = row_stride(logits);
+  if (rows == 0) return;
   dispatch(
-      dev,
+      logits.device(),
       [&] {
-        check_target_range(targets, V, ignore_index);
+        check_target_range(in.targets, V, ignore_index);
         const Tensor lf = widen_half(logits);
         WideOutput df(dlogits);
         dispatch_cpu_float(lf.dtype(), "cross_entropy_backward", [&](auto tag) {
           using T = decltype(tag);
-          cpu::cross_entropy_backward<T>(lf.data<T>(), targets.data<int32_t>(), lse.data<T>(), dloss.data<T>(),
-                                         df.tensor().data<T>(), rows, V, ignore_index);
+          cpu::cross_entropy_backward<T>(lf.data<T>(), in.targets.data<int32_t>(), in.lse.data<T>(),
+                                         in.dloss.data<T>(), df.tensor().data<T>(), rows, V, ignore_index);
         });
         df.round_into_output();
       },
       [&](Stream s) {
         cuda::CrossEntropyBackwardParams p;
         p.logits = logits.data_ptr();
-        p.targets = targets.data<int32_t>();
-        p.lse = lse.data<float>();
-        p.dloss = dloss.data<float>();
+        p.targets = in.targets.data<int32_t>();
+        p.lse = in.lse.data<float>();
+        p.dloss = in.dloss.data<float>();
         p.dlogits = dlogits.data_ptr();
         p.rows = rows;
         p.vocab = V;
         p.row_stride = ld;
+        p.zero_to = zero_to;
         p.ignore_index = ignore_index;
         p.dtype = logits.dtype();
         cuda::cross_entropy_backward(p, s);
       });
+}
+
+}  // namespace
+
+Tensor cross_entropy_backward(const Tensor& dloss, const Tensor& logits0, const Tensor& targets, const Tensor& lse,
+                              int32_t ignore_index) {
+  const BackwardInputs in = backward_inputs("cross_entropy_backward", dloss, logits0, targets, lse);
+  const Tensor logits = logits_rows(logits0);
+  const int64_t V = logits.size(-1), ld = row_stride(logits);
+  // (..., V), rows ld apart like the logits' (padded rows stay padded: the head's backward
+  // products then run on aligned rows, see MatmulOptions::align_rows).
+  Shape buffer = logits.shape();
+  if (ld > V) buffer.back() = ld;
+  Tensor dlogits = Tensor::empty(buffer, logits.dtype(), logits.device()).slice(-1, 0, V);
+  backward_into(in, logits, dlogits, ignore_index, 0);
   return dlogits;
+}
+
+void cross_entropy_backward_(const Tensor& dloss, const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                             int32_t ignore_index) {
+  const BackwardInputs in = backward_inputs("cross_entropy_backward_", dloss, logits, targets, lse);
+  FT_CHECK_ARG(rows_collapse(logits) || logits.dim() == 1, "[cross_entropy_backward_] the logits ", logits.shape(),
+               " with strides ", logits.strides(), " are not a stack of rows; in place needs contiguous or padded rows");
+  // Both references read and write element by element, so dlogits may be the logits' memory.
+  backward_into(in, logits, logits, ignore_index, logits.is_cuda() ? row_stride(logits) : 0);
 }
 
 }  // namespace ft::ops

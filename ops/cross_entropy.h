@@ -29,4 +29,12 @@ CrossEntropyOut cross_entropy_forward(const Tensor& logits, const Tensor& target
 Tensor cross_entropy_backward(const Tensor& dloss, const Tensor& logits, const Tensor& targets, const Tensor& lse,
                               int32_t ignore_index = -1);
 
+// The same gradient written over the logits themselves, which are not read again; on CUDA the
+// padding of every row (columns [V, row stride), MatmulOptions::align_rows) is set to zero too.
+// The GPT head's loss (autograd::linear_cross_entropy_mean) then multiplies dlogits over the
+// padded vocabulary as it lies in the logits' buffer: no second (rows, V) buffer, no copy.
+// The logits must be a stack of rows (contiguous, or the first V columns of padded rows).
+void cross_entropy_backward_(const Tensor& dloss, const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                             int32_t ignore_index = -1);
+
 }  // namespace ft::ops

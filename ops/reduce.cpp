@@ -112,4 +112,41 @@ Tensor reduce_backward(const Tensor& dy0, const Shape& x_shape, int axis0, doubl
   return dx;
 }
 
+void sum_rows_into(const Tensor& x, const Tensor& out) {
+  FT_CHECK_ARG(x.defined() && out.defined(), "[sum_rows_into] x and out must be defined");
+  FT_CHECK_ARG(is_floating(x.dtype()) && x.dim() >= 1, "[sum_rows_into] x must be a floating tensor, got ", x);
+  const int64_t C = x.size(-1);
+  const DType want = x.dtype() == DType::F64 ? DType::F64 : DType::F32;
+  FT_CHECK_ARG(out.shape() == Shape({C}) && out.dtype() == want && out.is_contiguous() && out.device() == x.device(),
+               "[sum_rows_into] out must be contiguous ", want, " (", C, ") on ", x.device(), " for x ", x.shape(),
+               ", got ", out);
+  FT_CHECK_ARG(x.dim() == 1 || rows_collapse(x), "[sum_rows_into] x ", x.shape(), " with strides ", x.strides(),
+               " is not a stack of rows: call .contiguous() first");
+  const Tensor x2 = x.dim() == 1 ? x.view({1, C}) : x.view({-1, C});  // (N, C)
+  const int64_t rows = x2.size(0);
+  if (rows == 0 || C == 0) return;
+  dispatch(
+      x.device(),
+      [&] {
+        const Tensor xf = widen_half(x2.contiguous());
+        dispatch_cpu_float(xf.dtype(), "sum_rows_into", [&](auto tag) {
+          using T = decltype(tag);
+          cpu::sum_rows_into<T>(xf.data<T>(), out.data<T>(), rows, C);
+        });
+      },
+      [&](Stream stream) {
+        cuda::SumRowsIntoParams p;
+        p.x = x2.data_ptr();
+        p.out = out.data<float>();
+        p.dtype = x.dtype();
+        p.rows = rows;
+        p.cols = C;
+        p.row_stride = x2.stride(0);
+        p.splits = cuda::sum_rows_splits(rows, C);
+        const Tensor partial = Tensor::empty({p.splits, C}, DType::F32, x.device());
+        p.partial = partial.data<float>();
+        cuda::sum_rows_into(p, stream);
+      });
+}
+
 }  // namespace ft::ops

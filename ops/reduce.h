@@ -15,4 +15,10 @@ Tensor mean(const Tensor& x, int axis, bool keepdim = false);
 // x_shape and multiplied by `scale` (1 for sum, 1 / x_shape[axis] for mean).
 Tensor reduce_backward(const Tensor& dy, const Shape& x_shape, int axis, double scale);
 
+// out (C) f32 += the sum of x's rows, x (..., C) any floating dtype and a stack of rows
+// (contiguous or padded rows): a bias gradient added straight into its fp32 gradient buffer, with
+// no rounding of the sum to x's dtype and no separate add (autograd::direct_grad). The sum is in
+// fp32 (f64 for f64 x and out) in an order fixed by the shape alone: reproducible run to run.
+void sum_rows_into(const Tensor& x, const Tensor& out);
+
 }  // namespace ft::ops

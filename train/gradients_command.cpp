@@ -29,11 +29,13 @@ int run_gradients(const GradientsOptions& options, std::ostream& out, std::ostre
   }
   const DeviceBatch b = to_device(batch, m.device);
   const nn::GPTOutput o = m.model->forward(b.inputs, b.targets, b.tokens());
+  // Read before backward: the head's backward reuses the logits' buffer for dlogits (nn::GPTOutput).
+  const Tensor logits = ops::cast(o.logits.detach(), DType::F32).to(Device::cpu()).clone();
   autograd::backward(o.loss);
 
   std::vector<NamedTensor> file;
   file.push_back({"tokens", Tensor::from_vector(std::vector<int32_t>(batch.tokens, batch.tokens + B * (T + 1)), {B, T + 1})});
-  file.push_back({"logits", ops::cast(o.logits.detach(), DType::F32).to(Device::cpu())});
+  file.push_back({"logits", logits});
   file.push_back({"loss", ops::cast(o.loss.detach(), DType::F32).reshape({1}).to(Device::cpu())});
   std::vector<NamedTensor> cpu_grads;
   for (const auto& g : grads) cpu_grads.push_back({g.name, g.tensor.to(Device::cpu())});

@@ -40,8 +40,13 @@ Tensor cross_entropy_mean(const Tensor& logits, const Tensor& targets, int32_t i
     valid_rows = 0;
     for (int32_t t : ops::cast(targets, DType::I32).to_vector<int32_t>()) valid_rows += t != ignore_index;
   }
-  Tensor total = cross_entropy(logits, targets, ignore_index);  // (...)
-  while (total.dim() > 0) total = sum(total, 0);                // ()
+  return mean_over_rows(cross_entropy(logits, targets, ignore_index), valid_rows);
+}
+
+Tensor mean_over_rows(const Tensor& losses, int64_t valid_rows) {
+  FT_CHECK_ARG(valid_rows >= 0, "[cross_entropy_mean] valid_rows must be >= 0, got ", valid_rows);
+  Tensor total = losses;                          // (...)
+  while (total.dim() > 0) total = sum(total, 0);  // ()
   return scale(total, 1.0 / static_cast<double>(valid_rows));
 }
 

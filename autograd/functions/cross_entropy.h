@@ -18,4 +18,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore
 Tensor cross_entropy_mean(const Tensor& logits, const Tensor& targets, int32_t ignore_index = -1,
                           int64_t valid_rows = -1);
 
+// The reduction of cross_entropy_mean alone: per-row losses (...) summed (leading axis first)
+// and divided by valid_rows (>= 0).
+Tensor mean_over_rows(const Tensor& losses, int64_t valid_rows);
+
 }  // namespace ft::autograd

@@ -55,9 +55,33 @@ struct MatmulBackward : Node {
                    : ops::matmul(g, b, with_tf32(flags(false, !trans_b, alpha)));
       if (a.dim() == 2) da = sum_batches(da);
     }
-    if (needs_grad[1]) db = grad_b(g);
-    if (has_bias && needs_grad[2]) dbias = ops::sum(as_rows(g), 0);
+    if (needs_grad[1] && !grad_b_in_place(g)) db = grad_b(g);
+    if (has_bias && needs_grad[2]) {
+      // Straight into a preset fp32 gradient when there is one (autograd::direct_grad).
+      const Tensor sink = direct_grad(*this, 2, {g.size(-1)});
+      if (sink.defined() && rows_collapse(g) && (g.dtype() == DType::F32 || g.is_cuda())) {
+        ops::sum_rows_into(g, sink);
+        mark_delivered(*this, 2);
+      } else {
+        dbias = ops::sum(as_rows(g), 0);
+      }
+    }
     return {da, db, dbias};
+  }
+
+  // A weight (b 2-D, a's rows running on) whose fp32 gradient buffer is preset: dB is one
+  // product added into it with beta = 1 (autograd::direct_grad). False when that does not apply.
+  bool grad_b_in_place(const Tensor& g) const {
+    if (b.dim() != 2 || trans_a || !(a.dim() == 2 || rows_collapse(a) || a.is_contiguous())) return false;
+    if (!(a.dtype() == DType::F32 || (is_half(a.dtype()) && a.is_cuda()))) return false;
+    const Tensor sink = direct_grad(*this, 1, b.shape());
+    if (!sink.defined()) return false;
+    const Tensor a2 = as_rows(a);  // (B*M, K)
+    const Tensor g2 = as_rows(g);  // (B*M, N)
+    if (trans_b) ops::matmul_out(g2, a2, sink, with_tf32(flags(true, false, alpha)), /*accumulate=*/true);
+    else ops::matmul_out(a2, g2, sink, with_tf32(flags(true, false, alpha)), /*accumulate=*/true);
+    mark_delivered(*this, 1);
+    return true;
   }
 
   // trans_b: dB = alpha * G^T op(A) (N, K); else dB = alpha * op(A)^T G (K, N).

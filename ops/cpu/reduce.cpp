@@ -25,6 +25,17 @@ void reduce_backward(const T* dy, T* dx, int64_t outer, int64_t r, int64_t inner
         dx[(o * r + j) * inner + i] = static_cast<T>(dy[o * inner + i] * static_cast<T>(scale));
 }
 
+template <class T>
+void sum_rows_into(const T* x, T* out, int64_t rows, int64_t cols) {
+  for (int64_t c = 0; c < cols; ++c) {
+    double acc = 0;
+    for (int64_t r = 0; r < rows; ++r) acc += static_cast<double>(x[r * cols + c]);
+    out[c] = static_cast<T>(static_cast<double>(out[c]) + acc);
+  }
+}
+
+template void sum_rows_into<float>(const float*, float*, int64_t, int64_t);
+template void sum_rows_into<double>(const double*, double*, int64_t, int64_t);
 template void reduce_sum<float>(const float*, float*, int64_t, int64_t, int64_t, double);
 template void reduce_sum<double>(const double*, double*, int64_t, int64_t, int64_t, double);
 template void reduce_backward<float>(const float*, float*, int64_t, int64_t, int64_t, double);

@@ -103,6 +103,10 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_backward_kernel(CrossE
   const RowSplit sp = split_row<T, kVec>(x, V);
   const T* body = x + sp.head;
   T* dbody = dx + sp.head;
+  // Row padding (a head over the padded vocabulary multiplies it): zeros. Elementwise like the
+  // rest, so dlogits may be the logits' own memory: each element is read before it is written,
+  // by the same thread.
+  for (int64_t c = V + threadIdx.x; c < p.zero_to; c += kThreads) dx[c] = from_f32<T>(0.f);
   if (target == p.ignore_index) {  // no gradient: zeros, without reading the logits
     float z[kVec];
 #pragma unroll

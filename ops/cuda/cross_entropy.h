@@ -31,8 +31,9 @@ struct CrossEntropyBackwardParams {
   const int32_t* targets = nullptr;  // (N)
   const float* lse = nullptr;        // (N), from the forward
   const float* dloss = nullptr;      // (N)
-  void* dlogits = nullptr;           // (N, V): (softmax - onehot(target)) * dloss
+  void* dlogits = nullptr;           // (N, V): (softmax - onehot(target)) * dloss; may be logits
   int64_t rows = 0, vocab = 0, row_stride = 0;  // row_stride: of logits and dlogits alike
+  int64_t zero_to = 0;  // > vocab: columns [vocab, zero_to) of every dlogits row are set to 0
   int32_t ignore_index = -1;
   DType dtype = DType::BF16;
 };

@@ -1,6 +1,7 @@
 #include "core/cuda/check.h"
 #include "ops/cuda/dtype_dispatch.cuh"
 #include "ops/cuda/reduce.h"
+#include "ops/cuda/row_utils.cuh"
 
 namespace ft::cuda {
 namespace {
@@ -101,7 +102,76 @@ __global__ void reduce_backward_kernel(const T* __restrict__ dy, T* __restrict__
   }
 }
 
+// sum_rows_into, stage 1: a block of (32, 8) threads covers 32 * kVec columns of one slice of
+// rows; each thread sums kVec columns (one 16-byte load per row) over every 8th row of the slice,
+// then the 8 row lanes are summed in order through shared memory.
+template <class T, int kVec>
+__global__ void __launch_bounds__(256) sum_rows_partial_kernel(SumRowsIntoParams p, int64_t rows_per_split) {
+  __shared__ float acc_s[8][32 * kVec];
+  const int64_t col = (static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x) * kVec;
+  const int64_t begin = static_cast<int64_t>(blockIdx.y) * rows_per_split;
+  const int64_t end = begin + rows_per_split < p.rows ? begin + rows_per_split : p.rows;
+  float acc[kVec];
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) acc[j] = 0.f;
+  if (col < p.cols) {
+    const T* x = static_cast<const T*>(p.x) + col;
+    for (int64_t r = begin + threadIdx.y; r < end; r += 8) {
+      float v[kVec];
+      if constexpr (kVec > 1) {
+        load_vec<kVec>(x + r * p.row_stride, v);
+      } else {
+        v[0] = to_f32(x[r * p.row_stride]);
+      }
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) acc[j] += v[j];
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) acc_s[threadIdx.y][threadIdx.x * kVec + j] = acc[j];
+  __syncthreads();
+  if (threadIdx.y != 0 || col >= p.cols) return;
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) {
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) sum += acc_s[i][threadIdx.x * kVec + j];
+    p.partial[static_cast<int64_t>(blockIdx.y) * p.cols + col + j] = sum;
+  }
+}
+
+// sum_rows_into, stage 2: out[c] += the slices' sums, in slice order.
+__global__ void sum_rows_finish_kernel(SumRowsIntoParams p) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= p.cols) return;
+  float sum = 0.f;
+  for (int s = 0; s < p.splits; ++s) sum += p.partial[s * p.cols + c];
+  p.out[c] += sum;
+}
+
 }  // namespace
+
+void sum_rows_into(const SumRowsIntoParams& p, Stream s) {
+  if (p.rows == 0 || p.cols == 0) return;
+  dispatch_cuda_float(p.dtype, "[sum_rows_into]", [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int kVec = kVecOf<T>;
+    const int64_t rows_per_split = (p.rows + p.splits - 1) / p.splits;
+    const dim3 block(32, 8);
+    // 16-byte loads need every row start 16-byte aligned and whole vectors per row.
+    const bool vec = reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && p.cols % kVec == 0 && p.row_stride % kVec == 0;
+    if (vec) {
+      const dim3 grid(static_cast<unsigned>((p.cols + 32 * kVec - 1) / (32 * kVec)), static_cast<unsigned>(p.splits));
+      sum_rows_partial_kernel<T, kVec><<<grid, block, 0, s>>>(p, rows_per_split);
+    } else {
+      const dim3 grid(static_cast<unsigned>((p.cols + 31) / 32), static_cast<unsigned>(p.splits));
+      sum_rows_partial_kernel<T, 1><<<grid, block, 0, s>>>(p, rows_per_split);
+    }
+    CUDA_CHECK_LAUNCH();
+    sum_rows_finish_kernel<<<static_cast<unsigned>((p.cols + 255) / 256), 256, 0, s>>>(p);
+    CUDA_CHECK_LAUNCH();
+  });
+}
 
 void reduce_sum(const ReduceParams& p, Stream s) {
   dispatch_cuda_float(p.dtype, "[sum]", [&](auto tag) {

@@ -44,6 +44,26 @@ struct ReduceBackwardParams {
   float scale = 1.f;
 };
 
+// Slices of the rows in sum_rows_into (a function of the shape alone, like reduce_column_splits).
+inline int sum_rows_splits(int64_t rows, int64_t cols) {
+  constexpr int64_t kTargetBlocks = 1024, kColsPerBlock = 256;
+  const int64_t tiles = (cols + kColsPerBlock - 1) / kColsPerBlock;
+  const int64_t wanted = (kTargetBlocks + tiles - 1) / tiles;
+  return static_cast<int>(std::clamp<int64_t>(wanted, 1, std::clamp<int64_t>(rows / 32, 1, 65535)));
+}
+
+struct SumRowsIntoParams {
+  const void* x = nullptr;   // (rows, cols), rows row_stride elements apart
+  float* out = nullptr;      // (cols): += the column sums
+  float* partial = nullptr;  // (splits, cols) fp32 workspace
+  DType dtype = DType::BF16;
+  int64_t rows = 0, cols = 0, row_stride = 0;
+  int splits = 1;  // sum_rows_splits(rows, cols)
+};
+
+// out += sum over rows of x, in fp32: slices of rows summed per column, then the slices in order.
+FT_CUDA_LAUNCHER(void sum_rows_into(const SumRowsIntoParams& p, Stream stream));
+
 // y = scale * sum over r of x, accumulated in fp32.
 FT_CUDA_LAUNCHER(void reduce_sum(const ReduceParams& p, Stream stream));
 // dx = scale * dy repeated along r.

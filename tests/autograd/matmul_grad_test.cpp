@@ -3,6 +3,7 @@
 #include "autograd/functions/matmul.h"
 #include "autograd/gradcheck.h"
 #include "autograd/variable.h"
+#include "ops/elementwise.h"
 #include "tests/test_util.h"
 
 namespace ft::autograd {
@@ -77,6 +78,47 @@ TEST(MatmulGradCuda, GradientsMatchCpu) {
     // fp32 sums of up to 48 terms in different orders.
     EXPECT_LT(test::rel_error(grads[1][i], grads[0][i]), 1e-5) << "gradient " << i;
   }
+}
+
+// The trainer presets every parameter's gradient as an fp32 view (its arena): the weight and bias
+// gradients are then added into it in place (autograd::direct_grad) -- one product with beta = 1,
+// one fp32 column sum -- and must equal start + the gradients that fresh leaves receive.
+void expect_preset_grads_added(Device d, DType dt, double tol) {
+  const Tensor x = randn_tensor({2, 3, 16}, 71, dt), w = randn_tensor({8, 16}, 72, dt), b = randn_tensor({8}, 73, dt);
+  const Tensor up = randn_tensor({2, 3, 8}, 74, dt);
+  std::vector<Tensor> fresh, preset;
+  for (bool with_preset : {false, true}) {
+    const Tensor xd = x.to(d).clone(), wd = w.to(d).clone(), bd = b.to(d).clone();
+    for (const Tensor& t : {xd, wd, bd}) set_requires_grad(t);
+    Tensor gw, gb;
+    if (with_preset) {
+      gw = randn_tensor({8, 16}, 75, DType::F32, d);
+      gb = randn_tensor({8}, 76, DType::F32, d);
+      set_grad(wd, gw);
+      set_grad(bd, gb);
+    }
+    ops::MatmulOptions o;
+    o.trans_b = true;
+    o.bias = bd;
+    backward(matmul(xd, wd, o), up.to(d));
+    if (with_preset) {
+      EXPECT_TRUE(grad(wd).is_same(gw) && grad(bd).is_same(gb)) << "the preset buffers are kept";
+      preset = {ops::sub(gw, randn_tensor({8, 16}, 75, DType::F32, d)), ops::sub(gb, randn_tensor({8}, 76, DType::F32, d))};
+    } else {
+      fresh = {ops::cast(grad(wd), DType::F32), ops::cast(grad(bd), DType::F32)};
+    }
+  }
+  EXPECT_LT(test::rel_error(preset[0], fresh[0]), tol) << "dw";
+  EXPECT_LT(test::rel_error(preset[1], fresh[1]), tol) << "dbias";
+}
+
+TEST(MatmulGrad, PresetFp32GradsAreAddedInPlace) { expect_preset_grads_added(Device::cpu(), DType::F32, 1e-5); }
+
+TEST(MatmulGradCuda, PresetFp32GradsAreAddedInPlace) {
+  FT_REQUIRE_CUDA();
+  // bf16 operands: the fresh path rounds dw and dbias to bf16 before widening, the preset path
+  // does not, so they differ by bf16 rounding (2^-8 relative).
+  expect_preset_grads_added(Device::cuda(), DType::BF16, 1e-2);
 }
 
 // align_rows (the GPT head: x w^T, no bias, N = 50257 not a multiple of 8): the forward runs

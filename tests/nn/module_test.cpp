@@ -110,7 +110,12 @@ TEST(Module, ParametersCanBeReplacedByViewsIntoOneArena) {
     const auto g = autograd::grad(p).to_floats();
     expected.insert(expected.end(), g.begin(), g.end());
   });
-  EXPECT_EQ(grads.to_floats(), expected);
+  // Preset gradients take the matrix products' and biases' sums in place (autograd::direct_grad),
+  // which rounds differently from a separate product and add: equal to fp32 rounding.
+  const std::vector<float> got = grads.to_floats();
+  ASSERT_EQ(got.size(), expected.size());
+  std::vector<double> a(got.begin(), got.end()), b(expected.begin(), expected.end());
+  EXPECT_LT(test::rel_error(a, b), 1e-6);
 }
 
 TEST(Module, ToDtypeKeepsRequiresGradAndTrainEvalRecurses) {

@@ -114,6 +114,47 @@ TEST(ReduceCuda, MatchesCpuOnEveryKernelPath) {
   }
 }
 
+// sum_rows_into: out += column sums, against the naive reduction in double plus the start value.
+std::vector<double> naive_sum_rows_into(const Tensor& x2, const Tensor& out0) {
+  std::vector<double> want = naive_reduce(x2.contiguous(), 0, false);
+  const auto start = out0.to_doubles();
+  for (size_t i = 0; i < want.size(); ++i) want[i] += start[i];
+  return want;
+}
+
+TEST(Reduce, SumRowsIntoAddsColumnSums) {
+  for (DType dt : {DType::F32, DType::F64}) {
+    const Tensor x = randn_tensor({3, 7, 5}, 31, dt);
+    const Tensor out = randn_tensor({5}, 32, dt);
+    const auto want = naive_sum_rows_into(x.reshape({21, 5}), out);
+    ops::sum_rows_into(x, out);
+    EXPECT_LT(rel_error(out.to_doubles(), want), 1e-6);
+  }
+  expect_error([] { ops::sum_rows_into(Tensor::zeros({4, 3}, DType::F32), Tensor::zeros({4}, DType::F32)); },
+               "[sum_rows_into]");
+}
+
+// Every kernel path: 16-byte vectors (C % 8 == 0 for bf16), scalar (odd C), padded rows (a slice
+// of wider rows), rows that do not fill the last slice.
+TEST(ReduceCuda, SumRowsIntoMatchesNaive) {
+  FT_REQUIRE_CUDA();
+  struct Case {
+    int64_t rows, cols, width;
+    DType dt;
+  };
+  for (const Case& c : {Case{16384, 768, 768, DType::BF16}, Case{4097, 2304, 2304, DType::BF16},
+                        Case{333, 37, 37, DType::BF16}, Case{1000, 67, 72, DType::BF16},
+                        Case{515, 96, 96, DType::F32}, Case{70, 40, 48, DType::F16}}) {
+    const Tensor wide = randn_tensor({c.rows, c.width}, 40 + c.cols, c.dt, Device::cuda());
+    const Tensor x = wide.slice(1, 0, c.cols);
+    const Tensor out = randn_tensor({c.cols}, 41, DType::F32, Device::cuda());
+    const auto want = naive_sum_rows_into(x.to(Device::cpu()), out.to(Device::cpu()));
+    ops::sum_rows_into(x, out);
+    // fp32 sums of up to 16384 terms in two orders: about 1e-6 relative.
+    EXPECT_LT(rel_error(out.to_doubles(), want), 1e-5) << c.rows << " x " << c.cols;
+  }
+}
+
 TEST(ReduceCuda, BackwardMatchesCpu) {
   FT_REQUIRE_CUDA();
   for (DType dt : {DType::F32, DType::BF16}) {
