@@ -50,8 +50,15 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_t
   const Tensor tok = wte.forward(idx);                        // (B, T, C)
   const Tensor pos = wpe.forward(positions_.slice(0, 0, T));  // (T, C), broadcast over B
   Tensor x = emb_dropout_.forward(autograd::add(tok, pos));   // (B, T, C)
-  for (const auto& block : h) x = block->forward(x);
-  x = ln_f.forward(x);  // (B, T, C)
+  // Each residual add is fused with the LayerNorm after it (nn/block.h); the last block's applies
+  // ln_f, so x leaves the loop normalised: ln_f of the final residual stream.
+  Tensor z = h.front()->ln_1.forward(x);  // (B, T, C)
+  for (size_t i = 0; i < h.size(); ++i) {
+    const Block::Output out = h[i]->forward(x, z, i + 1 < h.size() ? h[i + 1]->ln_1 : ln_f);
+    x = out.x;
+    z = out.z;
+  }
+  x = z;  // (B, T, C), ln_f applied
   MatmulOptions head;
   head.trans_b = true;     // tied head: x wte^T, wte stored (V, C)
   head.align_rows = true;  // V = 50257: logits rows padded to 16 bytes (MatmulOptions)
