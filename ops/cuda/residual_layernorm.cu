@@ -4,9 +4,10 @@
 //   one warp per PAIR of rows (r, r + 8) of a 16-row block, each lane holding chunks
 //   lane + 32k (8 consecutive elements) of both rows in registers. The pair is what one Philox
 //   call of the dropout mask covers (core/dropout_mask.h): each call serves 8 elements, as in
-//   ops/cuda/dropout.cu, instead of 2 with one row per warp. The LayerNorm row code (summation
-//   order, expressions) is that of ops/cuda/layernorm.cu's register paths for halves, so z, mean,
-//   rstd and the LayerNorm part of dy equal the unfused kernels' bit for bit there.
+//   ops/cuda/dropout.cu, instead of 2 with one row per warp. The LayerNorm row code is
+//   ops/cuda/layernorm_row.cuh, shared with ops/cuda/layernorm.cu's register paths: for halves
+//   (whose vectors are 8 elements in both) z, mean, rstd and the LayerNorm part of dy equal the
+//   unfused kernels' bit for bit; for f32 (4-element vectors there) the order of sums differs.
 // - scalar path (any C, any alignment): one warp per row, looping over columns, the mask drawn
 //   per element with dropout_keep_at.
 // The backward sums dweight/dbias per lane in registers, per block in warp order, then over
@@ -17,7 +18,7 @@
 #include <algorithm>
 
 #include "core/cuda/check.h"
-#include "ops/cuda/row_utils.cuh"
+#include "ops/cuda/layernorm_row.cuh"
 
 namespace ft::cuda {
 namespace {
@@ -35,12 +36,6 @@ constexpr int kMaxIters = sizeof(T) == 2 ? 4 : 2;
 
 template <class T>
 using Chunk = Vec<T, kChunk>;
-
-template <class T>
-__device__ __forceinline__ void unpack(const Chunk<T>& c, float (&f)[kChunk]) {
-#pragma unroll
-  for (int j = 0; j < kChunk; ++j) f[j] = to_f32(c.v[j]);
-}
 
 template <class T>
 __device__ __forceinline__ Chunk<T> zero_chunk() {
@@ -81,46 +76,20 @@ __device__ __forceinline__ uint32_t keep_bits(const DropoutParams& d, uint32_t b
   return (all >> (16 * s)) & 0xFFFFu;
 }
 
-// Normalises one row held as chunks lane + 32k (the forward register path of
-// ops/cuda/layernorm.cu, same order and expressions) and writes z, mean and rstd.
+// Normalises one row held as chunks lane + 32k with ops/cuda/layernorm.cu's row code, and
+// writes z, mean and rstd.
 template <class T, int kIters>
 __device__ __forceinline__ void normalise_row(const Chunk<T> (&yr)[kIters], int lane, int nvec, int C, float eps,
                                               const T* w, const T* b, T* z, float* mean_out, float* rstd_out) {
-  float sum = 0.f;
-#pragma unroll
-  for (int k = 0; k < kIters; ++k) {
-    if (lane + k * kWarpSize < nvec) {
-      float v[kChunk];
-      unpack<T>(yr[k], v);
-#pragma unroll
-      for (int j = 0; j < kChunk; ++j) sum += v[j];
-    }
-  }
-  const float mean = warp_sum(sum) / C;
-  float var = 0.f;  // two-pass variance from registers: no cancellation
-#pragma unroll
-  for (int k = 0; k < kIters; ++k) {
-    if (lane + k * kWarpSize < nvec) {
-      float v[kChunk];
-      unpack<T>(yr[k], v);
-#pragma unroll
-      for (int j = 0; j < kChunk; ++j) {
-        const float d = v[j] - mean;
-        var += d * d;
-      }
-    }
-  }
-  const float rstd = rsqrtf(warp_sum(var) / C + eps);
+  float mean, rstd;
+  layernorm_row_stats<T>(yr, lane, nvec, C, eps, mean, rstd);
 #pragma unroll
   for (int k = 0; k < kIters; ++k) {
     const int i = lane + k * kWarpSize;
     if (i < nvec) {
-      float v[kChunk], wv[kChunk], bv[kChunk], out[kChunk];
-      unpack<T>(yr[k], v);
-      unpack<T>(load_raw<T, kChunk>(w + i * kChunk), wv);
-      unpack<T>(load_raw<T, kChunk>(b + i * kChunk), bv);
-#pragma unroll
-      for (int j = 0; j < kChunk; ++j) out[j] = (v[j] - mean) * rstd * wv[j] + bv[j];
+      float out[kChunk];
+      layernorm_row_out<T>(yr[k], load_raw<T, kChunk>(w + i * kChunk), load_raw<T, kChunk>(b + i * kChunk), mean,
+                           rstd, out);
       store_vec<kChunk>(z + i * kChunk, out);
     }
   }
@@ -172,8 +141,8 @@ __global__ void __launch_bounds__(kFwdWarps * kWarpSize)
     for (int k = 0; k < kIters; ++k) {
       const int i = lane + k * kWarpSize;
       float xv[kChunk], hv[kChunk];
-      unpack<T>(yr[r][k], xv);
-      unpack<T>(hr[r][k], hv);
+      unpack_vec<T>(yr[r][k], xv);
+      unpack_vec<T>(hr[r][k], hv);
 #pragma unroll
       for (int j = 0; j < kChunk; ++j) {
         // dropout(h) rounded to T, then the add rounded: ops::dropout then ops::add. __fmul_rn
@@ -248,41 +217,20 @@ __global__ void __launch_bounds__(kBwdWarps * kWarpSize)
         }
       }
       const float mu = p.mean[row], rs = p.rstd[row];
-      float sum_g = 0.f, sum_gx = 0.f;
-#pragma unroll
-      for (int k = 0; k < kIters; ++k) {
-        if (lane + k * kWarpSize < nvec) {
-          float xv[kChunk], dv[kChunk], wv[kChunk];
-          unpack<T>(yr[k], xv);
-          unpack<T>(gr[k], dv);
-          unpack<T>(wr[k], wv);
-#pragma unroll
-          for (int j = 0; j < kChunk; ++j) {
-            const float xh = (xv[j] - mu) * rs;
-            const float g = dv[j] * wv[j];
-            sum_g += g;
-            sum_gx += g * xh;
-            dw[k][j] += dv[j] * xh;
-            db[k][j] += dv[j];
-          }
-        }
-      }
-      const float mean_g = warp_sum(sum_g) / C;
-      const float mean_gx = warp_sum(sum_gx) / C;
+      float mean_g, mean_gx;
+      layernorm_grad_row_sums<T>(yr, gr, wr, lane, nvec, C, mu, rs, dw, db, mean_g, mean_gx);
 #pragma unroll
       for (int k = 0; k < kIters; ++k) {
         const int i = lane + k * kWarpSize;
         if (i < nvec) {
-          float xv[kChunk], dv[kChunk], wv[kChunk], gyv[kChunk], out[kChunk];
-          unpack<T>(yr[k], xv);
-          unpack<T>(gr[k], dv);
-          unpack<T>(wr[k], wv);
-          if constexpr (kGy) unpack<T>(load_raw<T, kChunk>(gy + row * p.cols + i * kChunk), gyv);
+          float gyv[kChunk], out[kChunk];
+          layernorm_grad_row_dx<T>(yr[k], gr[k], wr[k], mu, rs, mean_g, mean_gx, out);
+          if constexpr (kGy) unpack_vec<T>(load_raw<T, kChunk>(gy + row * p.cols + i * kChunk), gyv);
 #pragma unroll
           for (int j = 0; j < kChunk; ++j) {
             // The LayerNorm gradient rounded to T, then gy added and rounded: the unfused
             // backward's dx followed by the engine's ops::add of the two contributions.
-            out[j] = to_f32(from_f32<T>(rs * (dv[j] * wv[j] - mean_g - (xv[j] - mu) * rs * mean_gx)));
+            out[j] = to_f32(from_f32<T>(out[j]));
             if constexpr (kGy) out[j] = to_f32(from_f32<T>(__fadd_rn(gyv[j], out[j])));  // no FMA for f32
           }
           store_vec<kChunk>(dy + row * p.cols + i * kChunk, out);
@@ -414,42 +362,10 @@ __global__ void __launch_bounds__(kScalarThreads)
   }
 }
 
-// Sums the (blocks, 2C) partials over blocks: 32 columns per block, 32 row groups summed in a
-// fixed order through shared memory. Deterministic for a given number of blocks.
-constexpr int kReduceCols = 32, kReduceGroups = 32;
-__global__ void __launch_bounds__(kReduceCols * kReduceGroups)
-    residual_layernorm_reduce_kernel(const float* partial, int blocks, int64_t C, float* dweight, float* dbias) {
-  __shared__ float sums[kReduceGroups][kReduceCols + 1];
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * kReduceCols + threadIdx.x;  // in [0, 2C)
-  float s = 0.f;
-  if (c < 2 * C) {
-    for (int b = threadIdx.y; b < blocks; b += kReduceGroups) s += partial[static_cast<int64_t>(b) * 2 * C + c];
-  }
-  sums[threadIdx.y][threadIdx.x] = s;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < 2 * C) {
-    float total = 0.f;
-    for (int g = 0; g < kReduceGroups; ++g) total += sums[g][threadIdx.x];
-    if (c < C) {
-      dweight[c] = total;
-    } else {
-      dbias[c - C] = total;
-    }
-  }
-}
-
 bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 // Row pairs covering `rows` rows: 8 per 16-row block (rows past the end are skipped in-kernel).
 uint32_t row_pairs(int64_t rows) { return static_cast<uint32_t>((rows + 15) / 16 * 8); }
-
-void reduce_partials(const float* partial, int blocks, int64_t C, float* dweight, float* dbias, Stream stream) {
-  const dim3 block(kReduceCols, kReduceGroups);
-  const int64_t grid = (2 * C + kReduceCols - 1) / kReduceCols;
-  residual_layernorm_reduce_kernel<<<static_cast<unsigned>(grid), block, 0, stream>>>(partial, blocks, C, dweight,
-                                                                                       dbias);
-  CUDA_CHECK_LAUNCH();
-}
 
 // Calls fn(std::bool_constant<b>{}).
 template <class Fn>
@@ -521,7 +437,7 @@ void residual_layernorm_backward(const ResidualLayerNormBackwardParams& p, Strea
           Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
           kernel<<<blocks, kThreads, smem, stream>>>(p, pairs, static_cast<float*>(partial.ptr));
           CUDA_CHECK_LAUNCH();
-          reduce_partials(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, stream);
+          sum_layernorm_param_grads(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, stream);
         });
       });
       if (!done) {
@@ -530,7 +446,7 @@ void residual_layernorm_backward(const ResidualLayerNormBackwardParams& p, Strea
         residual_layernorm_backward_scalar_kernel<T, kDropout>
             <<<blocks, kScalarThreads, 0, stream>>>(p, static_cast<float*>(partial.ptr));
         CUDA_CHECK_LAUNCH();
-        reduce_partials(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, stream);
+        sum_layernorm_param_grads(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, stream);
       }
     });
   });
