@@ -51,7 +51,7 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_t
   const Tensor pos = wpe.forward(positions_.slice(0, 0, T));  // (T, C), broadcast over B
   Tensor x = emb_dropout_.forward(autograd::add(tok, pos));   // (B, T, C)
   // Each residual add is fused with the LayerNorm after it (nn/block.h); the last block's applies
-  // ln_f, so x leaves the loop normalised: ln_f of the final residual stream.
+  // ln_f, so after the loop z is ln_f of the final residual stream.
   Tensor z = h.front()->ln_1.forward(x);  // (B, T, C)
   for (size_t i = 0; i < h.size(); ++i) {
     const Block::Output out = h[i]->forward(x, z, i + 1 < h.size() ? h[i + 1]->ln_1 : ln_f);

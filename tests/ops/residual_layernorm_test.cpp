@@ -158,12 +158,13 @@ TEST(ResidualLayerNorm, BadInputsNameTheOpAndShapes) {
       "[residual_layernorm_backward]", {"mean/rstd"});
 }
 
-// CUDA against the CPU on the same (rounded) inputs. Shapes cover the vector path (C = 768, 1024;
-// rows not a multiple of the 16 rows of a pair block), the scalar path (C = 37, C beyond the
-// vector path's registers: 1544 for halves and f32's 768 > 512), and a single row.
+// CUDA against the CPU on the same (rounded) inputs. Shapes cover the vector path (halves: C = 768,
+// 1024, 256, 40 -- an odd number of 8-element chunks; f32: C <= 512), rows not a multiple of the
+// 16 rows of a pair block, the scalar path (C = 37, C beyond the vector path's registers: 1544
+// for halves, f32's 768 and 1024), and a single row.
 TEST(ResidualLayerNormCuda, MatchesCpu) {
   FT_REQUIRE_CUDA();
-  const Shape shapes[] = {{37, 768}, {2, 3, 1024}, {21, 37}, {9, 1544}, {1, 64}};
+  const Shape shapes[] = {{37, 768}, {2, 3, 1024}, {37, 256}, {21, 40}, {21, 37}, {9, 1544}, {1, 64}};
   for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
     for (const Shape& shape : shapes) {
       for (float p : {0.f, 0.1f}) {
