@@ -1,7 +1,5 @@
 #include "nn/block.h"
 
-#include "autograd/functions/elementwise.h"
-
 namespace ft::nn {
 
 Block::Block(const GPTConfig& cfg, Generator& gen)
@@ -17,9 +15,14 @@ Block::Block(const GPTConfig& cfg, Generator& gen)
   register_module("resid_dropout", resid_dropout_);
 }
 
-Tensor Block::forward(const Tensor& x) const {
-  const Tensor a = autograd::add(x, resid_dropout_.forward(attn.forward(ln_1.forward(x))));  // (B, T, C)
-  return autograd::add(a, resid_dropout_.forward(mlp.forward(ln_2.forward(a))));            // (B, T, C)
+Block::Output Block::forward(const Tensor& x, const Tensor& z, const LayerNorm& next) const {
+  // The branches run before their fused add draws its dropout state: the unfused order (attention
+  // dropout, then the residual dropout), so the masks are those of x + dropout(branch).
+  const Tensor attn_out = attn.forward(z);                                              // (B, T, C)
+  const autograd::ResidualLayerNorm a = ln_2.forward_residual(x, attn_out, resid_dropout_);  // a, ln_2(a)
+  const Tensor mlp_out = mlp.forward(a.z);                                              // (B, T, C)
+  const autograd::ResidualLayerNorm out = next.forward_residual(a.y, mlp_out, resid_dropout_);
+  return {out.y, out.z};
 }
 
 }  // namespace ft::nn

@@ -1,6 +1,12 @@
 // One pre-LayerNorm transformer block (GPT-2):
 //   x = x + dropout(attn(ln_1(x)))
 //   x = x + dropout(mlp(ln_2(x)))
+// computed with each residual add fused with the LayerNorm after it (autograd::residual_layernorm):
+// the block takes x together with z = ln_1(x), made by the caller (the first block's ln_1, or the
+// previous block's fused add), and returns the new x with z' = next(x'), where `next` is the
+// following block's ln_1 or the model's ln_f:
+//   (a, z2) = residual_layernorm(x, dropout(attn(z)), ln_2)
+//   (x', z') = residual_layernorm(a, dropout(mlp(z2)), next)
 #pragma once
 
 #include "core/random.h"
@@ -15,7 +21,12 @@ namespace ft::nn {
 class Block : public Module {
  public:
   Block(const GPTConfig& cfg, Generator& gen);
-  Tensor forward(const Tensor& x) const;  // (B, T, C) -> (B, T, C)
+  struct Output {
+    Tensor x;  // (B, T, C): the residual stream after the block
+    Tensor z;  // (B, T, C): next(x)
+  };
+  // x, z (B, T, C) with z = ln_1(x).
+  Output forward(const Tensor& x, const Tensor& z, const LayerNorm& next) const;
 
   LayerNorm ln_1;
   CausalSelfAttention attn;

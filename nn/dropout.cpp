@@ -14,4 +14,9 @@ Tensor Dropout::forward(const Tensor& x) const {
   return autograd::dropout(x, static_cast<float>(p_), gen_.next(ops::kDropoutOffsets));
 }
 
+Dropout::Draw Dropout::draw() const {
+  if (!is_training() || p_ == 0) return {};
+  return {static_cast<float>(p_), gen_.next(ops::kDropoutOffsets)};
+}
+
 }  // namespace ft::nn

@@ -15,6 +15,15 @@ class Dropout : public Module {
   Tensor forward(const Tensor& x) const;
   double p() const { return p_; }
 
+  // For an op that fuses this dropout (autograd::residual_layernorm): the p and PhiloxState to
+  // apply. In training with p > 0 the state is drawn exactly as forward() draws it, so fused and
+  // unfused models consume the generator alike; otherwise p = 0 and nothing is drawn.
+  struct Draw {
+    float p = 0.f;
+    PhiloxState state;
+  };
+  Draw draw() const;
+
  private:
   double p_;
   Generator& gen_;

@@ -51,8 +51,15 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_t
   const Tensor tok = wte.forward(idx);                        // (B, T, C)
   const Tensor pos = wpe.forward(positions_.slice(0, 0, T));  // (T, C), broadcast over B
   Tensor x = emb_dropout_.forward(autograd::add(tok, pos));   // (B, T, C)
-  for (const auto& block : h) x = block->forward(x);
-  x = ln_f.forward(x);  // (B, T, C)
+  // Each residual add is fused with the LayerNorm after it (nn/block.h); the last block's applies
+  // ln_f, so after the loop z is ln_f of the final residual stream.
+  Tensor z = h.front()->ln_1.forward(x);  // (B, T, C)
+  for (size_t i = 0; i < h.size(); ++i) {
+    const Block::Output out = h[i]->forward(x, z, i + 1 < h.size() ? h[i + 1]->ln_1 : ln_f);
+    x = out.x;
+    z = out.z;
+  }
+  x = z;  // (B, T, C), ln_f applied
   GPTOutput out;
   if (targets.defined()) {
     FT_CHECK_ARG(targets.shape() == idx.shape() && targets.dtype() == DType::I32, "[gpt] targets must be (B, T) = ",
@@ -63,8 +70,8 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_t
     }
     // Tied head and loss in one op: its backward turns the logits' buffer into dlogits in place.
     const autograd::LinearCrossEntropyOut head = autograd::linear_cross_entropy(x, wte.weight, targets);
-    out.logits = head.logits;                                          // (B, T, V)
-    out.loss = autograd::mean_over_rows(head.loss, valid_targets);     // scalar
+    out.logits = head.logits;                                       // (B, T, V)
+    out.loss = autograd::mean_over_rows(head.loss, valid_targets);  // scalar
     return out;
   }
   MatmulOptions head;

@@ -11,4 +11,10 @@ LayerNorm::LayerNorm(int64_t dim, double eps) : eps_(eps) {
 
 Tensor LayerNorm::forward(const Tensor& x) const { return autograd::layernorm(x, weight, bias, eps_); }
 
+autograd::ResidualLayerNorm LayerNorm::forward_residual(const Tensor& x, const Tensor& branch,
+                                                        const Dropout& drop) const {
+  const Dropout::Draw d = drop.draw();
+  return autograd::residual_layernorm(x, branch, weight, bias, eps_, d.p, d.state);
+}
+
 }  // namespace ft::nn

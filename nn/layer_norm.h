@@ -1,6 +1,8 @@
 // LayerNorm over the last axis with a gain and a bias, both (C).
 #pragma once
 
+#include "autograd/functions/residual_layernorm.h"
+#include "nn/dropout.h"
 #include "nn/module.h"
 
 namespace ft::nn {
@@ -9,6 +11,10 @@ class LayerNorm : public Module {
  public:
   explicit LayerNorm(int64_t dim, double eps = 1e-5);  // weight 1, bias 0 (f32, CPU)
   Tensor forward(const Tensor& x) const;
+  // The residual add before this LayerNorm fused with it: y = x + drop(branch), z = this(y).
+  // `drop` draws its state here (Dropout::draw), so the caller computes `branch` first and the
+  // generator is consumed in the unfused model's order.
+  autograd::ResidualLayerNorm forward_residual(const Tensor& x, const Tensor& branch, const Dropout& drop) const;
 
   Tensor weight;  // (C)
   Tensor bias;    // (C)

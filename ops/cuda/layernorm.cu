@@ -3,6 +3,8 @@
 //   the forward, C <= 1536 (halves) or 1024 (f32) in the backward): one warp per row, the row
 //   held as raw 16-byte vectors, so x (and dy) are read once and y (dx) written once;
 // - looping path (any C, any alignment): one block per row, scalar loads, re-reading x.
+// The register paths' row arithmetic is ops/cuda/layernorm_row.cuh, which the fused residual
+// kernels (ops/cuda/residual_layernorm.cu) share so that they give these results bit for bit.
 //
 // The backward register path is ONE cooperative launch of a persistent grid (as many blocks as
 // fit at once, 1 per SM at GPT-2 small): each block takes a contiguous range of rows, each warp
@@ -38,7 +40,7 @@
 #include <algorithm>
 
 #include "core/cuda/check.h"
-#include "ops/cuda/row_utils.cuh"
+#include "ops/cuda/layernorm_row.cuh"
 
 namespace ft::cuda {
 namespace {
@@ -57,14 +59,6 @@ constexpr int kBwdMaxIters = sizeof(T) == 2 ? 6 : 8;
 __device__ __forceinline__ uint4 load16(const void* p) { return *static_cast<const uint4*>(p); }
 __device__ __forceinline__ void store16(void* p, const uint4& v) { *static_cast<uint4*>(p) = v; }
 __device__ __forceinline__ void store_stream(void* p, const uint4& v) { __stcs(static_cast<uint4*>(p), v); }
-
-template <class T>
-__device__ __forceinline__ void unpack(const uint4& u, float (&f)[kVecOf<T>]) {
-  Vec<T, kVecOf<T>> v;
-  memcpy(&v, &u, 16);
-#pragma unroll
-  for (int j = 0; j < kVecOf<T>; ++j) f[j] = to_f32(v.v[j]);
-}
 
 template <class T>
 __device__ __forceinline__ uint4 pack(const float (&f)[kVecOf<T>]) {
@@ -103,42 +97,15 @@ __global__ void __launch_bounds__(kWarps * kWarpSize) layernorm_forward_warp_ker
   for (int r = 0; r < kRows; ++r) {
     const int64_t row = row0 + r;
     if (row >= p.rows) break;
-    float sum = 0.f;
-#pragma unroll
-    for (int k = 0; k < kIters; ++k) {
-      if (lane + k * kWarpSize < nvec) {
-        float v[kVec];
-        unpack<T>(raw[r][k], v);
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) sum += v[j];
-      }
-    }
-    const float mean = warp_sum(sum) / C;
-    float var = 0.f;  // two-pass variance from registers: no cancellation
-#pragma unroll
-    for (int k = 0; k < kIters; ++k) {
-      if (lane + k * kWarpSize < nvec) {
-        float v[kVec];
-        unpack<T>(raw[r][k], v);
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) {
-          const float d = v[j] - mean;
-          var += d * d;
-        }
-      }
-    }
-    const float rstd = rsqrtf(warp_sum(var) / C + p.eps);
+    float mean, rstd;
+    layernorm_row_stats<T>(raw[r], lane, nvec, C, p.eps, mean, rstd);
     T* y = static_cast<T*>(p.y) + row * p.cols;
 #pragma unroll
     for (int k = 0; k < kIters; ++k) {
       const int i = lane + k * kWarpSize;
       if (i < nvec) {
-        float v[kVec], wv[kVec], bv[kVec], out[kVec];
-        unpack<T>(raw[r][k], v);
-        unpack<T>(load16(w + i * kVec), wv);
-        unpack<T>(load16(b + i * kVec), bv);
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) out[j] = (v[j] - mean) * rstd * wv[j] + bv[j];
+        float out[kVec];
+        layernorm_row_out<T>(raw[r][k], load16(w + i * kVec), load16(b + i * kVec), mean, rstd, out);
         store16(y + i * kVec, pack<T>(out));
       }
     }
@@ -245,38 +212,15 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks)
       }
     }
     __syncwarp();  // every lane has read the slot before lane 0 refills its stats
-    float sum_g = 0.f, sum_gx = 0.f;
-#pragma unroll
-    for (int k = 0; k < kIters; ++k) {
-      if (lane + k * kWarpSize < nvec) {
-        float xv[kVec], dv[kVec], wv[kVec];
-        unpack<T>(xr[k], xv);
-        unpack<T>(dr[k], dv);
-        unpack<T>(wr[k], wv);
-#pragma unroll
-        for (int j2 = 0; j2 < kVec; ++j2) {
-          const float xh = (xv[j2] - mu) * rs;
-          const float g = dv[j2] * wv[j2];
-          sum_g += g;
-          sum_gx += g * xh;
-          dw[k][j2] += dv[j2] * xh;
-          db[k][j2] += dv[j2];
-        }
-      }
-    }
-    const float mean_g = warp_sum(sum_g) / C;
-    const float mean_gx = warp_sum(sum_gx) / C;
+    float mean_g, mean_gx;
+    layernorm_grad_row_sums<T>(xr, dr, wr, lane, nvec, C, mu, rs, dw, db, mean_g, mean_gx);
     const int64_t row = first + static_cast<int64_t>(j) * kWarps;
 #pragma unroll
     for (int k = 0; k < kIters; ++k) {
       const int i = lane + k * kWarpSize;
       if (i < nvec) {
-        float xv[kVec], dv[kVec], wv[kVec], out[kVec];
-        unpack<T>(xr[k], xv);
-        unpack<T>(dr[k], dv);
-        unpack<T>(wr[k], wv);
-#pragma unroll
-        for (int j2 = 0; j2 < kVec; ++j2) out[j2] = rs * (dv[j2] * wv[j2] - mean_g - (xv[j2] - mu) * rs * mean_gx);
+        float out[kVec];
+        layernorm_grad_row_dx<T>(xr[k], dr[k], wr[k], mu, rs, mean_g, mean_gx, out);
         store_stream(dx + row * p.cols + i * kVec, pack<T>(out));
       }
     }
@@ -415,31 +359,6 @@ __global__ void __launch_bounds__(kLoopThreads) layernorm_backward_loop_kernel(L
   }
 }
 
-// Sums the (blocks, 2, C) partials over blocks: 32 channels per block, 32 row groups summed in a
-// fixed order through shared memory. Deterministic for a given number of blocks.
-constexpr int kReduceCols = 32, kReduceGroups = 32;
-__global__ void __launch_bounds__(kReduceCols * kReduceGroups) layernorm_backward_reduce_kernel(
-    const float* partial, int blocks, int64_t C, float* dweight, float* dbias) {
-  __shared__ float sums[kReduceGroups][kReduceCols + 1];
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * kReduceCols + threadIdx.x;  // in [0, 2C)
-  float s = 0.f;
-  if (c < 2 * C) {
-#pragma unroll 4
-    for (int b = threadIdx.y; b < blocks; b += kReduceGroups) s += partial[static_cast<int64_t>(b) * 2 * C + c];
-  }
-  sums[threadIdx.y][threadIdx.x] = s;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < 2 * C) {
-    float total = 0.f;
-    for (int g = 0; g < kReduceGroups; ++g) total += sums[g][threadIdx.x];
-    if (c < C) {
-      dweight[c] = total;
-    } else {
-      dbias[c - C] = total;
-    }
-  }
-}
-
 }  // namespace
 
 void layernorm_forward(const LayerNormForwardParams& p, Stream stream) {
@@ -508,11 +427,7 @@ void layernorm_backward(const LayerNormBackwardParams& p, Stream stream) {
       Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
       layernorm_backward_loop_kernel<T><<<blocks, kLoopThreads, 0, stream>>>(p, static_cast<float*>(partial.ptr));
       CUDA_CHECK_LAUNCH();
-      const dim3 block(kReduceCols, kReduceGroups);
-      const int64_t grid = (2 * C + kReduceCols - 1) / kReduceCols;
-      layernorm_backward_reduce_kernel<<<static_cast<unsigned>(grid), block, 0, stream>>>(
-          static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias);
-      CUDA_CHECK_LAUNCH();
+      sum_layernorm_param_grads(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, stream);
     }
   });
 }

@@ -8,10 +8,15 @@
 #include <random>
 #include <string>
 
+#include "autograd/functions/cross_entropy.h"
+#include "autograd/functions/dropout.h"
+#include "autograd/functions/elementwise.h"
+#include "autograd/functions/matmul.h"
 #include "autograd/gradcheck.h"
 #include "autograd/variable.h"
 #include "nn/gpt.h"
 #include "ops/attention.h"
+#include "ops/dropout.h"
 #include "tests/test_util.h"
 
 namespace ft::nn {
@@ -131,6 +136,67 @@ TEST(Gpt, FlashAndNaiveAgreeToBf16RoundingOnCpu) {
     EXPECT_LE(test::rel_error(f.grads[i].second, n.grads[i].second), 2e-2) << f.grads[i].first;
 }
 
+// The model as it was before its residual adds were fused with the LayerNorms after them, built
+// here from the modules and the unfused autograd ops, drawing dropout states from the model's
+// generator in the same order (embedding, then per block: attention, residual, residual).
+GPTOutput unfused_forward(GPT& m, const Tensor& idx, const Tensor& targets, double p) {
+  const int64_t T = idx.size(1);
+  std::vector<int32_t> pos(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) pos[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+  auto drop = [&](const Tensor& t) {
+    return p > 0 ? autograd::dropout(t, static_cast<float>(p), m.generator().next(ops::kDropoutOffsets)) : t;
+  };
+  Tensor x = drop(autograd::add(m.wte.forward(idx), m.wpe.forward(Tensor::from_vector(pos, {T}).to(idx.device()))));
+  for (const auto& b : m.h) {
+    const Tensor a = autograd::add(x, drop(b->attn.forward(b->ln_1.forward(x))));
+    x = autograd::add(a, drop(b->mlp.forward(b->ln_2.forward(a))));
+  }
+  x = m.ln_f.forward(x);
+  ops::MatmulOptions head;
+  head.trans_b = true;
+  GPTOutput out;
+  out.logits = autograd::matmul(x, m.wte.weight, head);
+  out.loss = autograd::cross_entropy_mean(out.logits, targets);
+  return out;
+}
+
+LossAndGrads run_fused_or_not(const GPTConfig& c, bool fused, DType dtype, Device dev) {
+  GPT model(c, 21);
+  model.to(dtype);
+  model.to(dev);
+  model.generator().set_state({33, 0});
+  const Tensor idx = random_ids(2, 16, c.vocab_size, 22).to(dev), targets = random_ids(2, 16, c.vocab_size, 23).to(dev);
+  const GPTOutput out = fused ? model.forward(idx, targets) : unfused_forward(model, idx, targets, c.dropout);
+  autograd::backward(out.loss);
+  LossAndGrads r{out.loss.item(), {}};
+  model.for_each_parameter(
+      [&](const std::string& n, Tensor& p) { r.grads.emplace_back(n, autograd::grad(p).to(Device::cpu())); });
+  return r;
+}
+
+// The fused model is the unfused one: same loss and gradients, with and without dropout (the
+// same masks), three layers so that a block hands its fused ln_1 to the next. f32 on the CPU
+// computes LayerNorm in double either way; 1e-5 leaves room for the different order of the
+// engine's sums. bf16 on the CPU rounds as the unfused ops do, step for step: equal to the bit.
+TEST(Gpt, FusedResidualLayerNormsGiveTheUnfusedModelOnCpu) {
+  GPTConfig c = small_config();
+  c.n_layers = 3;
+  for (const double p : {0.0, 0.1}) {
+    c.dropout = p;
+    const LossAndGrads f = run_fused_or_not(c, true, DType::F32, Device::cpu());
+    const LossAndGrads u = run_fused_or_not(c, false, DType::F32, Device::cpu());
+    EXPECT_NEAR(f.loss, u.loss, 1e-5 * std::fabs(u.loss)) << "p=" << p;
+    ASSERT_EQ(f.grads.size(), u.grads.size());
+    for (size_t i = 0; i < f.grads.size(); ++i)
+      EXPECT_LE(test::rel_error(f.grads[i].second, u.grads[i].second), 1e-5) << f.grads[i].first << " p=" << p;
+    const LossAndGrads fb = run_fused_or_not(c, true, DType::BF16, Device::cpu());
+    const LossAndGrads ub = run_fused_or_not(c, false, DType::BF16, Device::cpu());
+    EXPECT_EQ(fb.loss, ub.loss) << "p=" << p;
+    for (size_t i = 0; i < fb.grads.size(); ++i)
+      EXPECT_EQ(test::max_abs_diff(fb.grads[i].second, ub.grads[i].second), 0.0) << fb.grads[i].first << " p=" << p;
+  }
+}
+
 TEST(Gpt, DropoutDrawsFromTheGeneratorOnlyInTraining) {
   GPTConfig c = small_config();
   c.dropout = 0.1;
@@ -194,6 +260,27 @@ TEST(GptCuda, MatchesTheCpuInBf16) {
     }
     EXPECT_NEAR(loss[1], loss[0], 1e-2 * loss[0]) << "flash " << flash;
     EXPECT_LE(test::rel_error(g[1], g[0]), 5e-2) << "flash " << flash;
+  }
+}
+
+// On the GPU at bf16 the fused kernels give the unfused ops' activations and activation
+// gradients bit for bit (tests/ops/residual_layernorm_test.cpp), so the loss is equal; the
+// LayerNorm weight and bias gradients are fp32 sums in another order, rounded to bf16, so they
+// may differ by an ulp (2^-8 relative), and nothing downstream of them in the backward reads them.
+TEST(GptCuda, FusedResidualLayerNormsGiveTheUnfusedModelInBf16) {
+  FT_REQUIRE_CUDA();
+  GPTConfig c = small_config(64, 128, 2);
+  c.n_layers = 3;
+  for (const double p : {0.0, 0.1}) {
+    c.dropout = p;
+    const LossAndGrads f = run_fused_or_not(c, true, DType::BF16, Device::cuda(0));
+    const LossAndGrads u = run_fused_or_not(c, false, DType::BF16, Device::cuda(0));
+    EXPECT_EQ(f.loss, u.loss) << "p=" << p;
+    for (size_t i = 0; i < f.grads.size(); ++i) {
+      const bool ln = f.grads[i].first.find("ln_") != std::string::npos;
+      if (ln) EXPECT_LE(test::rel_error(f.grads[i].second, u.grads[i].second), 1e-2) << f.grads[i].first;
+      else EXPECT_EQ(test::max_abs_diff(f.grads[i].second, u.grads[i].second), 0.0) << f.grads[i].first << " p=" << p;
+    }
   }
 }
 

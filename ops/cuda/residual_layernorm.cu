@@ -1,0 +1,455 @@
+// CUDA residual add + dropout + LayerNorm (see ops/residual_layernorm.h). Two paths, picked at
+// the launcher:
+// - vector path (C a multiple of 8, every buffer aligned to 8 elements, C <= 32 * 8 * kMaxIters):
+//   one warp per PAIR of rows (r, r + 8) of a 16-row block, each lane holding chunks
+//   lane + 32k (8 consecutive elements) of both rows in registers. The pair is what one Philox
+//   call of the dropout mask covers (core/dropout_mask.h): each call serves 8 elements, as in
+//   ops/cuda/dropout.cu, instead of 2 with one row per warp. The LayerNorm row code is
+//   ops/cuda/layernorm_row.cuh, shared with ops/cuda/layernorm.cu's register paths: for halves
+//   (whose vectors are 8 elements in both) z, mean, rstd and the LayerNorm part of dy equal the
+//   unfused kernels' bit for bit; for f32 (4-element vectors there) the order of sums differs.
+// - scalar path (any C, any alignment): one warp per row, looping over columns, the mask drawn
+//   per element with dropout_keep_at.
+// The backward sums dweight/dbias per lane in registers, per block in warp order, then over
+// blocks in block order in a second kernel: deterministic for a given device and shape, but in
+// another order than ops::layernorm_backward's (so equal to it within fp32 rounding only).
+#include "ops/cuda/residual_layernorm.h"
+
+#include <algorithm>
+
+#include "core/cuda/check.h"
+#include "ops/cuda/layernorm_row.cuh"
+
+namespace ft::cuda {
+namespace {
+
+constexpr int kChunk = 8;  // elements per lane access: one 16-byte vector of halves, two of f32
+constexpr int kFwdWarps = 4;   // warps (row pairs) per block, forward vector path
+constexpr int kBwdWarps = 4;   // warps per block, backward vector path
+constexpr int kScalarThreads = 32;  // the scalar paths: one warp per block
+constexpr int kMaxScalarBlocks = 1024;
+// Registers per lane in the vector path grow with kIters (2 rows x (y, gz) chunks plus dweight
+// and dbias in the backward); beyond these the scalar path takes over. GPT-2 small (C = 768,
+// bf16) needs 3.
+template <class T>
+constexpr int kMaxIters = sizeof(T) == 2 ? 4 : 2;
+
+template <class T>
+using Chunk = Vec<T, kChunk>;
+
+template <class T>
+__device__ __forceinline__ Chunk<T> zero_chunk() {
+  Chunk<T> c;
+#pragma unroll
+  for (int j = 0; j < kChunk; ++j) c.v[j] = from_f32<T>(0.f);
+  return c;
+}
+
+// Rows of row pair `pair`: 16 (pair / 8) + pair % 8 and 8 more (core/dropout_mask.h's row pair).
+__device__ __forceinline__ int64_t pair_row(uint32_t pair, int half) {
+  return static_cast<int64_t>(pair / 8) * 16 + pair % 8 + 8 * half;
+}
+
+// Keep bits of chunk `chunk` (columns 8 chunk .. + 7) in both rows of `pair`: bit j for the first
+// row's column 8 chunk + j, bit 8 + j for the second's. Chunks 2m and 2m + 1 share the four Philox
+// calls of 16-column block m, each call holding a word for each (chunk, row) of the block; the lane
+// of chunk 2m + s draws calls 2s and 2s + 1 of the four and the two lanes (l and l ^ 1, since
+// chunk = lane + 32k) swap bits: one call per 8 elements. Called by the whole warp.
+__device__ __forceinline__ uint32_t keep_bits(const DropoutParams& d, uint32_t bound, uint32_t pair, uint32_t chunk) {
+  const uint32_t m = chunk / 2, s = chunk % 2;
+  uint32_t all = 0;  // bit 16 c + 8 rh + 2 t + piece: chunk 2m + c, row half rh, call t, 16-bit piece
+#pragma unroll
+  for (uint32_t u = 0; u < 2; ++u) {
+    const uint32_t t = 2 * s + u;
+    const PhiloxBits w = dropout_bits(d, 0, pair, 4 * m + t);
+#pragma unroll
+    for (uint32_t rh = 0; rh < 2; ++rh) {
+#pragma unroll
+      for (uint32_t c = 0; c < 2; ++c) {
+        const uint32_t word = w.v[2 * rh + c], bit = 16 * c + 8 * rh + 2 * t;
+        all |= static_cast<uint32_t>(dropout_keep_lo(word, bound)) << bit;
+        all |= static_cast<uint32_t>(dropout_keep_hi(word, bound)) << (bit + 1);
+      }
+    }
+  }
+  all |= __shfl_xor_sync(0xffffffffu, all, 1);
+  return (all >> (16 * s)) & 0xFFFFu;
+}
+
+// Normalises one row held as chunks lane + 32k with ops/cuda/layernorm.cu's row code, and
+// writes z, mean and rstd.
+template <class T, int kIters>
+__device__ __forceinline__ void normalise_row(const Chunk<T> (&yr)[kIters], int lane, int nvec, int C, float eps,
+                                              const T* w, const T* b, T* z, float* mean_out, float* rstd_out) {
+  float mean, rstd;
+  layernorm_row_stats<T>(yr, lane, nvec, C, eps, mean, rstd);
+#pragma unroll
+  for (int k = 0; k < kIters; ++k) {
+    const int i = lane + k * kWarpSize;
+    if (i < nvec) {
+      float out[kChunk];
+      layernorm_row_out<T>(yr[k], load_raw<T, kChunk>(w + i * kChunk), load_raw<T, kChunk>(b + i * kChunk), mean,
+                           rstd, out);
+      store_vec<kChunk>(z + i * kChunk, out);
+    }
+  }
+  if (lane == 0) {
+    *mean_out = mean;
+    *rstd_out = rstd;
+  }
+}
+
+// Forward vector path: warp -> row pair. All loads of both rows are issued before the first use.
+template <class T, int kIters, bool kDropout>
+__global__ void __launch_bounds__(kFwdWarps * kWarpSize)
+    residual_layernorm_forward_kernel(ResidualLayerNormForwardParams p, uint32_t pairs) {
+  DropoutParams d = p.mask;
+  if constexpr (kDropout) resolve_dropout_offset(d);  // graph replay: the offset lives in device memory
+  const int lane = threadIdx.x % kWarpSize;
+  const uint32_t pair = blockIdx.x * kFwdWarps + threadIdx.x / kWarpSize;
+  if (pair >= pairs) return;  // whole warps leave: the shuffles below see full warps
+  const int C = static_cast<int>(p.cols);
+  const int nvec = C / kChunk;
+  const T* x = static_cast<const T*>(p.x);
+  const T* h = static_cast<const T*>(p.h);
+  Chunk<T> yr[2][kIters], hr[2][kIters];  // x, then y in place
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t row = pair_row(pair, r);
+#pragma unroll
+    for (int k = 0; k < kIters; ++k) {
+      const int i = lane + k * kWarpSize;
+      yr[r][k] = hr[r][k] = zero_chunk<T>();
+      if (row < p.rows && i < nvec) {
+        yr[r][k] = load_raw<T, kChunk>(x + row * p.cols + i * kChunk);
+        hr[r][k] = load_raw<T, kChunk>(h + row * p.cols + i * kChunk);
+      }
+    }
+  }
+  uint32_t keep[kIters];
+  if constexpr (kDropout) {
+    const uint32_t bound = dropout_bound(d);
+#pragma unroll
+    for (int k = 0; k < kIters; ++k) keep[k] = keep_bits(d, bound, pair, static_cast<uint32_t>(lane + k * kWarpSize));
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t row = pair_row(pair, r);
+    if (row >= p.rows) break;  // the second row of a pair past the end; uniform over the warp
+    T* y = static_cast<T*>(p.y) + row * p.cols;
+#pragma unroll
+    for (int k = 0; k < kIters; ++k) {
+      const int i = lane + k * kWarpSize;
+      float xv[kChunk], hv[kChunk];
+      unpack_vec<T>(yr[r][k], xv);
+      unpack_vec<T>(hr[r][k], hv);
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) {
+        // dropout(h) rounded to T, then the add rounded: ops::dropout then ops::add. __fmul_rn
+        // keeps an f32 product from being contracted into the add (an FMA would round once).
+        float branch = hv[j];
+        if constexpr (kDropout)
+          branch = to_f32(from_f32<T>((keep[k] >> (8 * r + j)) & 1u ? __fmul_rn(hv[j], d.keep_scale) : 0.f));
+        yr[r][k].v[j] = from_f32<T>(xv[j] + branch);
+      }
+      if (i < nvec) store_raw<T, kChunk>(y + i * kChunk, yr[r][k]);
+    }
+    normalise_row<T, kIters>(yr[r], lane, nvec, C, p.eps, static_cast<const T*>(p.weight),
+                             static_cast<const T*>(p.bias), static_cast<T*>(p.z) + row * p.cols, p.mean + row,
+                             p.rstd + row);
+  }
+}
+
+// Backward vector path. Block b owns row pairs [pairs * b / G, pairs * (b + 1) / G); its warp w
+// takes pairs begin + w, + kBwdWarps, ... Each lane keeps dweight += gz * yhat and dbias += gz
+// for its chunks in registers; at the end the block's warps add theirs, in warp order, into
+// partial row b of (G, 2C). The LayerNorm part of dy is ops/cuda/layernorm.cu's register-path
+// formula with its order of sums.
+template <class T, int kIters, bool kDropout, bool kGy>
+__global__ void __launch_bounds__(kBwdWarps * kWarpSize)
+    residual_layernorm_backward_kernel(ResidualLayerNormBackwardParams p, uint32_t pairs, float* partial) {
+  DropoutParams d = p.mask;
+  if constexpr (kDropout) resolve_dropout_offset(d);
+  extern __shared__ float block_sums[];  // (2, C): dweight | dbias
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int C = static_cast<int>(p.cols);
+  const int nvec = C / kChunk;
+  const T* y = static_cast<const T*>(p.y);
+  const T* gz = static_cast<const T*>(p.gz);
+  const T* gy = static_cast<const T*>(p.gy);
+  T* dy = static_cast<T*>(p.dy);
+  T* dh = static_cast<T*>(p.dh);
+  Chunk<T> wr[kIters];
+#pragma unroll
+  for (int k = 0; k < kIters; ++k) {
+    const int i = lane + k * kWarpSize;
+    wr[k] = i < nvec ? load_raw<T, kChunk>(static_cast<const T*>(p.weight) + i * kChunk) : zero_chunk<T>();
+  }
+  float dw[kIters][kChunk], db[kIters][kChunk];
+#pragma unroll
+  for (int k = 0; k < kIters; ++k) {
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j) dw[k][j] = db[k][j] = 0.f;
+  }
+  const uint32_t begin = static_cast<uint32_t>(static_cast<uint64_t>(pairs) * blockIdx.x / gridDim.x);
+  const uint32_t end = static_cast<uint32_t>(static_cast<uint64_t>(pairs) * (blockIdx.x + 1) / gridDim.x);
+  const uint32_t bound = kDropout ? dropout_bound(d) : 0u;
+  for (uint32_t pair = begin + warp; pair < end; pair += kBwdWarps) {
+    uint32_t keep[kIters];
+    if constexpr (kDropout) {
+#pragma unroll
+      for (int k = 0; k < kIters; ++k) keep[k] = keep_bits(d, bound, pair, static_cast<uint32_t>(lane + k * kWarpSize));
+    }
+    // One row at a time (holding both rows' y and gz as well as dweight and dbias spilled
+    // registers at kIters = 4).
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int64_t row = pair_row(pair, r);
+      if (row >= p.rows) break;  // uniform over the warp
+      Chunk<T> yr[kIters], gr[kIters];
+#pragma unroll
+      for (int k = 0; k < kIters; ++k) {
+        const int i = lane + k * kWarpSize;
+        yr[k] = gr[k] = zero_chunk<T>();
+        if (i < nvec) {
+          yr[k] = load_raw<T, kChunk>(y + row * p.cols + i * kChunk);
+          gr[k] = load_raw<T, kChunk>(gz + row * p.cols + i * kChunk);
+        }
+      }
+      const float mu = p.mean[row], rs = p.rstd[row];
+      float mean_g, mean_gx;
+      layernorm_grad_row_sums<T>(yr, gr, wr, lane, nvec, C, mu, rs, dw, db, mean_g, mean_gx);
+#pragma unroll
+      for (int k = 0; k < kIters; ++k) {
+        const int i = lane + k * kWarpSize;
+        if (i < nvec) {
+          float gyv[kChunk], out[kChunk];
+          layernorm_grad_row_dx<T>(yr[k], gr[k], wr[k], mu, rs, mean_g, mean_gx, out);
+          if constexpr (kGy) unpack_vec<T>(load_raw<T, kChunk>(gy + row * p.cols + i * kChunk), gyv);
+#pragma unroll
+          for (int j = 0; j < kChunk; ++j) {
+            // The LayerNorm gradient rounded to T, then gy added and rounded: the unfused
+            // backward's dx followed by the engine's ops::add of the two contributions.
+            out[j] = to_f32(from_f32<T>(out[j]));
+            if constexpr (kGy) out[j] = to_f32(from_f32<T>(__fadd_rn(gyv[j], out[j])));  // no FMA for f32
+          }
+          store_vec<kChunk>(dy + row * p.cols + i * kChunk, out);
+          if constexpr (kDropout) {
+#pragma unroll
+            for (int j = 0; j < kChunk; ++j) out[j] = (keep[k] >> (8 * r + j)) & 1u ? out[j] * d.keep_scale : 0.f;
+            store_vec<kChunk>(dh + row * p.cols + i * kChunk, out);
+          }
+        }
+      }
+    }
+  }
+  // The block's sums, warp by warp in order, then its partial row.
+  for (int w = 0; w < kBwdWarps; ++w) {
+    if (warp == w) {
+#pragma unroll
+      for (int k = 0; k < kIters; ++k) {
+        const int i = lane + k * kWarpSize;
+        if (i < nvec) {
+#pragma unroll
+          for (int j = 0; j < kChunk; ++j) {
+            float* sw = block_sums + i * kChunk + j;
+            float* sb = block_sums + C + i * kChunk + j;
+            *sw = w == 0 ? dw[k][j] : *sw + dw[k][j];
+            *sb = w == 0 ? db[k][j] : *sb + db[k][j];
+          }
+        }
+      }
+    }
+    __syncthreads();
+  }
+  float* part = partial + static_cast<int64_t>(blockIdx.x) * 2 * C;
+  for (int c = threadIdx.x; c < 2 * C; c += blockDim.x) part[c] = block_sums[c];
+}
+
+// y of element i of a row, recomputed wherever the scalar paths need it: rounded as the unfused
+// ops round.
+template <class T, bool kDropout>
+__device__ __forceinline__ float scalar_y(const T* x, const T* h, int64_t row, int64_t c, int64_t i,
+                                          const DropoutParams& d) {
+  float branch = to_f32(h[i]);
+  if constexpr (kDropout) {
+    const bool keep = dropout_keep_at(d, 0, static_cast<uint32_t>(row), static_cast<uint32_t>(c));
+    branch = to_f32(from_f32<T>(keep ? __fmul_rn(branch, d.keep_scale) : 0.f));  // no FMA with the add
+  }
+  return to_f32(from_f32<T>(to_f32(x[i]) + branch));
+}
+
+// Forward scalar path: one warp per row, striding over rows; lane l owns columns l + 32k.
+template <class T, bool kDropout>
+__global__ void __launch_bounds__(kScalarThreads) residual_layernorm_forward_scalar_kernel(ResidualLayerNormForwardParams p) {
+  DropoutParams d = p.mask;
+  if constexpr (kDropout) resolve_dropout_offset(d);
+  const int64_t C = p.cols;
+  const T* x = static_cast<const T*>(p.x);
+  const T* h = static_cast<const T*>(p.h);
+  const T* w = static_cast<const T*>(p.weight);
+  const T* b = static_cast<const T*>(p.bias);
+  T* y = static_cast<T*>(p.y);
+  T* z = static_cast<T*>(p.z);
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    float sum = 0.f;
+    for (int64_t c = threadIdx.x; c < C; c += kScalarThreads) {
+      const float v = scalar_y<T, kDropout>(x, h, row, c, row * C + c, d);
+      y[row * C + c] = from_f32<T>(v);
+      sum += v;
+    }
+    const float mean = warp_sum(sum) / C;
+    float var = 0.f;
+    for (int64_t c = threadIdx.x; c < C; c += kScalarThreads) {
+      const float dv = scalar_y<T, kDropout>(x, h, row, c, row * C + c, d) - mean;
+      var += dv * dv;
+    }
+    const float rstd = rsqrtf(warp_sum(var) / C + p.eps);
+    for (int64_t c = threadIdx.x; c < C; c += kScalarThreads) {
+      const float v = scalar_y<T, kDropout>(x, h, row, c, row * C + c, d);
+      z[row * C + c] = from_f32<T>((v - mean) * rstd * to_f32(w[c]) + to_f32(b[c]));
+    }
+    if (threadIdx.x == 0) {
+      p.mean[row] = mean;
+      p.rstd[row] = rstd;
+    }
+  }
+}
+
+// Backward scalar path: block b (one warp) owns rows [rows * b / G, rows * (b + 1) / G); lane l
+// owns channels l + 32k, so it updates its part of partial row b of (G, 2C) without
+// synchronisation.
+template <class T, bool kDropout>
+__global__ void __launch_bounds__(kScalarThreads)
+    residual_layernorm_backward_scalar_kernel(ResidualLayerNormBackwardParams p, float* partial) {
+  DropoutParams d = p.mask;
+  if constexpr (kDropout) resolve_dropout_offset(d);
+  const int64_t C = p.cols;
+  const T* y = static_cast<const T*>(p.y);
+  const T* gz = static_cast<const T*>(p.gz);
+  const T* gy = static_cast<const T*>(p.gy);
+  const T* w = static_cast<const T*>(p.weight);
+  T* dy = static_cast<T*>(p.dy);
+  T* dh = static_cast<T*>(p.dh);
+  float* acc = partial + static_cast<int64_t>(blockIdx.x) * 2 * C;
+  for (int64_t c = threadIdx.x; c < C; c += kScalarThreads) acc[c] = acc[C + c] = 0.f;
+  const int64_t begin = p.rows * blockIdx.x / gridDim.x, end = p.rows * (blockIdx.x + 1) / gridDim.x;
+  for (int64_t row = begin; row < end; ++row) {
+    const float mean = p.mean[row], rstd = p.rstd[row];
+    float sum_g = 0.f, sum_gx = 0.f;
+    for (int64_t c = threadIdx.x; c < C; c += kScalarThreads) {
+      const float xh = (to_f32(y[row * C + c]) - mean) * rstd;
+      const float g = to_f32(gz[row * C + c]) * to_f32(w[c]);
+      sum_g += g;
+      sum_gx += g * xh;
+    }
+    const float mean_g = warp_sum(sum_g) / C;
+    const float mean_gx = warp_sum(sum_gx) / C;
+    for (int64_t c = threadIdx.x; c < C; c += kScalarThreads) {
+      const int64_t i = row * C + c;
+      const float xh = (to_f32(y[i]) - mean) * rstd;
+      const float gzv = to_f32(gz[i]);
+      float out = to_f32(from_f32<T>(rstd * (gzv * to_f32(w[c]) - mean_g - xh * mean_gx)));
+      if (gy != nullptr) out = to_f32(from_f32<T>(__fadd_rn(to_f32(gy[i]), out)));  // no FMA for f32
+      dy[i] = from_f32<T>(out);
+      if constexpr (kDropout) {
+        const bool keep = dropout_keep_at(d, 0, static_cast<uint32_t>(row), static_cast<uint32_t>(c));
+        dh[i] = from_f32<T>(keep ? out * d.keep_scale : 0.f);
+      }
+      acc[c] += gzv * xh;
+      acc[C + c] += gzv;
+    }
+  }
+}
+
+bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// Row pairs covering `rows` rows: 8 per 16-row block (rows past the end are skipped in-kernel).
+uint32_t row_pairs(int64_t rows) { return static_cast<uint32_t>((rows + 15) / 16 * 8); }
+
+// Calls fn(std::bool_constant<b>{}).
+template <class Fn>
+void dispatch_bool(bool b, Fn&& fn) {
+  if (b) fn(std::true_type{});
+  else fn(std::false_type{});
+}
+
+}  // namespace
+
+void residual_layernorm_forward(const ResidualLayerNormForwardParams& p, Stream stream) {
+  if (p.rows == 0) return;
+  dispatch_cuda_float(p.dtype, "[residual_layernorm]", [&](auto tag) {
+    using T = decltype(tag);
+    constexpr size_t kAlign = sizeof(Chunk<T>);
+    const bool vec_ok = p.cols % kChunk == 0 && aligned_to(p.x, kAlign) && aligned_to(p.h, kAlign) &&
+                        aligned_to(p.y, kAlign) && aligned_to(p.z, kAlign) && aligned_to(p.weight, kAlign) &&
+                        aligned_to(p.bias, kAlign);
+    const int64_t iters = (p.cols / kChunk + kWarpSize - 1) / kWarpSize;
+    dispatch_bool(p.dropout, [&](auto drop) {
+      constexpr bool kDropout = decltype(drop)::value;
+      const bool done = vec_ok && dispatch_iters<kMaxIters<T>>(iters, [&](auto k) {
+        constexpr int kIters = decltype(k)::value;
+        const uint32_t pairs = row_pairs(p.rows);
+        const unsigned blocks = (pairs + kFwdWarps - 1) / kFwdWarps;
+        residual_layernorm_forward_kernel<T, kIters, kDropout><<<blocks, kFwdWarps * kWarpSize, 0, stream>>>(p, pairs);
+        CUDA_CHECK_LAUNCH();
+      });
+      if (!done) {
+        const int64_t blocks = std::min<int64_t>(p.rows, int64_t{1} << 30);
+        residual_layernorm_forward_scalar_kernel<T, kDropout>
+            <<<static_cast<unsigned>(blocks), kScalarThreads, 0, stream>>>(p);
+        CUDA_CHECK_LAUNCH();
+      }
+    });
+  });
+}
+
+void residual_layernorm_backward(const ResidualLayerNormBackwardParams& p, Stream stream) {
+  const int64_t C = p.cols;
+  if (p.rows == 0) {
+    CUDA_CHECK(cudaMemsetAsync(p.dweight, 0, C * sizeof(float), stream));
+    CUDA_CHECK(cudaMemsetAsync(p.dbias, 0, C * sizeof(float), stream));
+    return;
+  }
+  dispatch_cuda_float(p.dtype, "[residual_layernorm_backward]", [&](auto tag) {
+    using T = decltype(tag);
+    constexpr size_t kAlign = sizeof(Chunk<T>);
+    const bool vec_ok = C % kChunk == 0 && aligned_to(p.gz, kAlign) && aligned_to(p.y, kAlign) &&
+                        aligned_to(p.dy, kAlign) && aligned_to(p.weight, kAlign) &&
+                        (p.gy == nullptr || aligned_to(p.gy, kAlign)) && (!p.dropout || aligned_to(p.dh, kAlign));
+    const int64_t iters = (C / kChunk + kWarpSize - 1) / kWarpSize;
+    dispatch_bool(p.dropout, [&](auto drop) {
+      constexpr bool kDropout = decltype(drop)::value;
+      const bool done = vec_ok && dispatch_iters<kMaxIters<T>>(iters, [&](auto k) {
+        constexpr int kIters = decltype(k)::value;
+        dispatch_bool(p.gy != nullptr, [&](auto has_gy) {
+          constexpr bool kGy = decltype(has_gy)::value;
+          auto kernel = residual_layernorm_backward_kernel<T, kIters, kDropout, kGy>;
+          constexpr int kThreads = kBwdWarps * kWarpSize;
+          const size_t smem = 2 * static_cast<size_t>(C) * sizeof(float);  // <= 8 KiB: C <= 1024 here
+          int per_sm = 0;
+          CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+          FT_ASSERT(per_sm > 0, "[residual_layernorm_backward] kernel does not fit on an SM (", smem, " bytes)");
+          const uint32_t pairs = row_pairs(p.rows);
+          // One resident wave of blocks, each with at least one pair per warp.
+          const int blocks = static_cast<int>(std::min<int64_t>(
+              int64_t{per_sm} * sm_count(p.device), (int64_t{pairs} + kBwdWarps - 1) / kBwdWarps));
+          Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
+          kernel<<<blocks, kThreads, smem, stream>>>(p, pairs, static_cast<float*>(partial.ptr));
+          CUDA_CHECK_LAUNCH();
+          sum_layernorm_param_grads(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, stream);
+        });
+      });
+      if (!done) {
+        const int blocks = static_cast<int>(std::min<int64_t>({p.rows, int64_t{8} * sm_count(p.device), kMaxScalarBlocks}));
+        Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
+        residual_layernorm_backward_scalar_kernel<T, kDropout>
+            <<<blocks, kScalarThreads, 0, stream>>>(p, static_cast<float*>(partial.ptr));
+        CUDA_CHECK_LAUNCH();
+        sum_layernorm_param_grads(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, stream);
+      }
+    });
+  });
+}
+
+}  // namespace ft::cuda

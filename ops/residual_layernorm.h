@@ -1,0 +1,55 @@
+// The residual add fused with the LayerNorm that follows it (llm.c's fused_residual_forward, with
+// our dropout on the branch):
+//
+//   y = x + dropout(h)       the new residual stream, x's dtype
+//   z = LayerNorm(y)         x's dtype; mean, rstd of y's rows in fp32 (f64 for f64 x)
+//
+// x (the residual stream) and h (a branch output) are (..., C); weight and bias (C) in x's dtype.
+// Rows and columns of the mask are those of h viewed as (N, C), so the mask is exactly the one
+// ops::dropout(h, p, state) draws, and the call consumes the same kDropoutOffsets offsets of the
+// generator. Rounding follows the unfused ops step by step: dropout(h) is rounded to x's dtype
+// before the add, y is rounded before it is normalised, so
+//   y == ops::add(x, ops::dropout(h, p, state))   bitwise, every dtype and device;
+//   z == ops::layernorm_forward(y, ...).y          bitwise on CUDA for bf16/f16 rows taking the
+//                                                  vector path (same row code), within rounding
+//                                                  otherwise.
+// p = 0 adds h unchanged and draws nothing from `state`.
+//
+// Backward: given gy (the gradient reaching y from later layers; undefined means zero) and gz,
+//   dy = gy + LayerNormBackward(gz)    the LayerNorm part rounded to x's dtype before the add, as
+//                                      the autograd engine's sum of the two contributions would be
+//   dx = dy (the same tensor), dh = dropout_backward(dy) with the forward's mask,
+//   dweight, dbias: sums over all rows in fp32 (f64 for f64 x), like ops::layernorm_backward
+//   (two-stage on CUDA, no atomics: bitwise reproducible on the same card).
+// With p = 0, dh is the same tensor as dy.
+#pragma once
+
+#include "core/philox.h"
+#include "core/tensor.h"
+
+namespace ft::ops {
+
+struct ResidualLayerNormOut {
+  Tensor y;     // (..., C), x's dtype: x + dropout(h)
+  Tensor z;     // (..., C), x's dtype: LayerNorm(y)
+  Tensor mean;  // (...), fp32 (f64 for f64 x), of y's rows
+  Tensor rstd;  // (...), 1 / sqrt(var + eps), biased variance
+};
+
+ResidualLayerNormOut residual_layernorm_forward(const Tensor& x, const Tensor& h, const Tensor& weight,
+                                                const Tensor& bias, double eps, float p, PhiloxState state);
+
+struct ResidualLayerNormGrads {
+  Tensor dy;       // (..., C), x's dtype: the gradient of x (and of y's consumers' sum)
+  Tensor dh;       // (..., C), x's dtype; the same tensor as dy when p = 0
+  Tensor dweight;  // (C), fp32 (f64 for f64 x)
+  Tensor dbias;    // (C), fp32 (f64 for f64 x)
+};
+
+// gy (may be undefined) and gz (..., C) in y's dtype; y, mean and rstd as the forward returned
+// them; p and state those of the forward call.
+ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy, const Tensor& gz, const Tensor& y,
+                                                   const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+                                                   float p, PhiloxState state);
+
+}  // namespace ft::ops

@@ -1,0 +1,259 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "ops/dropout.h"
+#include "ops/elementwise.h"
+#include "ops/layernorm.h"
+#include "ops/residual_layernorm.h"
+#include "tests/test_util.h"
+
+namespace ft {
+namespace {
+
+using test::randn_tensor;
+using test::rel_error;
+
+const PhiloxState kState{2024, 7};
+
+// The unfused composition the fused op replaces, with the same ops the model used before:
+// ops::dropout then ops::add, ops::layernorm_forward; backward ops::layernorm_backward, the
+// engine's ops::add of the two gradients of y, ops::dropout_backward.
+struct Unfused {
+  Tensor y, z, mean, rstd, dy, dh, dw, db;
+};
+
+Unfused unfused(const Tensor& x, const Tensor& h, const Tensor& w, const Tensor& b, const Tensor& gy,
+                const Tensor& gz, float p) {
+  Unfused u;
+  u.y = ops::add(x, p > 0 ? ops::dropout(h, p, kState) : h);
+  const ops::LayerNormOut ln = ops::layernorm_forward(u.y, w, b, 1e-5);
+  u.z = ln.y;
+  u.mean = ln.mean;
+  u.rstd = ln.rstd;
+  const ops::LayerNormGrads g = ops::layernorm_backward(gz, u.y, w, ln.mean, ln.rstd);
+  u.dy = gy.defined() ? ops::add(gy, g.dx) : g.dx;
+  u.dh = p > 0 ? ops::dropout_backward(u.dy, p, kState) : u.dy;
+  u.dw = g.dweight;
+  u.db = g.dbias;
+  return u;
+}
+
+struct Inputs {
+  Tensor x, h, w, b, gy, gz;
+};
+
+Inputs make_inputs(const Shape& shape, DType dt, uint64_t seed) {
+  const int64_t C = shape.back();
+  Inputs in;
+  in.x = randn_tensor(shape, seed, dt, Device::cpu(), 2.f);
+  in.h = randn_tensor(shape, seed + 1, dt);
+  in.w = randn_tensor({C}, seed + 2, dt);
+  in.b = randn_tensor({C}, seed + 3, dt);
+  in.gy = randn_tensor(shape, seed + 4, dt);
+  in.gz = randn_tensor(shape, seed + 5, dt);
+  return in;
+}
+
+Inputs to_device(const Inputs& in, Device d) {
+  return {in.x.to(d), in.h.to(d), in.w.to(d), in.b.to(d), in.gy.to(d), in.gz.to(d)};
+}
+
+void expect_bitwise(const Tensor& a, const Tensor& b, const std::string& what) {
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  ASSERT_EQ(a.dtype(), b.dtype()) << what;
+  const auto av = a.to_doubles(), bv = b.to_doubles();
+  int64_t differ = 0, first = -1;
+  for (size_t i = 0; i < av.size(); ++i) {
+    if (av[i] != bv[i] && !(std::isnan(av[i]) && std::isnan(bv[i]))) {
+      if (first < 0) first = static_cast<int64_t>(i);
+      ++differ;
+    }
+  }
+  EXPECT_EQ(differ, 0) << what << ": " << differ << " of " << av.size() << " elements differ, first at " << first
+                       << " (" << (first >= 0 ? av[first] : 0) << " vs " << (first >= 0 ? bv[first] : 0) << ")";
+}
+
+// Runs the fused op forward and backward on `in` and compares every output with the unfused
+// composition: bitwise, except dweight and dbias where `param_grads_bitwise` is false (summed in
+// another order: within fp32 rounding).
+void expect_fused_equals_unfused(const Inputs& in, bool with_gy, float p, const std::string& what,
+                                 bool param_grads_bitwise) {
+  const Tensor gy = with_gy ? in.gy : Tensor();
+  const Unfused ref = unfused(in.x, in.h, in.w, in.b, gy, in.gz, p);
+  const ops::ResidualLayerNormOut out = ops::residual_layernorm_forward(in.x, in.h, in.w, in.b, 1e-5, p, kState);
+  expect_bitwise(out.y, ref.y, "y " + what);
+  expect_bitwise(out.z, ref.z, "z " + what);
+  expect_bitwise(out.mean, ref.mean, "mean " + what);
+  expect_bitwise(out.rstd, ref.rstd, "rstd " + what);
+  const ops::ResidualLayerNormGrads g =
+      ops::residual_layernorm_backward(gy, in.gz, out.y, in.w, out.mean, out.rstd, p, kState);
+  expect_bitwise(g.dy, ref.dy, "dy " + what);
+  expect_bitwise(g.dh, ref.dh, "dh " + what);
+  if (param_grads_bitwise) {
+    expect_bitwise(g.dweight, ref.dw, "dweight " + what);
+    expect_bitwise(g.dbias, ref.db, "dbias " + what);
+  } else {
+    EXPECT_LT(rel_error(g.dweight, ref.dw), 1e-5) << what;
+    EXPECT_LT(rel_error(g.dbias, ref.db), 1e-5) << what;
+  }
+}
+
+// On the CPU the fused reference is the unfused composition step for step (the same reference
+// kernels, the same roundings between steps), so every output must be bitwise equal: in f64 (the
+// gradient check's dtype) and for half inputs, whose intermediate roundings are the point.
+TEST(ResidualLayerNorm, CpuEqualsUnfusedCompositionBitwise) {
+  const Shape shapes[] = {{13, 37}, {2, 11, 768}, {1, 8}};
+  for (DType dt : {DType::F64, DType::F32, DType::BF16, DType::F16}) {
+    for (const Shape& shape : shapes) {
+      for (float p : {0.f, 0.1f}) {
+        for (bool with_gy : {true, false}) {
+          const std::string what = str(dt, " ", shape, " p=", p, with_gy ? " gy" : " no gy");
+          expect_fused_equals_unfused(make_inputs(shape, dt, 100), with_gy, p, what, true);
+        }
+      }
+    }
+  }
+}
+
+// Guards the test above against a vacuous pass: with p = 0.1 the branch is really dropped and
+// scaled (y differs from x + h), and p = 0 shares dy's buffer for dh.
+TEST(ResidualLayerNorm, DropoutIsAppliedAndZeroPSharesTheGradient) {
+  const Inputs in = make_inputs({16, 64}, DType::F64, 200);
+  const Tensor plain = ops::add(in.x, in.h);
+  const ops::ResidualLayerNormOut dropped = ops::residual_layernorm_forward(in.x, in.h, in.w, in.b, 1e-5, 0.1f, kState);
+  const auto yv = dropped.y.to_doubles(), xv = in.x.to_doubles(), hv = in.h.to_doubles(), pv = plain.to_doubles();
+  int64_t zeroed = 0, scaled = 0;
+  for (size_t i = 0; i < yv.size(); ++i) {
+    if (yv[i] == xv[i]) ++zeroed;  // kept values are scaled by the f32 1 / (1 - p): 1e-7 off 1 / 0.9
+    else if (std::fabs(yv[i] - (xv[i] + hv[i] / 0.9)) < 1e-6) ++scaled;
+  }
+  EXPECT_EQ(zeroed + scaled, static_cast<int64_t>(yv.size()));
+  EXPECT_GT(zeroed, 40);  // ~10% of 1024
+  EXPECT_LT(zeroed, 170);
+  const ops::ResidualLayerNormOut kept = ops::residual_layernorm_forward(in.x, in.h, in.w, in.b, 1e-5, 0.f, kState);
+  EXPECT_EQ(kept.y.to_doubles(), pv);
+  const ops::ResidualLayerNormGrads g =
+      ops::residual_layernorm_backward(in.gy, in.gz, kept.y, in.w, kept.mean, kept.rstd, 0.f, kState);
+  EXPECT_EQ(g.dh.data_ptr(), g.dy.data_ptr());
+}
+
+TEST(ResidualLayerNorm, BadInputsNameTheOpAndShapes) {
+  const Tensor x = Tensor::zeros({4, 8}, DType::F32), w = Tensor::zeros({8}, DType::F32);
+  test::expect_error([&] { ops::residual_layernorm_forward(x, Tensor::zeros({4, 7}, DType::F32), w, w, 1e-5, 0.f, kState); },
+                     "[residual_layernorm]", {"(4, 7)", "(4, 8)"});
+  test::expect_error([&] { ops::residual_layernorm_forward(x, x, Tensor::zeros({7}, DType::F32), w, 1e-5, 0.f, kState); },
+                     "[residual_layernorm]", {"weight", "(7,)"});
+  test::expect_error([&] { ops::residual_layernorm_forward(x, x, w, Tensor::zeros({8}, DType::BF16), 1e-5, 0.f, kState); },
+                     "[residual_layernorm]", {"bias"});
+  test::expect_error([&] { ops::residual_layernorm_forward(x, x, w, w, 1e-5, 1.5f, kState); }, "[residual_layernorm]",
+                     {"1.5"});
+  const ops::ResidualLayerNormOut out = ops::residual_layernorm_forward(x, x, w, w, 1e-5, 0.f, kState);
+  test::expect_error(
+      [&] { ops::residual_layernorm_backward(Tensor::zeros({4, 8}, DType::BF16), x, out.y, w, out.mean, out.rstd, 0.f, kState); },
+      "[residual_layernorm_backward]", {"gy"});
+  test::expect_error(
+      [&] { ops::residual_layernorm_backward(Tensor(), x, out.y, w, Tensor::zeros({3}, DType::F32), out.rstd, 0.f, kState); },
+      "[residual_layernorm_backward]", {"mean/rstd"});
+}
+
+// CUDA against the CPU on the same (rounded) inputs. Shapes cover the vector path (halves: C = 768,
+// 1024, 256, 40 -- an odd number of 8-element chunks; f32: C <= 512), rows not a multiple of the
+// 16 rows of a pair block, the scalar path (C = 37, C beyond the vector path's registers: 1544
+// for halves, f32's 768 and 1024), and a single row.
+TEST(ResidualLayerNormCuda, MatchesCpu) {
+  FT_REQUIRE_CUDA();
+  const Shape shapes[] = {{37, 768}, {2, 3, 1024}, {37, 256}, {21, 40}, {21, 37}, {9, 1544}, {1, 64}};
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    for (const Shape& shape : shapes) {
+      for (float p : {0.f, 0.1f}) {
+        for (bool with_gy : {true, false}) {
+          const std::string what = str(dt, " ", shape, " p=", p, with_gy ? " gy" : " no gy");
+          const Inputs in = make_inputs(shape, dt, 300), gin = to_device(in, Device::cuda());
+          const ops::ResidualLayerNormOut c = ops::residual_layernorm_forward(in.x, in.h, in.w, in.b, 1e-5, p, kState);
+          const ops::ResidualLayerNormOut g =
+              ops::residual_layernorm_forward(gin.x, gin.h, gin.w, gin.b, 1e-5, p, kState);
+          // y is a sum of two rounded values, rounded: the same IEEE operations on both sides.
+          expect_bitwise(g.y.to(Device::cpu()), c.y, "y " + what);
+          // As tests/ops/layernorm_test.cpp: f32 differs by summation order (~1e-6); halves by an
+          // occasional 1-ulp flip of the final rounding.
+          const double tol = dt == DType::F32 ? 1e-5 : (dt == DType::BF16 ? 8e-3 : 1e-3);
+          EXPECT_LT(rel_error(g.z, c.z), tol) << what;
+          EXPECT_LT(rel_error(g.mean, c.mean), 1e-5) << what;
+          EXPECT_LT(rel_error(g.rstd, c.rstd), 1e-5) << what;
+          const ops::ResidualLayerNormGrads gc =
+              ops::residual_layernorm_backward(with_gy ? in.gy : Tensor(), in.gz, c.y, in.w, c.mean, c.rstd, p, kState);
+          const ops::ResidualLayerNormGrads gg = ops::residual_layernorm_backward(
+              with_gy ? gin.gy : Tensor(), gin.gz, g.y, gin.w, g.mean, g.rstd, p, kState);
+          EXPECT_LT(rel_error(gg.dy, gc.dy), tol) << what;
+          EXPECT_LT(rel_error(gg.dh, gc.dh), tol) << what;
+          // fp32 sums over rows in another order than the CPU's double sums.
+          EXPECT_LT(rel_error(gg.dweight, gc.dweight), 1e-4) << what;
+          EXPECT_LT(rel_error(gg.dbias, gc.dbias), 1e-4) << what;
+          // The mask: dh is zero exactly where the CPU's is (a kept value is never rounded to 0
+          // here: |dy| is far above the smallest normal).
+          const auto dc = gc.dh.to_doubles(), dg = gg.dh.to_doubles();
+          int64_t mismatched = 0;
+          for (size_t i = 0; i < dc.size(); ++i) mismatched += (dc[i] == 0) != (dg[i] == 0);
+          EXPECT_EQ(mismatched, 0) << what;
+        }
+      }
+    }
+  }
+}
+
+// The point of the fusion is that the model's numbers do not change: at bf16, GPT-2's C = 768
+// and ragged rows, the fused kernels give exactly what the unfused CUDA ops give for y (hence
+// the same dropout mask), z, mean, rstd, dy and dh (the LayerNorm row code and its order of sums
+// are those of ops/cuda/layernorm.cu); dweight and dbias are summed in another order, so they
+// agree to fp32 rounding.
+TEST(ResidualLayerNormCuda, Bf16EqualsUnfusedCudaOpsBitwise) {
+  FT_REQUIRE_CUDA();
+  for (const Shape& shape : {Shape{4, 37, 768}, Shape{131, 768}, Shape{40, 1024}}) {
+    for (float p : {0.f, 0.1f}) {
+      for (bool with_gy : {true, false}) {
+        const std::string what = str(shape, " p=", p, with_gy ? " gy" : " no gy");
+        expect_fused_equals_unfused(to_device(make_inputs(shape, DType::BF16, 400), Device::cuda()), with_gy, p, what,
+                                    false);
+      }
+    }
+  }
+}
+
+// The mask alone: with x = 0 and h = 1, y is the dropout of ones, element for element.
+TEST(ResidualLayerNormCuda, MaskEqualsDropoutsBitForBit) {
+  FT_REQUIRE_CUDA();
+  for (const Shape& shape : {Shape{45, 768}, Shape{19, 40}}) {
+    const int64_t C = shape.back();
+    const Tensor ones = Tensor::full(shape, 1.0, DType::BF16, Device::cuda());
+    const Tensor zeros = Tensor::zeros(shape, DType::BF16, Device::cuda());
+    const Tensor w = Tensor::full({C}, 1.0, DType::BF16, Device::cuda()), b = Tensor::zeros({C}, DType::BF16, Device::cuda());
+    const ops::ResidualLayerNormOut out = ops::residual_layernorm_forward(zeros, ones, w, b, 1e-5, 0.25f, kState);
+    expect_bitwise(out.y, ops::dropout(ones, 0.25f, kState), str("mask ", shape));
+  }
+}
+
+// A view one element past a 16-byte boundary takes the scalar path; deterministic dweight.
+TEST(ResidualLayerNormCuda, MisalignedViewAndDeterministicBackward) {
+  FT_REQUIRE_CUDA();
+  const int64_t rows = 70, C = 768;
+  const Inputs in = make_inputs({rows, C}, DType::BF16, 500);
+  const Tensor big = randn_tensor({rows * C + 1}, 501, DType::BF16, Device::cpu(), 2.f);
+  const Tensor x = big.slice(0, 1, rows * C + 1).view({rows, C});
+  const Tensor gx = big.to(Device::cuda()).slice(0, 1, rows * C + 1).view({rows, C});
+  const Inputs gin = to_device(in, Device::cuda());
+  const ops::ResidualLayerNormOut c = ops::residual_layernorm_forward(x, in.h, in.w, in.b, 1e-5, 0.1f, kState);
+  const ops::ResidualLayerNormOut g = ops::residual_layernorm_forward(gx, gin.h, gin.w, gin.b, 1e-5, 0.1f, kState);
+  expect_bitwise(g.y.to(Device::cpu()), c.y, "y misaligned");
+  EXPECT_LT(rel_error(g.z, c.z), 8e-3);
+  const ops::ResidualLayerNormGrads g1 =
+      ops::residual_layernorm_backward(gin.gy, gin.gz, g.y, gin.w, g.mean, g.rstd, 0.1f, kState);
+  const ops::ResidualLayerNormGrads g2 =
+      ops::residual_layernorm_backward(gin.gy, gin.gz, g.y, gin.w, g.mean, g.rstd, 0.1f, kState);
+  EXPECT_EQ(g1.dweight.to_floats(), g2.dweight.to_floats()) << "dweight must be bitwise reproducible";
+  EXPECT_EQ(g1.dbias.to_floats(), g2.dbias.to_floats());
+}
+
+}  // namespace
+}  // namespace ft
