@@ -6,6 +6,7 @@
 #include "ops/cuda/matmul.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
+#include "ops/gelu.h"
 
 namespace ft::ops {
 namespace {
@@ -129,8 +130,11 @@ MatmulGeometry geometry(const Tensor& a, const Tensor& b, const Tensor& out, con
   return g;
 }
 
-void run(const Tensor& a, const Tensor& b, const Tensor& out, const MatmulOptions& o, float beta) {
+// epilogue/aux: CUDA only (the GELU front-ends below do the CPU's in separate passes).
+void run(const Tensor& a, const Tensor& b, const Tensor& out, const MatmulOptions& o, float beta,
+         cuda::MatmulEpilogue epilogue = cuda::MatmulEpilogue::kNone, const Tensor& aux = Tensor()) {
   if (out.numel() == 0) return;
+  FT_ASSERT(epilogue == cuda::MatmulEpilogue::kNone || a.is_cuda(), "[matmul] epilogues are CUDA-only");
   dispatch(
       a.device(),
       [&] {
@@ -161,6 +165,11 @@ void run(const Tensor& a, const Tensor& b, const Tensor& out, const MatmulOption
         p.dtype = a.dtype();
         p.out_dtype = out.dtype();
         p.g = geometry(a, b, out, o, beta);
+        p.epilogue = epilogue;
+        if (aux.defined()) {
+          p.aux = aux.data_ptr();
+          p.ld_aux = matrix_layout(aux).ld;
+        }
         p.allow_tf32 = o.allow_tf32;
         p.device = a.device().index;
         cuda::matmul(p, s);
@@ -215,6 +224,44 @@ void matmul_out(const Tensor& a, const Tensor& b, const Tensor& out, const Matmu
                " has strides ", out.strides(),
                ": need unit column stride, a row stride >= its columns and collapsible batch dims");
   run(a, b, out, opts, accumulate ? 1.f : 0.f);
+}
+
+namespace {
+
+// x (..., K) a stack of rows, w (N, K): the 2-D view x2 (M, K) and the output shape (..., N).
+Tensor rows_2d(const char* op, const Tensor& x) {
+  FT_CHECK_ARG(x.dim() >= 2 && rows_collapse(x), "[", op, "] ", x.shape(), " with strides ", x.strides(),
+               " must be a stack of rows (..., K): call .contiguous() first");
+  return x.view({-1, x.size(-1)});
+}
+
+}  // namespace
+
+LinearGeluOut linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  MatmulOptions o;
+  o.trans_b = true;
+  o.bias = bias;
+  const Shape shape = check_and_shape(x, w, o, x.dtype());  // (..., N), validates w and bias
+  if (!x.is_cuda()) {
+    const Tensor pre = matmul(x, w, o);
+    return {gelu_forward(pre), pre};
+  }
+  const Tensor x2 = rows_2d("linear_gelu", x);
+  LinearGeluOut out{Tensor::empty(shape, x.dtype(), x.device()), Tensor::empty(shape, x.dtype(), x.device())};
+  const Tensor h2 = out.h.view({-1, shape.back()}), pre2 = out.pre.view({-1, shape.back()});
+  run(x2, w, h2, o, 0.f, cuda::MatmulEpilogue::kGeluAux, pre2);
+  return out;
+}
+
+Tensor matmul_dgelu(const Tensor& dy, const Tensor& w, const Tensor& pre) {
+  const Shape shape = check_and_shape(dy, w, MatmulOptions(), dy.dtype());  // (..., N)
+  FT_CHECK_ARG(pre.shape() == shape && pre.dtype() == dy.dtype() && pre.device() == dy.device(), "[matmul_dgelu] pre ",
+               pre.shape(), " ", pre.dtype(), " must be the product's shape ", shape, " and dy's dtype ", dy.dtype());
+  if (!dy.is_cuda()) return gelu_backward(matmul(dy, w), pre);
+  const Tensor dy2 = rows_2d("matmul_dgelu", dy), pre2 = rows_2d("matmul_dgelu", pre);
+  Tensor out = Tensor::empty(shape, dy.dtype(), dy.device());
+  run(dy2, w, out.view({-1, shape.back()}), MatmulOptions(), 0.f, cuda::MatmulEpilogue::kDGelu, pre2);
+  return out;
 }
 
 }  // namespace ft::ops

@@ -19,6 +19,22 @@ struct LinearCrossEntropyBackward : Node {
   int64_t vocab = 0;
   int32_t ignore_index = -1;
 
+  // out (V, C) (+)= g2^T x2 for g2 (N, V), x2 (N, C). On CUDA as two products, over the first
+  // V - V % 64 rows of out and over the rest: for the whole odd V = 50257 cuBLASLt picks a
+  // Turing-era kernel (2.62 ms on an H100 at N = 16384) where it runs its Hopper kernels for a
+  // multiple of 64 (1.66 ms for 50304 rows; .gpu micro-benchmark, session 10).
+  static void grad_w_into(const Tensor& g2, const Tensor& x2, const Tensor& out, bool accumulate) {
+    ops::MatmulOptions o;
+    o.trans_a = true;
+    const int64_t V = out.size(0), Vm = V / 64 * 64;
+    if (!out.is_cuda() || Vm == 0 || Vm == V) {
+      ops::matmul_out(g2, x2, out, o, accumulate);
+      return;
+    }
+    ops::matmul_out(g2.slice(1, 0, Vm), x2, out.slice(0, 0, Vm), o, accumulate);
+    ops::matmul_out(g2.slice(1, Vm, V), x2, out.slice(0, Vm, V), o, accumulate);
+  }
+
   std::vector<Tensor> backward(const std::vector<Tensor>& go) override {
     if (!go[0].defined()) return {Tensor(), Tensor(), Tensor()};
     const Tensor logits = full.size(-1) == vocab ? full : full.slice(-1, 0, vocab);  // (..., V)
@@ -28,15 +44,14 @@ struct LinearCrossEntropyBackward : Node {
     if (needs_grad[1]) {
       // dw = dlogits^T x over the V real columns, (V, C); straight into a preset fp32 gradient
       // when there is one (autograd::direct_grad: the tied wte's arena view in training).
-      ops::MatmulOptions o;
-      o.trans_a = true;
       const Tensor g2 = rows_of(logits), x2 = rows_of(x);
       const Tensor sink = is_half(x.dtype()) && !x.is_cuda() ? Tensor() : direct_grad(*this, 1, {vocab, x.size(-1)});
       if (sink.defined()) {
-        ops::matmul_out(g2, x2, sink, o, /*accumulate=*/true);
+        grad_w_into(g2, x2, sink, /*accumulate=*/true);
         mark_delivered(*this, 1);
       } else {
-        dw = ops::matmul(g2, x2, o);
+        dw = Tensor::empty({vocab, x.size(-1)}, x.dtype(), x.device());
+        grad_w_into(g2, x2, dw, /*accumulate=*/false);
       }
     }
     return {dx, dw, Tensor()};

@@ -1,6 +1,7 @@
 #include "autograd/functions/matmul.h"
 
 #include "autograd/function.h"
+#include "autograd/functions/linear_grads.h"
 #include "ops/reduce.h"
 
 namespace ft::autograd {
@@ -56,16 +57,7 @@ struct MatmulBackward : Node {
       if (a.dim() == 2) da = sum_batches(da);
     }
     if (needs_grad[1] && !grad_b_in_place(g)) db = grad_b(g);
-    if (has_bias && needs_grad[2]) {
-      // Straight into a preset fp32 gradient when there is one (autograd::direct_grad).
-      const Tensor sink = direct_grad(*this, 2, {g.size(-1)});
-      if (sink.defined() && rows_collapse(g) && (g.dtype() == DType::F32 || g.is_cuda())) {
-        ops::sum_rows_into(g, sink);
-        mark_delivered(*this, 2);
-      } else {
-        dbias = ops::sum(as_rows(g), 0);
-      }
-    }
+    if (has_bias && needs_grad[2]) dbias = linear_bias_grad(*this, 2, g);
     return {da, db, dbias};
   }
 

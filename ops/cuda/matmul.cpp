@@ -72,7 +72,7 @@ void make_layout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, int64_t ro
   }
 }
 
-using PlanKey = std::array<int64_t, 22>;
+using PlanKey = std::array<int64_t, 25>;
 
 std::unique_ptr<Plan> build_plan(const Context& ctx, const MatmulParams& p, const MatmulGeometry& g,
                                  const std::array<uint32_t, 4>& align) {
@@ -85,14 +85,25 @@ std::unique_ptr<Plan> build_plan(const Context& ctx, const MatmulParams& p, cons
   const int32_t op_b = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
-  if (p.bias) {
-    // The bias has the output's dtype (D's): cuBLASLt's rule for non-fp8, non-integer products.
-    const uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  uint32_t epilogue = p.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  if (p.epilogue == MatmulEpilogue::kGeluAux) epilogue = p.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+  if (p.epilogue == MatmulEpilogue::kDGelu) epilogue = CUBLASLT_EPILOGUE_DGELU;
+  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                                 sizeof(epilogue)));
+  if (p.bias) {
+    // The bias has the output's dtype (D's): cuBLASLt's rule for non-fp8, non-integer products.
     // The heuristic reads the pointer's alignment; each call sets its own pointer.
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias,
                                                 sizeof(p.bias)));
+  }
+  if (p.epilogue != MatmulEpilogue::kNone) {
+    // The auxiliary matrix is laid out like D (column-major (n, m) to cuBLASLt), in D's dtype.
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &p.aux,
+                                                sizeof(p.aux)));
+    const int64_t ld_aux = p.ld_aux;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld_aux,
+                                                sizeof(ld_aux)));
   }
   // Stored row-major shapes: b is (n, k) when transposed else (k, n); a is (k, m) or (m, k).
   make_layout(&plan->lt_a, type, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.batch, g.stride_b);
@@ -143,7 +154,8 @@ void run_lt(const MatmulParams& p, const MatmulGeometry& g, const void* a, const
                        p.allow_tf32, p.bias != nullptr,
                        p.bias ? alignment_of(p.bias, 0) : 0, g.m, g.n, g.k, g.trans_a, g.trans_b,
                        g.lda, g.ldb, g.ldd, g.batch, g.stride_a, g.stride_b, g.stride_d,
-                       align[0], align[1], align[2], 0};
+                       align[0], align[1], align[2], 0, static_cast<int64_t>(p.epilogue),
+                       p.aux ? alignment_of(p.aux, 0) : 0, p.ld_aux};
 
   std::lock_guard<std::mutex> lock(mu);  // the cached descriptor's bias pointer is per call
   auto it = cache->find(key);
@@ -152,6 +164,9 @@ void run_lt(const MatmulParams& p, const MatmulGeometry& g, const void* a, const
   if (p.bias)
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias,
                                                 sizeof(p.bias)));
+  if (p.epilogue != MatmulEpilogue::kNone)
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &p.aux,
+                                                sizeof(p.aux)));
   const float alpha = g.alpha, beta = g.beta;
   CUBLAS_CHECK(cublasLtMatmul(ctx.blas_lt, plan.desc, &alpha, b, plan.lt_a, a, plan.lt_b, &beta, d,
                               plan.lt_d, d, plan.lt_d, &plan.algo, ctx.workspace, ctx.workspace_bytes,
@@ -162,6 +177,8 @@ void run_lt(const MatmulParams& p, const MatmulGeometry& g, const void* a, const
 
 void matmul(const MatmulParams& p, Stream stream) {
   const MatmulGeometry& g = p.g;
+  FT_CHECK_ARG(p.epilogue == MatmulEpilogue::kNone || (g.batch == 1 && p.aux != nullptr),
+               "[matmul] a GELU epilogue needs one (unbatched) product and an aux matrix");
   if (g.batch == 1 || (g.stride_a != 0 && g.stride_b != 0)) {
     run_lt(p, g, p.a, p.b, p.d, stream);
     return;

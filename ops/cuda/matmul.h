@@ -7,6 +7,13 @@
 
 namespace ft::cuda {
 
+// What cuBLASLt's epilogue does besides the optional bias (GELU is the tanh form of ops/gelu.h).
+enum class MatmulEpilogue {
+  kNone,
+  kGeluAux,  // d = gelu(product + bias), aux = product + bias (what the backward needs)
+  kDGelu,    // d = product * gelu'(aux)
+};
+
 struct MatmulParams {
   const void* a = nullptr;
   const void* b = nullptr;
@@ -15,6 +22,9 @@ struct MatmulParams {
   DType dtype = DType::F32;     // of a and b: f32, bf16 or f16
   DType out_dtype = DType::F32; // of d and bias: `dtype`, or f32 for bf16/f16 inputs
   MatmulGeometry g;
+  MatmulEpilogue epilogue = MatmulEpilogue::kNone;  // not with batched products
+  void* aux = nullptr;  // (m, n) of `out_dtype`, row stride ld_aux: written by kGeluAux, read by kDGelu
+  int64_t ld_aux = 0;
   bool allow_tf32 = false;
   int device = 0;
 };
