@@ -1,12 +1,9 @@
 #include "train/config/json.h"
 
-#include <cctype>
-#include <cerrno>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <unordered_set>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
@@ -151,331 +148,130 @@ bool Json::operator==(const Json& o) const {
   return false;
 }
 
-// ---------------------------------------------------------------- writer
-
-std::string format_double(double v) {
-  char buf[32];
-  // Whole numbers print as "1000.0" (not "1e+03", and still a double when read back); below
-  // 2^53 every integer is exact.
-  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9007199254740992.0) {
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-    return buf;
-  }
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
-}
-
-static void escape_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (const unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);  // UTF-8 passes through unchanged
-        }
-    }
-  }
-  out += '"';
-}
-
-static void newline(std::string& out, int indent, int depth) {
-  out += '\n';
-  out.append(static_cast<size_t>(indent * depth), ' ');
-}
-
-void Json::dump_to(std::string& out, int indent, int depth) const {
-  switch (type_) {
-    case Type::Null: out += "null"; break;
-    case Type::Bool: out += bool_ ? "true" : "false"; break;
-    case Type::Int: out += std::to_string(int_); break;
-    case Type::UInt: out += std::to_string(uint_); break;
-    case Type::Double:
-      if (std::isfinite(double_)) {
-        std::string s = format_double(double_);
-        out += s;
-      } else {
-        out += "null";
-      }
-      break;
-    case Type::String: escape_string(out, string_); break;
-    case Type::Array:
-      out += '[';
-      for (size_t i = 0; i < items_.size(); ++i) {
-        if (i) out += indent < 0 ? "," : ", ";
-        items_[i].dump_to(out, indent, depth + 1);
-      }
-      out += ']';
-      break;
-    case Type::Object:
-      out += '{';
-      for (size_t i = 0; i < members_.size(); ++i) {
-        if (i) out += ',';
-        if (indent >= 0) newline(out, indent, depth + 1);
-        escape_string(out, members_[i].first);
-        out += indent < 0 ? ":" : ": ";
-        members_[i].second.dump_to(out, indent, depth + 1);
-      }
-      if (indent >= 0 && !members_.empty()) newline(out, indent, depth);
-      out += '}';
-      break;
-  }
-}
-
-std::string Json::dump(int indent) const {
-  std::string out;
-  dump_to(out, indent, 0);
-  return out;
-}
-
-// ---------------------------------------------------------------- reader
+// ---------------------------------------------------------------- writer: nlohmann/json
 
 namespace {
 
-// Deep enough for any file we read; shallow enough that hostile input cannot exhaust the stack.
-constexpr int kMaxDepth = 256;
+// ordered_json keeps our member order. Depth is bounded by the reader (and by what the writers
+// build), so the recursion is too.
+nlohmann::ordered_json to_nlohmann(const Json& j) {
+  switch (j.type()) {
+    case Json::Type::Null: return nullptr;
+    case Json::Type::Bool: return j.as_bool();
+    case Json::Type::Int: return j.as_int64();
+    case Json::Type::UInt: return j.as_uint64();
+    case Json::Type::Double: return j.as_double();  // written as null when not finite
+    case Json::Type::String: return j.as_string();
+    case Json::Type::Array: {
+      nlohmann::ordered_json a = nlohmann::ordered_json::array();
+      for (const Json& item : j.items()) a.push_back(to_nlohmann(item));
+      return a;
+    }
+    case Json::Type::Object: {
+      nlohmann::ordered_json o = nlohmann::ordered_json::object();
+      for (const auto& [key, value] : j.members()) o.emplace(key, to_nlohmann(value));
+      return o;
+    }
+  }
+  return nullptr;
+}
 
-class Parser {
+// nlohmann's messages start with "[json.exception.parse_error.101] "; ours name the file instead.
+std::string without_exception_id(const std::string& what) {
+  const size_t end = what.find("] ");
+  return what.rfind("[json.exception.", 0) == 0 && end != std::string::npos ? what.substr(end + 2) : what;
+}
+
+}  // namespace
+
+std::string Json::dump(int indent) const {
+  try {
+    return to_nlohmann(*this).dump(indent);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(str("[json] cannot write the value: ", without_exception_id(e.what())));
+  }
+}
+
+// ---------------------------------------------------------------- reader: nlohmann/json's SAX parser
+
+namespace {
+
+// Deep enough for any file we read; shallow enough that hostile input cannot exhaust the stack
+// (Json's destructor and dump() recurse; nlohmann's parser itself does not).
+constexpr size_t kMaxDepth = 256;
+
+// Builds a Json from nlohmann's parse events. Integers arrive as int64 or uint64 exactly as
+// written (a seed or a byte offset above 2^53 survives); what JSON allows but our files must not
+// hold, duplicate keys, is refused here.
+class Builder : public nlohmann::json_sax<nlohmann::json> {
  public:
-  Parser(const std::string& text, const std::string& what) : s_(text), what_(what) {}
+  explicit Builder(const std::string& what) : what_(what) {}
 
-  Json parse_document() {
-    skip_ws();
-    Json v = parse_value(0);
-    skip_ws();
-    if (pos_ != s_.size()) fail("unexpected text after the value");
-    return v;
+  Json take() { return std::move(root_); }
+
+  bool null() override { return add(Json()); }
+  bool boolean(bool v) override { return add(Json(v)); }
+  bool number_integer(number_integer_t v) override { return add(Json(static_cast<long long>(v))); }
+  bool number_unsigned(number_unsigned_t v) override { return add(Json(static_cast<unsigned long long>(v))); }
+  bool number_float(number_float_t v, const string_t&) override { return add(Json(v)); }
+  bool string(string_t& v) override { return add(Json(std::move(v))); }
+  bool binary(binary_t&) override { return false; }  // not produced by the JSON parser
+
+  bool start_object(std::size_t) override { return open(Json::object()); }
+  bool key(string_t& k) override {
+    if (!open_.back().keys.insert(k).second) throw Error(str(what_, ": duplicate key \"", k, "\""));
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(Json::array()); }
+  bool end_array() override { return close(); }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception& e) override {
+    throw Error(str(what_, ": ", without_exception_id(e.what())));
   }
 
  private:
-  [[noreturn]] void fail(const std::string& problem) const {
-    throw Error(str(what_, ": ", problem, " at byte ", pos_));
-  }
+  struct Open {
+    Json value;
+    std::string key;                       // the key this value goes under in its parent object
+    std::unordered_set<std::string> keys;  // an object's keys so far
+  };
 
-  void skip_ws() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
-  }
-
-  bool consume(const char* word) {
-    size_t n = 0;
-    while (word[n]) ++n;
-    if (s_.compare(pos_, n, word) != 0) return false;
-    pos_ += n;
+  bool add(Json v) {
+    if (open_.empty()) {
+      root_ = std::move(v);
+    } else if (open_.back().value.is_array()) {
+      open_.back().value.push_back(std::move(v));
+    } else {
+      open_.back().value.members().emplace_back(std::move(key_), std::move(v));
+    }
     return true;
   }
-
-  Json parse_value(int depth) {
-    if (depth > kMaxDepth) fail("nesting deeper than 256 levels");
-    if (pos_ >= s_.size()) fail("unexpected end of input");
-    const char c = s_[pos_];
-    if (c == '{') return parse_object(depth);
-    if (c == '[') return parse_array(depth);
-    if (c == '"') return Json(parse_string());
-    if (c == '-' || (c >= '0' && c <= '9')) return parse_number();
-    if (consume("true")) return Json(true);
-    if (consume("false")) return Json(false);
-    if (consume("null")) return Json();
-    fail(str("unexpected character '", c, "'"));
+  bool open(Json container) {
+    if (open_.size() >= kMaxDepth) throw Error(str(what_, ": nesting deeper than ", kMaxDepth, " levels"));
+    open_.push_back(Open{std::move(container), std::move(key_), {}});
+    return true;
+  }
+  bool close() {
+    Open done = std::move(open_.back());
+    open_.pop_back();
+    key_ = std::move(done.key);
+    return add(std::move(done.value));
   }
 
-  Json parse_object(int depth) {
-    ++pos_;  // {
-    Json obj = Json::object();
-    std::unordered_set<std::string> seen;
-    skip_ws();
-    if (pos_ < s_.size() && s_[pos_] == '}') {
-      ++pos_;
-      return obj;
-    }
-    while (true) {
-      skip_ws();
-      if (pos_ >= s_.size() || s_[pos_] != '"') fail("expected a string key");
-      const size_t key_pos = pos_;
-      std::string key = parse_string();
-      if (!seen.insert(key).second) {
-        pos_ = key_pos;
-        fail(str("duplicate key \"", key, "\""));
-      }
-      skip_ws();
-      if (pos_ >= s_.size() || s_[pos_] != ':') fail("expected ':'");
-      ++pos_;
-      skip_ws();
-      Json value = parse_value(depth + 1);
-      obj.members().emplace_back(std::move(key), std::move(value));
-      skip_ws();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == '}') {
-        ++pos_;
-        return obj;
-      }
-      fail("expected ',' or '}'");
-    }
-  }
-
-  Json parse_array(int depth) {
-    ++pos_;  // [
-    Json arr = Json::array();
-    skip_ws();
-    if (pos_ < s_.size() && s_[pos_] == ']') {
-      ++pos_;
-      return arr;
-    }
-    while (true) {
-      skip_ws();
-      arr.items().push_back(parse_value(depth + 1));
-      skip_ws();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == ']') {
-        ++pos_;
-        return arr;
-      }
-      fail("expected ',' or ']'");
-    }
-  }
-
-  uint32_t parse_hex4() {
-    if (pos_ + 4 > s_.size()) fail("truncated \\u escape");
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char c = s_[pos_++];
-      v <<= 4;
-      if (c >= '0' && c <= '9') v |= static_cast<uint32_t>(c - '0');
-      else if (c >= 'a' && c <= 'f') v |= static_cast<uint32_t>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') v |= static_cast<uint32_t>(c - 'A' + 10);
-      else fail("bad hex digit in \\u escape");
-    }
-    return v;
-  }
-
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
-  std::string parse_string() {
-    ++pos_;  // opening quote
-    std::string out;
-    while (true) {
-      if (pos_ >= s_.size()) fail("unterminated string");
-      const unsigned char c = static_cast<unsigned char>(s_[pos_]);
-      if (c == '"') {
-        ++pos_;
-        return out;
-      }
-      if (c < 0x20) fail("unescaped control character in string");
-      if (c != '\\') {
-        out += static_cast<char>(c);
-        ++pos_;
-        continue;
-      }
-      ++pos_;
-      if (pos_ >= s_.size()) fail("unterminated escape");
-      const char e = s_[pos_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          uint32_t cp = parse_hex4();
-          if (cp >= 0xD800 && cp <= 0xDBFF) {  // high surrogate: a low one must follow
-            if (!consume("\\u")) fail("unpaired UTF-16 surrogate");
-            const uint32_t lo = parse_hex4();
-            if (lo < 0xDC00 || lo > 0xDFFF) fail("unpaired UTF-16 surrogate");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            fail("unpaired UTF-16 surrogate");
-          }
-          append_utf8(out, cp);
-          break;
-        }
-        default: --pos_; fail(str("bad escape '\\", e, "'"));
-      }
-    }
-  }
-
-  Json parse_number() {
-    const size_t start = pos_;
-    bool is_int = true;
-    if (s_[pos_] == '-') ++pos_;
-    if (pos_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[pos_]))) fail("bad number");
-    if (s_[pos_] == '0') {
-      ++pos_;
-      if (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) fail("leading zero in number");
-    } else {
-      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-    }
-    if (pos_ < s_.size() && s_[pos_] == '.') {
-      is_int = false;
-      ++pos_;
-      if (pos_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[pos_]))) fail("bad number");
-      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-    }
-    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
-      is_int = false;
-      ++pos_;
-      if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
-      if (pos_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[pos_]))) fail("bad number");
-      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-    }
-    const std::string text = s_.substr(start, pos_ - start);
-    if (is_int) {
-      errno = 0;
-      if (text[0] == '-') {
-        const long long v = std::strtoll(text.c_str(), nullptr, 10);
-        if (errno != ERANGE) return Json(v);
-      } else {
-        const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
-        if (errno != ERANGE) return Json(v);
-      }
-      // Integers beyond 64 bits fall through to double, as other readers do.
-    }
-    return Json(std::strtod(text.c_str(), nullptr));
-  }
-
-  const std::string& s_;
   const std::string& what_;
-  size_t pos_ = 0;
+  std::vector<Open> open_;
+  std::string key_;
+  Json root_;
 };
 
 }  // namespace
 
-Json Json::parse(const std::string& text, const std::string& what) { return Parser(text, what).parse_document(); }
+Json Json::parse(const std::string& text, const std::string& what) {
+  Builder builder(what);
+  nlohmann::json::sax_parse(text, &builder);
+  return builder.take();
+}
 
 }  // namespace ft

@@ -1,11 +1,14 @@
-// A small JSON value with a strict reader and a writer, for the files flashtrain writes itself:
-// safetensors headers, state.json, Hugging Face config.json and metrics.jsonl.
+// The JSON value train/ passes around, for the files flashtrain writes itself: safetensors
+// headers, state.json, Hugging Face config.json and metrics.jsonl.
 //
-// Why not a library: none is in the dependency list, and these files need little. What matters
-// is exactness: integers are kept as 64-bit integers (a seed or a byte offset above 2^53 survives
-// a round trip), objects keep insertion order (files stay readable and diffable), and the reader
-// rejects what JSON rejects (trailing commas, duplicate keys, unescaped control characters, bad
-// UTF-16 surrogates), naming the byte offset of the problem.
+// Reading and writing are nlohmann/json's (json.cpp): its parser feeds this value event by event
+// and its serialiser writes it. The value stays a small class of ours rather than
+// nlohmann::ordered_json itself: typed access throws ft::Error naming the expected type and the
+// value (nlohmann's type errors name neither), and find() returns a pointer, which the trainer,
+// checkpoint and safetensors code is written against. Integers are kept as 64-bit integers (a
+// seed or a byte offset above 2^53 survives a round trip), objects keep insertion order (files
+// stay readable and diffable), and the reader refuses duplicate keys and nesting deeper than 256
+// levels, naming the file.
 #pragma once
 
 #include <cstdint>
@@ -67,13 +70,15 @@ class Json {
   void push_back(Json value);
   size_t size() const;  // elements of an array or members of an object, else 0
 
-  // Serialises. indent < 0: one line, no spaces ({"a":1,"b":[1,2]}); indent >= 0: one member per
-  // line. Doubles use the shortest form that reads back to the same value; non-finite doubles
-  // are written as null, since JSON has no inf or nan.
+  // Serialises. indent < 0: one line, no spaces ({"a":1,"b":[1,2]}); indent >= 0: one member or
+  // element per line, indented by `indent` spaces a level. Doubles use a short form that reads
+  // back to the same value ("0.1", "1e-08"; whole numbers keep a ".0"); non-finite doubles are
+  // written as null, since JSON has no inf or nan.
   std::string dump(int indent = -1) const;
 
   // Parses exactly one JSON value (surrounding whitespace allowed). Throws ft::Error
-  // "<what>: <problem> at byte N"; `what` names the file or field being read.
+  // "<what>: <problem>" (a syntax error gives its line and column); `what` names the file or
+  // field being read.
   static Json parse(const std::string& text, const std::string& what = "json");
 
   const char* type_name() const;
@@ -83,7 +88,6 @@ class Json {
 
  private:
   void set_unsigned(unsigned long long v);
-  void dump_to(std::string& out, int indent, int depth) const;
 
   Type type_ = Type::Null;
   bool bool_ = false;
@@ -94,9 +98,5 @@ class Json {
   std::vector<Json> items_;
   std::vector<Member> members_;
 };
-
-// Shortest decimal text that strtod reads back to exactly `v` ("0.0001", "1e-08", "0.1"); whole
-// numbers keep a ".0" ("1000.0") so they read back as doubles.
-std::string format_double(double v);
 
 }  // namespace ft

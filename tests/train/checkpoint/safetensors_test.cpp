@@ -124,9 +124,11 @@ TEST(Safetensors, ReaderNamesEveryProblem) {
       {"huge", std::string("\x00\x00\x00\x00\x00\x00\x00\x10", 8) + std::string(16, ' '),
        "header length 1152921504606846976 exceeds the 16 bytes after the length field"},
       {"brace", file_bytes("[1,2]", ""), "header does not start with '{' (not a safetensors file?)"},
-      {"json", file_bytes("{\"a\":", ""), "header: unexpected end of input at byte 5"},
+      {"json", file_bytes("{\"a\":", ""),
+       "header: parse error at line 1, column 6: syntax error while parsing value - unexpected end of input; "
+       "expected '[', '{', or a literal"},
       {"dup", file_bytes("{" + entry("a", "U8", "[1]", "[0,1]") + "," + entry("a", "U8", "[1]", "[1,2]") + "}", "xy"),
-       "header: duplicate key \"a\" at byte 53"},
+       "header: duplicate key \"a\""},
       {"dtype", file_bytes("{" + entry("a", "Q8", "[1]", "[0,1]") + "}", "x"), "tensor 'a': unknown dtype \"Q8\""},
       {"bool", file_bytes("{" + entry("a", "BOOL", "[1]", "[0,1]") + "}", "x"),
        "tensor 'a': dtype BOOL is not supported by flashtrain"},
