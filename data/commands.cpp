@@ -25,7 +25,9 @@ constexpr const char* kPrepareUsage =
     "usage: flashtrain prepare (--input PATH... | --corpus kjv) --out DIR [--val-fraction F]\n"
     "                          [--shard-tokens N] [--bpe-dir DIR] [--threads N] [--quiet]\n"
     "  tokenises text files (documents separated by <|endoftext|>) into DIR/train_*.bin and\n"
-    "  DIR/val_*.bin; --corpus kjv uses the King James Bible from Debian's bible-kjv package.\n";
+    "  DIR/val_*.bin, every 1/F-th document to val (F: 0.05), or the last F of the tokens when\n"
+    "  there are too few documents; --corpus kjv uses the King James Bible from Debian's\n"
+    "  bible-kjv package.\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -1,165 +1,79 @@
 #include "data/json_map.h"
 
-#include "data/byte_unicode.h"
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
 #include "data/error.h"
 
 namespace ft {
 namespace {
 
-class FlatJsonParser {
+// nlohmann/json's SAX parser does the JSON (escapes, surrogate pairs, UTF-8 checks); this keeps
+// the pairs in file order as they arrive, without building a document of 50k members.
+class FlatObjectReader : public nlohmann::json_sax<nlohmann::json> {
  public:
-  FlatJsonParser(std::string_view text, const std::string& filename) : s_(text), file_(filename) {}
+  explicit FlatObjectReader(const std::string& filename) : file_(filename) {}
 
-  std::vector<std::pair<std::string, int64_t>> parse() {
-    std::vector<std::pair<std::string, int64_t>> out;
-    skip_ws();
-    expect('{');
-    skip_ws();
-    if (peek() == '}') {
-      ++i_;
-    } else {
-      while (true) {
-        skip_ws();
-        std::string key = parse_string();
-        skip_ws();
-        expect(':');
-        skip_ws();
-        const int64_t value = parse_int();
-        out.emplace_back(std::move(key), value);
-        skip_ws();
-        if (peek() == ',') {
-          ++i_;
-          continue;
-        }
-        expect('}');
-        break;
-      }
-    }
-    skip_ws();
-    if (i_ != s_.size()) fail("trailing characters after the object");
-    return out;
+  std::vector<std::pair<std::string, int64_t>> take() { return std::move(out_); }
+
+  bool start_object(std::size_t) override {
+    if (depth_++ > 0) fail("a nested object");
+    return true;
+  }
+  bool end_object() override {
+    --depth_;
+    return true;
+  }
+  bool key(string_t& k) override {
+    key_ = std::move(k);
+    return true;
+  }
+  bool number_integer(number_integer_t v) override { return add(v); }
+  bool number_unsigned(number_unsigned_t v) override {
+    if (v > static_cast<number_unsigned_t>(std::numeric_limits<int64_t>::max())) fail("an integer too large");
+    return add(static_cast<int64_t>(v));
+  }
+  bool number_float(number_float_t, const string_t& text) override { fail("the number " + text); }
+  bool null() override { fail("null"); }
+  bool boolean(bool) override { fail("a boolean"); }
+  bool string(string_t&) override { fail("a string"); }
+  bool binary(binary_t&) override { fail("binary data"); }
+  bool start_array(std::size_t) override { fail("an array"); }
+  bool end_array() override { return true; }  // never reached: start_array throws
+
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::json::exception& e) override {
+    // nlohmann's message after its "[json.exception.parse_error.101] " prefix.
+    const std::string what = e.what();
+    const size_t end = what.find("] ");
+    throw DataError(file_ + ": invalid JSON at byte " + std::to_string(position) + ": " +
+                    (end == std::string::npos ? what : what.substr(end + 2)));
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw DataError(file_ + ": invalid JSON at byte " + std::to_string(i_) + ": " + what);
+  bool add(int64_t v) {
+    if (depth_ == 0) fail("a number");
+    out_.emplace_back(std::move(key_), v);
+    return true;
   }
-  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
-  void skip_ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
-  }
-  void expect(char c) {
-    if (peek() != c || i_ >= s_.size()) fail(std::string("expected '") + c + "'");
-    ++i_;
-  }
-  uint32_t parse_hex4() {
-    if (i_ + 4 > s_.size()) fail("truncated \\u escape");
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = s_[i_++];
-      v <<= 4;
-      if (c >= '0' && c <= '9') {
-        v |= static_cast<uint32_t>(c - '0');
-      } else if (c >= 'a' && c <= 'f') {
-        v |= static_cast<uint32_t>(c - 'a' + 10);
-      } else if (c >= 'A' && c <= 'F') {
-        v |= static_cast<uint32_t>(c - 'A' + 10);
-      } else {
-        fail("bad hex digit in \\u escape");
-      }
-    }
-    return v;
-  }
-  std::string parse_string() {
-    expect('"');
-    std::string out;
-    while (true) {
-      if (i_ >= s_.size()) fail("unterminated string");
-      const char c = s_[i_++];
-      if (c == '"') return out;
-      if (static_cast<unsigned char>(c) < 0x20) fail("control character in string");
-      if (c != '\\') {
-        out.push_back(c);
-        continue;
-      }
-      if (i_ >= s_.size()) fail("unterminated escape");
-      const char e = s_[i_++];
-      switch (e) {
-        case '"':
-          out.push_back('"');
-          break;
-        case '\\':
-          out.push_back('\\');
-          break;
-        case '/':
-          out.push_back('/');
-          break;
-        case 'b':
-          out.push_back('\b');
-          break;
-        case 'f':
-          out.push_back('\f');
-          break;
-        case 'n':
-          out.push_back('\n');
-          break;
-        case 'r':
-          out.push_back('\r');
-          break;
-        case 't':
-          out.push_back('\t');
-          break;
-        case 'u': {
-          uint32_t cp = parse_hex4();
-          if (cp >= 0xD800 && cp <= 0xDBFF) {  // high surrogate: a low one must follow
-            if (i_ + 2 > s_.size() || s_[i_] != '\\' || s_[i_ + 1] != 'u') fail("unpaired surrogate");
-            i_ += 2;
-            const uint32_t lo = parse_hex4();
-            if (lo < 0xDC00 || lo > 0xDFFF) fail("unpaired surrogate");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            fail("unpaired surrogate");
-          }
-          append_utf8(cp, out);
-          break;
-        }
-        default:
-          fail(std::string("unknown escape \\") + e);
-      }
-    }
-  }
-  int64_t parse_int() {
-    const size_t start = i_;
-    bool neg = false;
-    if (peek() == '-') {
-      neg = true;
-      ++i_;
-    }
-    int64_t v = 0;
-    size_t digits = 0;
-    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') {
-      if (digits > 15) fail("integer too large");
-      v = v * 10 + (s_[i_++] - '0');
-      ++digits;
-    }
-    if (digits == 0) {
-      i_ = start;
-      fail("expected an integer value");
-    }
-    if (peek() == '.' || peek() == 'e' || peek() == 'E') fail("expected an integer value");
-    return neg ? -v : v;
+  [[noreturn]] void fail(const std::string& found) const {
+    const std::string where = depth_ == 0 ? "the top level" : "\"" + key_ + "\"";
+    throw DataError(file_ + ": expected an object of integers, found " + found + " at " + where);
   }
 
-  std::string_view s_;
   const std::string& file_;
-  size_t i_ = 0;
+  std::vector<std::pair<std::string, int64_t>> out_;
+  std::string key_;
+  int depth_ = 0;
 };
 
 }  // namespace
 
 std::vector<std::pair<std::string, int64_t>> parse_flat_json_object(std::string_view text,
                                                                     const std::string& filename) {
-  return FlatJsonParser(text, filename).parse();
+  FlatObjectReader reader(filename);
+  nlohmann::json::sax_parse(text.begin(), text.end(), &reader);
+  return reader.take();
 }
 
 }  // namespace ft

@@ -85,12 +85,13 @@ class SplitWriter {
     for (const auto& t : finished_temps_) std::remove(t.c_str());
   }
 
-  void append(const std::vector<int32_t>& ids) {
+  void append(const std::vector<int32_t>& ids) { append(ids.data(), ids.size()); }
+  void append(const int32_t* ids, size_t n) {
     size_t i = 0;
-    while (i < ids.size()) {
+    while (i < n) {
       if (!current_) current_ = std::make_unique<ShardWriter>(shard_name(dir_, split_, count_++), false);
-      const size_t take = std::min<uint64_t>(ids.size() - i, shard_tokens_ - current_->tokens());
-      current_->append(ids.data() + i, take);
+      const size_t take = std::min<uint64_t>(n - i, shard_tokens_ - current_->tokens());
+      current_->append(ids + i, take);
       i += take;
       if (current_->tokens() == shard_tokens_) close_current();
     }
@@ -200,7 +201,13 @@ void encode_documents(const BpeTokenizer& tok, const std::vector<std::string_vie
 
 std::string format_summary(const PrepareSummary& s, const std::string& out_dir) {
   std::ostringstream o;
-  o << "prepared " << s.documents << " documents (" << s.train_documents << " train, " << s.val_documents << " val), "
+  o << "prepared " << s.documents << " documents (";
+  if (s.split_by_tokens) {
+    o << "too few to give val one: split by tokens instead";
+  } else {
+    o << s.train_documents << " train, " << s.val_documents << " val";
+  }
+  o << "), "
     << s.train_tokens << " train + " << s.val_tokens << " val tokens from " << std::fixed << std::setprecision(1)
     << s.bytes / 1e6 << " MB in " << std::setprecision(2) << s.seconds << " s (" << std::setprecision(1)
     << (s.seconds > 0 ? s.bytes / 1e6 / s.seconds : 0.0) << " MB/s overall, "
@@ -258,6 +265,13 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt, std::ostream* log) {
   make_directory(opt.out_dir);
 
   PrepareSummary s;
+  // Fewer documents than 1/F give val none (floor(n F) = 0, the same floor as is_val_document):
+  // then the split is by tokens, the stream's last floor(F x tokens) to val. That needs the total,
+  // so every document's tokens are held until the end -- in memory, 4 bytes a token, for at most
+  // 1/F documents (a single document was always held whole).
+  s.split_by_tokens =
+      opt.val_fraction > 0 && std::floor(static_cast<double>(docs.size()) * opt.val_fraction) == 0;
+  std::vector<std::vector<int32_t>> held;
   SplitWriter train(opt.out_dir, "train", opt.shard_tokens), val(opt.out_dir, "val", opt.shard_tokens);
   ProgressBar bar(opt.progress ? log : nullptr, total_bytes);
   const size_t batch_bytes = std::clamp<size_t>(total_bytes / 100, 1 << 20, 64 << 20);
@@ -269,8 +283,10 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt, std::ostream* log) {
     encode_documents(tok, docs, begin, end, threads, results);
     s.encode_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     for (size_t i = begin; i < end; ++i) {
-      const auto& ids = results[i - begin];
-      if (is_val_document(i, opt.val_fraction)) {
+      auto& ids = results[i - begin];
+      if (s.split_by_tokens) {
+        held.push_back(std::move(ids));
+      } else if (is_val_document(i, opt.val_fraction)) {
         val.append(ids);
         s.val_tokens += ids.size();
         ++s.val_documents;
@@ -285,12 +301,28 @@ PrepareSummary prepare_corpus(const PrepareOptions& opt, std::ostream* log) {
     begin = end;
   }
   bar.update(s.bytes, true);
+  if (s.split_by_tokens) {
+    uint64_t total = 0;
+    for (const auto& ids : held) total += ids.size();
+    const auto val_count = static_cast<uint64_t>(std::floor(static_cast<double>(total) * opt.val_fraction));
+    const uint64_t train_count = total - val_count;
+    for (const auto& ids : held) {
+      // This document's tokens before the cut go to train, the rest to val.
+      const size_t cut = static_cast<size_t>(std::min<uint64_t>(ids.size(), train_count - s.train_tokens));
+      train.append(ids.data(), cut);
+      val.append(ids.data() + cut, ids.size() - cut);
+      s.train_tokens += cut;
+      s.val_tokens += ids.size() - cut;
+      s.train_documents += cut > 0;
+      s.val_documents += cut < ids.size();
+    }
+  }
   train.finish();
   val.finish();
   if (train.empty()) throw DataError("[prepare] no document went to the train split");
   if (log && opt.val_fraction > 0 && val.empty()) {
-    *log << "[prepare] warning: with " << docs.size() << " documents and --val-fraction " << opt.val_fraction
-         << " no document went to val\n";
+    *log << "[prepare] warning: with " << s.train_tokens << " tokens and --val-fraction " << opt.val_fraction
+         << " no token went to val\n";
   }
 
   // Publish: drop the previous preparation's shards, then move the new ones into place.

@@ -7,7 +7,10 @@
 // every document, so the model always sees a document start after it).
 //
 // Split: document i (0-based, in input order) goes to val iff floor((i+1)*F) > floor(i*F) -- every
-// 1/F-th document, spread evenly through the corpus, deterministic, no RNG.
+// 1/F-th document, spread evenly through the corpus, deterministic, no RNG. With F > 0 and fewer
+// than 1/F documents that rule gives val none (a single text file without "<|endoftext|>" is one
+// document), so the token stream is split instead: its last floor(F * tokens) tokens go to val,
+// cut at a token boundary (usually inside a document), and the summary line says so.
 //
 // Output: DIR/train_000000.bin, train_000001.bin, ... (each at most shard_tokens tokens; a document
 // may continue in the next shard) and DIR/val_000000.bin, ... Everything is written under temporary
@@ -35,7 +38,10 @@ struct PrepareOptions {
 };
 
 struct PrepareSummary {
+  // With split_by_tokens (too few documents for val to get one: see Split above), the document
+  // the cut goes through counts in both train_documents and val_documents.
   uint64_t documents = 0, train_documents = 0, val_documents = 0;
+  bool split_by_tokens = false;
   uint64_t train_tokens = 0, val_tokens = 0;
   uint64_t bytes = 0;               // text bytes tokenised
   double seconds = 0;               // wall time of the whole preparation (vocabulary load included)

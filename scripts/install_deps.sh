@@ -4,7 +4,7 @@
 # it (nvcc on PATH or in /usr/local/cuda) the build includes the GPU code, without it the build
 # is CPU-only.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ pkg-config libeigen3-dev libyaml-cpp-dev libgtest-dev libpcre2-dev bible-kjv)
+pkgs=(cmake ninja-build g++ pkg-config libeigen3-dev libyaml-cpp-dev nlohmann-json3-dev libgtest-dev libpcre2-dev bible-kjv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "ops/adamw.h"
+#include "train/checkpoint/safetensors.h"
 #include "train/param_arena.h"
-#include "train/safetensors.h"
 
 namespace ft {
 

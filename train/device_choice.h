@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/device.h"
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace ft {
 

@@ -4,9 +4,9 @@
 #include <string>
 
 #include "autograd/variable.h"
-#include "train/cpu_communicator.h"
-#include "train/dist_abort.h"
-#include "train/nccl_communicator.h"
+#include "train/dist/cpu_communicator.h"
+#include "train/dist/dist_abort.h"
+#include "train/dist/nccl_communicator.h"
 
 namespace ft {
 

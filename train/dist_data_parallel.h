@@ -30,11 +30,11 @@
 #include "nn/module.h"
 #include "ops/grad_norm.h"
 #include "train/adamw.h"
-#include "train/communicator.h"
-#include "train/dist_env.h"
+#include "train/dist/communicator.h"
+#include "train/dist/dist_env.h"
+#include "train/dist/rendezvous.h"
 #include "train/grad_sync.h"
 #include "train/param_arena.h"
-#include "train/rendezvous.h"
 #include "train/zero1.h"
 
 namespace ft {

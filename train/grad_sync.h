@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "nn/module.h"
-#include "train/communicator.h"
+#include "train/dist/communicator.h"
 #include "train/param_arena.h"
 
 namespace ft {

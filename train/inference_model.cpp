@@ -5,10 +5,10 @@
 
 #include "autograd/variable.h"
 #include "ops/elementwise.h"
-#include "train/checkpoint.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/file_util.h"
+#include "train/checkpoint/hf_gpt2_names.h"
 #include "train/device_choice.h"
-#include "train/file_util.h"
-#include "train/hf_gpt2_names.h"
 #include "train/model_config.h"
 #include "train/precision.h"
 

@@ -9,7 +9,7 @@
 
 #include "data/loader.h"
 #include "nn/gpt.h"
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace ft {
 

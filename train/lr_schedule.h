@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace ft {
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "train/file_util.h"
+#include "train/checkpoint/file_util.h"
 
 namespace ft {
 

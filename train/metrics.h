@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "train/json.h"
+#include "train/config/json.h"
 
 namespace ft {
 

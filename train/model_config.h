@@ -2,7 +2,7 @@
 #pragma once
 
 #include "nn/gpt_config.h"
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace ft {
 

@@ -24,7 +24,7 @@
 
 #include "core/tensor.h"
 #include "nn/module.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/safetensors.h"
 
 namespace ft {
 

@@ -11,8 +11,8 @@
 #include <cstdint>
 
 #include "core/dtype.h"
-#include "train/config.h"
-#include "train/json.h"
+#include "train/config/config.h"
+#include "train/config/json.h"
 
 namespace ft {
 

@@ -9,7 +9,7 @@
 #include "autograd/variable.h"
 #include "ops/elementwise.h"
 #include "ops/grad_norm.h"
-#include "train/checkpoint.h"
+#include "train/checkpoint/checkpoint.h"
 #include "train/device_batch.h"
 #include "train/device_choice.h"
 #include "train/dist_data_parallel.h"

@@ -28,7 +28,7 @@
 #include "data/loader.h"
 #include "nn/gpt.h"
 #include "train/adamw.h"
-#include "train/config.h"
+#include "train/config/config.h"
 #include "train/evaluate.h"
 #include "train/lr_schedule.h"
 #include "train/metrics.h"
@@ -84,7 +84,7 @@ class Trainer {
   int64_t step() const { return step_; }
   int64_t total_steps() const { return total_steps_; }
   // Data parallelism (issue 7): non-null when the environment describes a job of several ranks
-  // (train/dist_env.h); then the device is cuda:local_rank (or the CPU), each rank reads its slice
+  // (train/dist/dist_env.h); then the device is cuda:local_rank (or the CPU), each rank reads its slice
   // of every global batch, gradients are summed over ranks, and only rank 0 writes logs, metrics
   // and checkpoints.
   DataParallel* data_parallel() { return dp_.get(); }

@@ -30,9 +30,9 @@
 
 #include "ops/grad_norm.h"
 #include "train/adamw.h"
-#include "train/communicator.h"
+#include "train/checkpoint/safetensors.h"
+#include "train/dist/communicator.h"
 #include "train/param_arena.h"
-#include "train/safetensors.h"
 
 namespace ft {
 

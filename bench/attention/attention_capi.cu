@@ -91,7 +91,7 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // warpgroups, kBlockN 128, 1 CTA/SM; 13 as 7 with O += P V left running into the next tile (ptxas
 // serialises the wgmmas there: C7515); 14 three warpgroups (192 rows), 1 CTA/SM; 15 the two-
 // warpgroup tile with 4 stages; 8 the mma.sync forward tiles (shipped before the wgmma forward). Backward
-// variants after `git apply bench/attention/dev/wgmma_bwd_pipelined_experiment.patch`, with the
+// variants after `git apply` of wgmma_bwd_pipelined_experiment.patch (NOTES.md: where it is), with the
 // shipped forward: 10, 11 the wgmma backward with an mma.sync dQ phase, 64- / 32-query tiles; 16,
 // 17 the same with its dQ phase on wgmma too; 18 the software-pipelined one. 19: the wide-tile
 // backward (flash_bwd_wide_kernel.cuh, 8 warps, 128 x 128) at every T; 20 the same with 64-query

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bench/ops/bench_registry.h"
 #include "bench/ops/l2_flush.h"
 #include "core/cuda/check.h"
@@ -124,10 +126,9 @@ int main(int argc, char** argv) {
                          "Each row: median of ", iters, " cold-L2 runs. `ratio` is achieved bandwidth over the copy bandwidth, ",
                          "or for rows with a named baseline, baseline time over our time.\n\n",
                          "| op | ms | GB/s | TFLOP/s | baseline | ratio | bar | pass |\n|---|---|---|---|---|---|---|---|\n");
-    std::string json = str("{\"card\": \"", prop.name, "\", \"date\": \"", today(), "\", \"commit\": \"", commit ? commit : "unknown",
-                           "\", \"copy_gbs\": ", copy_gbs, ", \"rows\": [");
+    nlohmann::ordered_json json = {{"card", prop.name}, {"date", today()}, {"commit", commit ? commit : "unknown"},
+                                   {"copy_gbs", copy_gbs}, {"rows", nlohmann::ordered_json::array()}};
     std::printf("%-58s %9s %9s %9s %7s %5s\n", "op", "ms", "GB/s", "TFLOP/s", "ratio", "pass");
-    bool first = true;
     int failures = 0;
     for (auto& [family, make] : registry()) {
       std::vector<OpBench> benches = make();
@@ -148,16 +149,13 @@ int main(int argc, char** argv) {
         std::printf("%-58s %9.4f %9.1f %9.1f %7.3f %5s\n", bench.name.c_str(), ms, gbs, tflops, ratio, pass ? "yes" : "NO");
         md += str("| ", bench.name, " | ", ms, " | ", gbs, " | ", tflops, " | ", base, " | ", ratio, " | ", bench.target, " | ",
                   pass ? "yes" : "**no**", " |\n");
-        json += str(first ? "" : ",", "\n  {\"family\": \"", family, "\", \"op\": \"", bench.name, "\", \"ms\": ", ms, ", \"gbs\": ", gbs,
-                    ", \"tflops\": ", tflops, ", \"baseline\": \"", base, "\", \"ratio\": ", ratio, ", \"target\": ", bench.target,
-                    ", \"pass\": ", pass ? "true" : "false", "}");
-        first = false;
+        json["rows"].push_back({{"family", family}, {"op", bench.name}, {"ms", ms}, {"gbs", gbs}, {"tflops", tflops},
+                                {"baseline", base}, {"ratio", ratio}, {"target", bench.target}, {"pass", pass}});
       }
     }
-    json += "\n]}\n";
     const std::string stem = out_dir + "/ops-" + card_slug(prop.name);
     std::ofstream(stem + ".md") << md;
-    std::ofstream(stem + ".json") << json;
+    std::ofstream(stem + ".json") << json.dump(2) << "\n";
     std::printf("copy bandwidth %.1f GB/s; wrote %s.{md,json}; %d below the bar\n", copy_gbs, stem.c_str(), failures);
     return 0;
   } catch (const std::exception& e) {

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "data/bpe_tokenizer.h"
 #include "data/mapped_file.h"
 
@@ -108,10 +110,12 @@ int main(int argc, char** argv) {
                   mb / par, par);
     std::cout << line;
     if (!json_path.empty()) {
-      std::ofstream j(json_path);
-      j << "{\"bytes\": " << text.size() << ", \"tokens\": " << ids.size() << ", \"ids_fnv1a\": \"" << std::hex << hash
-        << std::dec << "\", \"threads\": " << threads << ", \"mb_per_s_1thread_cold\": " << mb / cold
-        << ", \"mb_per_s_1thread_warm\": " << mb / warm << ", \"mb_per_s_all_threads\": " << mb / par << "}\n";
+      char fnv[17];  // the 64-bit hash in hex
+      std::snprintf(fnv, sizeof(fnv), "%llx", static_cast<unsigned long long>(hash));
+      const nlohmann::ordered_json j = {{"bytes", text.size()}, {"tokens", ids.size()}, {"ids_fnv1a", fnv},
+                                        {"threads", threads}, {"mb_per_s_1thread_cold", mb / cold},
+                                        {"mb_per_s_1thread_warm", mb / warm}, {"mb_per_s_all_threads", mb / par}};
+      std::ofstream(json_path) << j.dump() << "\n";
     }
   } catch (const std::exception& e) {
     std::cerr << "ft_tokenizer_bench: " << e.what() << "\n";

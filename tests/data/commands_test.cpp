@@ -77,5 +77,23 @@ TEST(PrepareCommand, WritesShardsAndSummary) {
   EXPECT_EQ(test::list_dir(dir.file("o")), (std::vector<std::string>{"train_000000.bin", "val_000000.bin"}));
 }
 
+// The README's `prepare --input one_file.txt --val-fraction 0.1`: one document, still a val shard.
+TEST(PrepareCommand, OneDocumentFileStillGetsValTokens) {
+  FT_REQUIRE_GPT2_TOKENIZER(tok);
+  (void)tok;
+  test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 50; ++i) text += "In the beginning God created the heaven and the earth.\n";
+  test::write_bytes(dir.file("one_file.txt"), text);
+  std::ostringstream out, err;
+  const int rc =
+      prepare_command({"--input", dir.file("one_file.txt"), "--out", dir.file("o"), "--val-fraction", "0.1"}, out, err);
+  ASSERT_EQ(rc, 0) << err.str();
+  EXPECT_NE(err.str().find("prepared 1 documents (too few to give val one: split by tokens instead)"),
+            std::string::npos)
+      << err.str();
+  EXPECT_EQ(test::list_dir(dir.file("o")), (std::vector<std::string>{"train_000000.bin", "val_000000.bin"}));
+}
+
 }  // namespace
 }  // namespace ft

@@ -22,13 +22,32 @@ TEST(JsonMap, ParsesKeysWithEscapes) {
 }
 
 TEST(JsonMap, RejectsMalformedInputNamingTheFile) {
-  for (const char* bad : {"", "{", R"({"a": 1,})", R"({"a" 1})", R"({"a": 1.5})", R"({"a": "x"})", R"({"\ud83d": 1})",
-                          R"({"\q": 1})", R"({"a": 1} x)", R"({"a": {}})"}) {
+  // Syntax errors: nlohmann's reason with the byte offset.
+  for (const char* bad : {"", "{", R"({"a": 1,})", R"({"a" 1})", R"({"\ud83d": 1})", R"({"\q": 1})", R"({"a": 1} x)",
+                          "{\"\xff\": 1}"}) {
     try {
       parse_flat_json_object(bad, "bad.json");
       ADD_FAILURE() << "accepted: " << bad;
     } catch (const DataError& e) {
       EXPECT_EQ(std::string(e.what()).rfind("bad.json: invalid JSON at byte", 0), 0u) << e.what();
+    }
+  }
+  // Valid JSON of the wrong shape: what was found, and where.
+  const std::pair<const char*, const char*> wrong[] = {
+      {R"({"a": 1.5})", "bad.json: expected an object of integers, found the number 1.5 at \"a\""},
+      {R"({"a": "x"})", "bad.json: expected an object of integers, found a string at \"a\""},
+      {R"({"a": {}})", "bad.json: expected an object of integers, found a nested object at \"a\""},
+      {R"({"a": [1]})", "bad.json: expected an object of integers, found an array at \"a\""},
+      {R"({"a": 9223372036854775808})", "bad.json: expected an object of integers, found an integer too large at \"a\""},
+      {"[1]", "bad.json: expected an object of integers, found an array at the top level"},
+      {"7", "bad.json: expected an object of integers, found a number at the top level"},
+  };
+  for (const auto& [text, expected] : wrong) {
+    try {
+      parse_flat_json_object(text, "bad.json");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const DataError& e) {
+      EXPECT_STREQ(e.what(), expected);
     }
   }
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <sstream>
 
 #include "data/error.h"
 #include "data/kjv.h"
@@ -78,6 +79,82 @@ TEST(Prepare, ShardsHoldReferenceIdsSplitEveryNthDocument) {
   prepare_corpus(opt, nullptr);
   EXPECT_EQ(test::list_dir(opt.out_dir), (std::vector<std::string>{"train_000000.bin", "val_000000.bin"}));
   EXPECT_EQ(read_shards({opt.out_dir + "/train_000000.bin"}), train);
+}
+
+// A single text file without separators is one document: by the document rule val would get
+// none, and training with such data failed. The token stream is cut instead.
+TEST(Prepare, TooFewDocumentsSplitTheTokenStream) {
+  FT_REQUIRE_GPT2_TOKENIZER(tok);
+  std::string text;
+  for (const auto& c : test::load_tokenizer_cases()) {
+    if (c.text.find("<|endoftext|>") == std::string::npos) text += c.text + "\n";
+  }
+  test::TempDir dir;
+  test::write_bytes(dir.file("one.txt"), text);
+  PrepareOptions opt;
+  opt.inputs = {dir.file("one.txt")};
+  opt.out_dir = dir.file("out");
+  opt.val_fraction = 0.1;
+  opt.shard_tokens = 300;  // the cut lands inside a shard, with shards on both sides
+  opt.threads = 2;
+  opt.progress = false;
+  std::ostringstream log;
+  const PrepareSummary s = prepare_corpus(opt, &log);
+
+  std::vector<int32_t> all = {50256};
+  const std::vector<int32_t> ids = tok->encode(text);
+  all.insert(all.end(), ids.begin(), ids.end());
+  const size_t n_val = all.size() / 10;  // floor(0.1 x tokens)
+  ASSERT_GT(n_val, 300u);
+  const auto cut = all.end() - static_cast<std::ptrdiff_t>(n_val);
+  const std::vector<int32_t> train(all.begin(), cut), val(cut, all.end());
+  std::vector<std::string> train_files, val_files;
+  for (const auto& n : test::list_dir(opt.out_dir))
+    (n.rfind("train_", 0) == 0 ? train_files : val_files).push_back(opt.out_dir + "/" + n);
+  EXPECT_EQ(read_shards(train_files), train);
+  EXPECT_EQ(read_shards(val_files), val);
+  EXPECT_TRUE(s.split_by_tokens);
+  EXPECT_EQ(s.documents, 1u);
+  EXPECT_EQ(s.train_documents, 1u);  // the one document is on both sides of the cut
+  EXPECT_EQ(s.val_documents, 1u);
+  EXPECT_EQ(s.train_tokens, train.size());
+  EXPECT_EQ(s.val_tokens, n_val);
+  EXPECT_NE(log.str().find("prepared 1 documents (too few to give val one: split by tokens instead), " +
+                           std::to_string(train.size()) + " train + " + std::to_string(n_val) + " val tokens"),
+            std::string::npos)
+      << log.str();
+
+  // Three documents at 0.25 still give val none by documents (floor(0.75) = 0): the cut runs
+  // through the stream of all three, here inside the last.
+  test::write_bytes(dir.file("three.txt"), "one<|endoftext|>two<|endoftext|>" + text);
+  opt.inputs = {dir.file("three.txt")};
+  opt.val_fraction = 0.25;
+  const PrepareSummary s3 = prepare_corpus(opt, nullptr);
+  std::vector<int32_t> stream = {50256};
+  for (const char* doc : {"one", "two"}) {
+    const auto d = tok->encode(doc);
+    stream.insert(stream.end(), d.begin(), d.end());
+    stream.push_back(50256);
+  }
+  stream.insert(stream.end(), ids.begin(), ids.end());
+  const auto cut3 = stream.end() - static_cast<std::ptrdiff_t>(stream.size() / 4);
+  train_files.clear();
+  val_files.clear();
+  for (const auto& n : test::list_dir(opt.out_dir))
+    (n.rfind("train_", 0) == 0 ? train_files : val_files).push_back(opt.out_dir + "/" + n);
+  EXPECT_EQ(read_shards(train_files), std::vector<int32_t>(stream.begin(), cut3));
+  EXPECT_EQ(read_shards(val_files), std::vector<int32_t>(cut3, stream.end()));
+  EXPECT_TRUE(s3.split_by_tokens);
+  EXPECT_EQ(s3.train_documents, 3u);
+  EXPECT_EQ(s3.val_documents, 1u);
+
+  // Four documents at 0.25 give val one, and the document rule applies.
+  test::write_bytes(dir.file("four.txt"), "one<|endoftext|>two<|endoftext|>three<|endoftext|>" + text);
+  opt.inputs = {dir.file("four.txt")};
+  const PrepareSummary s4 = prepare_corpus(opt, nullptr);
+  EXPECT_FALSE(s4.split_by_tokens);
+  EXPECT_EQ(s4.val_documents, 1u);
+  EXPECT_EQ(s4.val_tokens, ids.size() + 1);  // document 3, the last
 }
 
 TEST(Prepare, FailureLeavesTheOutputDirectoryUntouched) {

@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "core/device.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
-#include "train/json.h"
-#include "train/rendezvous.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/config/config.h"
+#include "train/config/json.h"
+#include "train/dist/rendezvous.h"
 #include "trainer_test_util.h"
 
 namespace ft {

@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "train/rendezvous.h"
+#include "train/dist/rendezvous.h"
 #include "train/trainer.h"
 
 namespace ft::test {

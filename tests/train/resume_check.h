@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "train/json.h"
+#include "train/config/json.h"
 #include "train/trainer.h"
 #include "train_test_util.h"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "data/shard.h"
-#include "train/config.h"
+#include "train/config/config.h"
 #include "train_test_util.h"
 
 namespace ft::test {

@@ -5,8 +5,9 @@
 # times them (dev mode), picks the fastest correct one if it beats the shipped kernel (geometric
 # mean of fwd+bwd time over T = 1024, 4096, 16384 and p = 0, 0.1 under 0.98, no point over 1.02),
 # runs the GPU test suite with it shipped and, if that passes, the full benchmark with it.
-# Usage (repo root, on the GPU machine), with dev/wgmma_bwd_experiment.patch applied first
-# (patch -p1 < bench/attention/dev/wgmma_bwd_experiment.patch): bench/attention/dev/gpu_wgmma_run.sh
+# Usage (repo root, on the GPU machine), with dev/wgmma_bwd_experiment.patch applied first (it is
+# in the history: bench/attention/NOTES.md says which commit to take it from and apply it to):
+# bench/attention/dev/gpu_wgmma_run.sh
 set -uo pipefail
 OUTDIR=${OUT:-/tmp/attn_out}
 mkdir -p "$OUTDIR" build_attn

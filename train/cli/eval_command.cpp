@@ -1,0 +1,23 @@
+// `flashtrain eval`: mean loss and perplexity of a checkpoint over token shards, one full pass in
+// file order without dropout (deterministic).
+#include <iomanip>
+#include <ostream>
+
+#include "train/cli/command_options.h"
+#include "train/device_choice.h"
+#include "train/evaluate.h"
+#include "train/inference_model.h"
+
+namespace ft {
+
+int run_eval(const EvalOptions& options, std::ostream& out, std::ostream&) {
+  InferenceModel m = load_inference_model(options.checkpoint);
+  const LoaderOptions lo = file_order_loader_options(m, options.data, options.batch_size, options.seq_len, "eval");
+  Loader loader(lo);
+  const EvalResult r = evaluate(*m.model, loader, 0, m.device);
+  out << "loss " << std::fixed << std::setprecision(4) << r.loss << " | perplexity " << std::setprecision(2) << r.ppl
+      << " | " << r.batches << " batches of " << options.batch_size << " x " << lo.seq_len << " (" << r.tokens << " tokens)\n";
+  return 0;
+}
+
+}  // namespace ft

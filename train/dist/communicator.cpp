@@ -1,0 +1,20 @@
+#include "train/dist/communicator.h"
+
+#include "core/error.h"
+
+namespace ft {
+
+void check_collective_tensor(const char* op, const Tensor& t, Device device) {
+  FT_CHECK_ARG(t.defined(), "[dist] ", op, ": undefined tensor");
+  FT_CHECK_ARG(t.dtype() == DType::F32 && t.is_contiguous(), "[dist] ", op, ": needs a contiguous f32 tensor, got ",
+               t.dtype(), " ", t.shape(), t.is_contiguous() ? "" : " (strided)");
+  FT_CHECK_ARG(t.device() == device, "[dist] ", op, ": tensor on ", t.device(), ", the communicator on ", device);
+}
+
+void check_world_multiple(const char* op, const char* whole_name, const Tensor& whole, const char* part_name,
+                          const Tensor& part, int world_size) {
+  FT_CHECK_ARG(whole.numel() == part.numel() * world_size, "[dist] ", op, ": ", whole_name, " has ", whole.numel(),
+               " elements, ", part_name, " ", part.numel(), " x world size ", world_size);
+}
+
+}  // namespace ft

@@ -1,0 +1,40 @@
+#include "train/dist/cpu_communicator.h"
+
+#include <cstring>
+#include <vector>
+
+namespace ft {
+
+void CpuCommunicator::all_reduce_sum_(const Tensor& t) {
+  check_collective_tensor("all_reduce_sum_", t, Device::cpu());
+  if (t.numel() > 0) rdv_.all_reduce_sum(t.data<float>(), static_cast<size_t>(t.numel()));
+}
+
+void CpuCommunicator::reduce_scatter_sum(const Tensor& in, const Tensor& out) {
+  check_collective_tensor("reduce_scatter_sum", in, Device::cpu());
+  check_collective_tensor("reduce_scatter_sum", out, Device::cpu());
+  const int64_t n = out.numel();
+  check_world_multiple("reduce_scatter_sum", "in", in, "out", out, world_size());
+  if (n == 0) return;
+  std::vector<float> sum(static_cast<size_t>(in.numel()));
+  std::memcpy(sum.data(), in.data<float>(), sum.size() * sizeof(float));
+  rdv_.all_reduce_sum(sum.data(), sum.size());
+  std::memcpy(out.data<float>(), sum.data() + n * rank(), static_cast<size_t>(n) * sizeof(float));
+}
+
+void CpuCommunicator::all_gather(const Tensor& in, const Tensor& out) {
+  check_collective_tensor("all_gather", in, Device::cpu());
+  check_collective_tensor("all_gather", out, Device::cpu());
+  const int64_t n = in.numel();
+  check_world_multiple("all_gather", "out", out, "in", in, world_size());
+  if (n == 0) return;
+  const auto* p = reinterpret_cast<const uint8_t*>(in.data<float>());
+  const std::vector<std::vector<uint8_t>> parts = rdv_.all_gather(std::vector<uint8_t>(p, p + n * sizeof(float)));
+  for (int r = 0; r < world_size(); ++r) {
+    FT_CHECK_ARG(parts[r].size() == static_cast<size_t>(n) * sizeof(float), "[dist] all_gather: rank ", r, " sent ",
+                 parts[r].size(), " bytes, expected ", n * sizeof(float));
+    std::memcpy(out.data<float>() + n * r, parts[r].data(), parts[r].size());
+  }
+}
+
+}  // namespace ft
