@@ -114,8 +114,11 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
     if (!latest) throw Error(str("--resume: ", cfg.out_dir, " holds no complete checkpoint (ckpt-<step>/)"));
     restore(*latest);
   } else {
-    if (!options.init_from.empty())
-      arena_->load_master(load_hf_gpt2_weights(options.init_from, Gpt2Dims::from_config(cfg)));
+    if (!options.init_from.empty()) {
+      InitWeights init = load_hf_gpt2_for_init(options.init_from, Gpt2Dims::from_config(cfg));
+      arena_->load_master(init.model);
+      init_note_ = std::move(init.note);
+    }
     // A fresh run replaces checkpoints of its own steps only; warn that older ones stay, since
     // --resume would pick the newest of them.
     const auto old = list_checkpoints(cfg.out_dir);
@@ -231,6 +234,7 @@ void Trainer::print_header(std::ostream& out) const {
       << (cfg_.use_flash_attention ? "flash" : "naive") << ", on " << device_name(device_) << "\n";
   const std::string why = device_note(cfg_, device_);  // device: auto fell back to the CPU: why
   if (!why.empty()) out << "flashtrain: note: " << why << "\n";
+  if (!init_note_.empty()) out << "flashtrain: " << init_note_ << "\n";
   out << "flashtrain: " << cfg_.batch_size << " x " << cfg_.max_seq_len << " tokens x " << cfg_.gradient_accumulation_steps
       << " micro-batches = " << cfg_.tokens_per_step() << " tokens per step, " << total_steps_ << " steps ("
       << train_loader_->steps_per_epoch() << " micro-batches per epoch), out_dir " << cfg_.out_dir << "\n";

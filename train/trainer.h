@@ -42,7 +42,8 @@ class DataParallel;       // train/dist_data_parallel.h
 
 struct TrainerOptions {
   bool resume = false;      // continue from find_latest_checkpoint(out_dir); none there is an error
-  std::string init_from;    // else: take the weights (only) from this HF GPT-2 directory
+  std::string init_from;    // else: take the weights (only) from this HF GPT-2 directory, its
+                            // position table cropped to max_seq_len (load_hf_gpt2_for_init)
   int64_t stop_after = -1;  // >= 0: return once this many steps are done, writing nothing extra
                             // (an interruption, for tests); the schedule still spans the whole run
   std::ostream* out = nullptr;  // the start-of-run summary and progress lines; null: silent
@@ -110,6 +111,7 @@ class Trainer {
   int64_t step_ = 0, total_steps_ = 0;
   int64_t skipped_steps_ = 0;  // fp16 overflow skips
   double last_lr_ = 0;
+  std::string init_note_;  // --init-from: where the weights came from, for the header
 };
 
 }  // namespace ft

@@ -36,9 +36,29 @@ int64_t step_of(const std::string& dirname) {
 
 std::string join(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
 
-std::string dims_text(const Gpt2Dims& d) {
-  return str("vocab_size=", d.vocab_size, " n_positions=", d.n_positions, " n_embd=", d.n_embd, " n_layer=", d.n_layer,
-             " n_head=", d.n_head, " n_inner=", d.n_inner);
+// Each dimension that differs, under both names ("n_embd = 768 (config d_model = 512)"): the
+// config keys are not GPT2Config's, and a user fixes the config by the second name.
+std::string dims_differences(const Gpt2Dims& found, const Gpt2Dims& want) {
+  struct Field {
+    const char* hf;
+    const char* ours;
+    int64_t Gpt2Dims::*value;
+  };
+  static const Field kFields[] = {
+      {"vocab_size", "vocab_size", &Gpt2Dims::vocab_size}, {"n_positions", "max_seq_len", &Gpt2Dims::n_positions},
+      {"n_embd", "d_model", &Gpt2Dims::n_embd},            {"n_layer", "n_layers", &Gpt2Dims::n_layer},
+      {"n_head", "n_heads", &Gpt2Dims::n_head},            {"n_inner", "d_ff", &Gpt2Dims::n_inner},
+  };
+  std::string out;
+  for (const Field& f : kFields) {
+    if (found.*f.value == want.*f.value) continue;
+    out += str(out.empty() ? "" : ", ", f.hf, " = ", found.*f.value, " (config ", f.ours, " = ", want.*f.value, ")");
+  }
+  return out;
+}
+
+std::string dims_mismatch(const std::string& config_path, const Gpt2Dims& found, const Gpt2Dims& want) {
+  return str(config_path, ": the model's dimensions differ from the config's: ", dims_differences(found, want));
 }
 
 void remove_tree(const std::string& path) {
@@ -191,14 +211,38 @@ std::vector<std::string> prune_checkpoints(const std::string& out_dir, int64_t k
 std::vector<NamedTensor> load_hf_gpt2_weights(const std::string& dir, const Gpt2Dims& dims) {
   const std::string config_path = join(dir, kConfigFile);
   const Gpt2Dims found = gpt2_dims_from_hf_config(read_json_file(config_path), config_path);
-  if (!(found == dims))
-    throw Error(str(config_path, ": model dimensions ", dims_text(found), " differ from the config's ", dims_text(dims)));
+  if (!(found == dims)) throw Error(dims_mismatch(config_path, found, dims));
   const SafetensorsFile file = load_safetensors(join(dir, kModelFile));
   try {
     return from_hf_gpt2(file.tensors, dims);
   } catch (const Error& e) {
     throw Error(str(file.path, ": ", e.what()));
   }
+}
+
+InitWeights load_hf_gpt2_for_init(const std::string& dir, const Gpt2Dims& dims) {
+  const std::string config_path = join(dir, kConfigFile);
+  const Gpt2Dims found = gpt2_dims_from_hf_config(read_json_file(config_path), config_path);
+  // Every dimension but n_positions must match; more positions than the run's are cropped below.
+  Gpt2Dims same_positions = found;
+  same_positions.n_positions = dims.n_positions;
+  if (!(same_positions == dims)) throw Error(dims_mismatch(config_path, same_positions, dims));
+  if (found.n_positions < dims.n_positions)
+    throw Error(str(config_path, ": n_positions = ", found.n_positions, " is fewer than the config's max_seq_len = ",
+                    dims.n_positions, "; a position table can be cropped but not extended: set max_seq_len to at most ",
+                    found.n_positions));
+  InitWeights w;
+  w.file_positions = found.n_positions;
+  w.model = load_hf_gpt2_weights(dir, found);
+  for (NamedTensor& t : w.model) {
+    if (t.name == "wpe.weight" && found.n_positions > dims.n_positions)
+      t.tensor = t.tensor.slice(0, 0, dims.n_positions).contiguous();  // (Tmax, C) -> (T, C)
+  }
+  w.note = found.n_positions > dims.n_positions
+               ? str("weights from ", dir, "; its position table (n_positions = ", found.n_positions,
+                     ") cropped to the first ", dims.n_positions, " rows for max_seq_len = ", dims.n_positions)
+               : str("weights from ", dir);
+  return w;
 }
 
 Checkpoint load_checkpoint(const std::string& dir) {

@@ -59,6 +59,21 @@ Checkpoint load_checkpoint(const std::string& dir);
 // Throws when the directory's dimensions differ from `dims`.
 std::vector<NamedTensor> load_hf_gpt2_weights(const std::string& dir, const Gpt2Dims& dims);
 
+// The weights --init-from starts a run from.
+struct InitWeights {
+  std::vector<NamedTensor> model;  // our names and orientation, in the shapes of the run's dims
+  int64_t file_positions = 0;      // the directory's n_positions (>= the run's)
+  std::string note;                // one line for the start-of-run summary: where from, what was cropped
+};
+// Like load_hf_gpt2_weights, for fine-tuning: a directory with more positions than
+// dims.n_positions (OpenAI's GPT-2 has 1024) is accepted and its position table cropped to the
+// first dims.n_positions rows, as nanoGPT's crop_block_size does. Causal attention lets position t
+// see only positions <= t, so the cropped model computes exactly what the full one computes on
+// sequences of that length. Fewer positions, or any other dimension that differs, is an error
+// naming the file's value and the config's. Only dimensions are read from config.json: dropout
+// and every training setting stay the run's.
+InitWeights load_hf_gpt2_for_init(const std::string& dir, const Gpt2Dims& dims);
+
 // The newest complete checkpoint directory in out_dir (by step), or nullopt when there is none.
 // Temporary (.tmp) and incomplete directories are skipped.
 std::optional<std::string> find_latest_checkpoint(const std::string& out_dir);

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <string>
 
 #include "core/error.h"
@@ -54,6 +56,24 @@ TEST(Config, NaiveDiffersOnlyInFlashAttention) {
   EXPECT_NE(naive, flash);
   naive.use_flash_attention = true;
   EXPECT_EQ(naive, flash);
+}
+
+TEST(Config, Gpt2FinetuneFitsOpenAIsGpt2AndFineTunes) {
+  const TrainConfig c = load_config(test::repo_root() + "/configs/gpt2-finetune.yaml");
+  const TrainConfig small = load_config(test::repo_root() + "/configs/gpt2-small.yaml");
+  // GPT-2 small's dimensions (checked above) and at most the hub gpt2's 1024 positions, which
+  // --init-from crops to max_seq_len.
+  EXPECT_EQ(std::make_tuple(c.vocab_size, c.d_model, c.n_layers, c.n_heads, c.d_ff),
+            std::make_tuple(small.vocab_size, small.d_model, small.n_layers, small.n_heads, small.d_ff));
+  EXPECT_LE(c.max_seq_len, 1024);
+  EXPECT_EQ(c.activation, Activation::Gelu);
+  // A fine-tuning run: a rate below pretraining's, a short warmup, few steps, the user's data.
+  EXPECT_LT(c.lr, small.lr);
+  EXPECT_LE(c.warmup_steps, 20);
+  EXPECT_GT(c.max_steps, 0);
+  EXPECT_LE(c.max_steps, 500);
+  EXPECT_EQ(c.train_data, std::vector<std::string>{"data/mine/train_*.bin"});
+  EXPECT_EQ(c.val_data, std::vector<std::string>{"data/mine/val_*.bin"});
 }
 
 TEST(Config, TinyIsSmallAndCpuFriendly) {
