@@ -3,7 +3,7 @@
 # Logs and result tables go to $OUT (the device tool brings that folder back).
 #   scripts/gpu_check.sh [build] [test] [bench] [crosscheck] [trainbench]   (default: build test bench)
 # crosscheck: Hugging Face loads our checkpoint; loss, logits and gradients agree (scripts/gpu_cross_check.sh).
-# trainbench: GPT-2-small tokens/s and memory against PyTorch eager and torch.compile (bench/train/).
+# trainbench: GPT-2-small tokens/s and memory against llm.c (cuDNN), torch.compile and PyTorch eager (bench/train/).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/flashtrain-gpu-check}
@@ -43,5 +43,5 @@ if [[ " $steps " == *" crosscheck "* ]]; then
   echo "crosscheck rc=${PIPESTATUS[0]}"
 fi
 if [[ " $steps " == *" trainbench "* ]]; then
-  bench/train/train_bench.sh $build "${KJV_DIR:-.gpu/kjv}" "$OUT/trainbench" 2>&1 | tail -30
+  bench/train/train_bench.sh $build "${KJV_DIR:-.gpu/kjv}" "$OUT/trainbench" 2>&1 | tail -45
 fi
