@@ -36,7 +36,7 @@ DataParallel::DataParallel(const DistEnv& env, Device device, ParamArena& arena,
   if (options.zero1) {
     zero1_ = std::make_unique<Zero1>(arena, options.adamw, *comm_);
   } else {
-    grad_sync_ = std::make_unique<GradSync>(arena, model, *comm_, options.bucket_mb);
+    grad_sync_ = std::make_unique<GradSync>(arena, model, *comm_, options.bucket_mb, options.grad_wire);
     // FLASHTRAIN_DP_OVERLAP=0 turns the overlap off: the benchmark's way of measuring what it gains.
     const char* knob = std::getenv("FLASHTRAIN_DP_OVERLAP");
     grad_sync_->set_overlap(options.overlap && !(knob && std::string(knob) == "0"));
@@ -73,6 +73,10 @@ void DataParallel::after_backward(const Tensor& loss_sum) {
   comm_->comm_waits_for_compute();
   comm_->all_reduce_sum_(loss_sum);
   comm_->compute_waits_for_comm();
+}
+
+void DataParallel::after_graph_replay() {
+  comm_->watch_compute_stream("replay of the captured last micro-step (its gradient and loss all-reduces)");
 }
 
 ops::GradNorm DataParallel::grad_norm() {

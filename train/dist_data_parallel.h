@@ -12,8 +12,12 @@
 //   before_last_backward()   arms the bucket hooks (overlap) for the last micro-batch
 //   after_backward(loss_sum) the gradient sum over ranks (GradSync::finish, or ZeRO-1's
 //                            reduce-scatter) and the loss sum over ranks; the compute stream
-//                            waits for both. With compile_model (no hooks inside a graph replay)
-//                            the trainer calls it the same way: unarmed, it syncs every bucket.
+//                            waits for both.
+//   With compile_model the trainer hands these two to CapturedMicroStep (train/graph_step.h),
+//   which calls them around the last micro-step's backward while capturing it, so the replayed
+//   graph holds the bucket all-reduces (forked to the comm stream by events as each bucket's
+//   gradients become final) and the loss all-reduce; after each such replay it calls
+//   after_graph_replay(), which puts the replay under the communicator's watchdog.
 //   grad_norm()              the global gradient norm (ZeRO-1: from the shards)
 //   optimizer_step() / optimizer_state() / load_optimizer_state(): ZeRO-1's, when zero1 is on
 //                            (otherwise the trainer keeps its AdamW over the summed gradients).
@@ -48,6 +52,7 @@ struct DataParallelOptions {
   double bucket_mb = 25;       // allreduce_bucket_mb
   bool zero1 = false;
   bool overlap = true;         // launch buckets during the backward pass
+  DType grad_wire = DType::F32; // grad_reduce_dtype: the all-reduce's dtype (GradSync; not ZeRO-1)
   AdamWConfig adamw;           // for ZeRO-1
   std::ostream* log = nullptr; // rendezvous refusals (rank 0); null = std::cerr
 };
@@ -71,6 +76,7 @@ class DataParallel {
   void share_initial_weights();
   void before_last_backward();
   void after_backward(const Tensor& loss_sum);
+  void after_graph_replay();
   ops::GradNorm grad_norm();
   void optimizer_step(double lr, int64_t step, double grad_scale, const Tensor& grad_norm);
   std::vector<NamedTensor> optimizer_state();  // collective

@@ -38,7 +38,10 @@ void print_data_parallel_header(std::ostream& out, DataParallel& dp, const Train
       << dp.world_size() * cfg.tokens_per_step() << " tokens per step in all, "
       << (dp.zero1() ? "ZeRO-1 (optimizer state sharded)"
                      : str("gradients all-reduced in ", dp.grad_sync()->buckets().size(), " buckets of ~",
-                           cfg.allreduce_bucket_mb, " MiB", dp.grad_sync()->overlap() ? " during backward" : ""))
+                           cfg.allreduce_bucket_mb, " MiB", dp.grad_sync()->overlap() ? " during backward" : "",
+                           dp.grad_sync()->wire_dtype() == DType::BF16 ? " in bf16" : "",
+                           cfg.compile_model && dp.comm().backend() == std::string("nccl")
+                               ? " (inside the last micro-step's CUDA graph)" : ""))
       << "\n";
 }
 
@@ -47,6 +50,7 @@ DataParallelOptions data_parallel_options(const TrainConfig& cfg, const AdamWCon
   o.timeout_s = cfg.dist_timeout_s;
   o.bucket_mb = cfg.allreduce_bucket_mb;
   o.zero1 = cfg.zero1;
+  o.grad_wire = cfg.grad_reduce_dtype == GradReduceDType::BF16 ? DType::BF16 : DType::F32;
   o.adamw = adamw;
   o.log = log;
   return o;
@@ -128,7 +132,16 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
   // starts the file over (step 0 keeps nothing of an earlier run's training rows).
   if (!dp_ || dp_->is_root())
     metrics_ = std::make_unique<MetricsLog>((std::filesystem::path(cfg.out_dir) / "metrics.jsonl").string(), step_);
-  if (cfg.compile_model && device_.is_cuda()) graph_step_ = std::make_unique<CapturedMicroStep>(*model_, device_, options_.out);
+  if (cfg.compile_model && device_.is_cuda()) {
+    graph_step_ = std::make_unique<CapturedMicroStep>(*model_, device_, options_.out);
+    // The last micro-step's graph holds the all-reduces, overlapped with its backward pass.
+    if (dp_) {
+      DataParallel* dp = dp_.get();
+      graph_step_->set_reduction({[dp] { dp->before_last_backward(); },
+                                  [dp](const Tensor& loss_sum) { dp->after_backward(loss_sum); },
+                                  [dp] { dp->after_graph_replay(); }});
+    }
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -161,7 +174,7 @@ double Trainer::train_step() {
   const Tensor loss_sum = graph_step_ ? graph_step_->loss_sum() : Tensor::zeros({1}, DType::F32, device_);
   for (int64_t a = 0; a < A; ++a) {
     if (graph_step_) {  // compile_model: the same micro-step, replayed from a CUDA graph
-      graph_step_->run(train_loader_->next(), scaler_.scale());
+      graph_step_->run(train_loader_->next(), scaler_.scale(), a == A - 1);
       continue;
     }
     const DeviceBatch b = to_device(train_loader_->next(), device_);
@@ -177,7 +190,8 @@ double Trainer::train_step() {
       autograd::backward(out.loss);
   }
   // Data parallel: gradients and loss become sums over the W ranks; 1/W joins the scale below.
-  if (dp_) dp_->after_backward(loss_sum);
+  // With compile_model the last micro-step did it (inside its graph).
+  if (dp_ && !(graph_step_ && graph_step_->reduces())) dp_->after_backward(loss_sum);
   const double W = world_size();
   const double loss = loss_sum.item() / (static_cast<double>(A) * W);
   if (!std::isfinite(loss)) throw Error(stop_message(loss));
@@ -236,6 +250,9 @@ void Trainer::print_header(std::ostream& out) const {
       << train_loader_->steps_per_epoch() << " micro-batches per epoch), out_dir " << cfg_.out_dir << "\n";
   if (dp_) print_data_parallel_header(out, *dp_, cfg_);
   if (cfg_.zero1 && !dp_) out << "flashtrain: note: zero1: true has no effect in a single-process run\n";
+  if (cfg_.grad_reduce_dtype == GradReduceDType::BF16 && !(dp_ && dp_->grad_sync()))
+    out << "flashtrain: note: grad_reduce_dtype: bf16 applies to the data-parallel all-reduce only ("
+        << (dp_ ? "ZeRO-1 reduce-scatters in fp32" : "single process") << ")\n";
   if (cfg_.compile_model && !graph_step_)
     out << "flashtrain: compile_model: true is ignored on the CPU (CUDA graphs need a GPU); running eagerly\n";
   else if (graph_step_)

@@ -18,6 +18,7 @@ class CpuCommunicator final : public Communicator {
   int world_size() const override { return rdv_.world_size(); }
   const char* backend() const override { return "cpu"; }
 
+  // f32, or bf16 summed in fp32 and rounded once (communicator.h).
   void all_reduce_sum_(const Tensor& t) override;
   // A full all-reduce, then the rank's slice: twice the traffic of a true reduce-scatter, the same
   // numbers (sums are formed once, on rank 0). In place when out is in's rank-th slice.

@@ -97,12 +97,19 @@ class NcclCommunicator final : public Communicator {
   const char* backend() const override { return "nccl"; }
 
   void all_reduce_sum_(const Tensor& t) override {
-    check_collective_tensor("all_reduce_sum_", t, device_);
+    check_collective_tensor("all_reduce_sum_", t, device_, /*allow_bf16=*/true);
     if (t.numel() == 0) return;
-    NCCL_CHECK_RANK(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), ncclFloat, ncclSum,
-                                  comm_, comm_stream_),
+    const bool half = t.dtype() == DType::BF16;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
+    const ncclDataType_t type = half ? ncclBfloat16 : ncclFloat;
+#else
+    FT_CHECK_ARG(!half, "[dist] rank ", rank_, ": bf16 all-reduce needs NCCL >= 2.10 (grad_reduce_dtype: fp32)");
+    const ncclDataType_t type = ncclFloat;
+#endif
+    NCCL_CHECK_RANK(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), type, ncclSum, comm_,
+                                  comm_stream_),
                     comm_, rank_);
-    track("all-reduce of " + std::to_string(t.numel()) + " floats");
+    track("all-reduce of " + std::to_string(t.numel()) + (half ? " bf16" : " floats"));
   }
 
   void reduce_scatter_sum(const Tensor& in, const Tensor& out) override {
@@ -138,6 +145,8 @@ class NcclCommunicator final : public Communicator {
     CUDA_CHECK(cudaStreamWaitEvent(compute_, comm_mark_, 0));
   }
 
+  void watch_compute_stream(const std::string& what) override { track(what, compute_); }
+
   void barrier() override {
     if (!barrier_word_.defined()) barrier_word_ = Tensor::zeros({1}, DType::F32, device_);
     comm_waits_for_compute();
@@ -162,8 +171,15 @@ class NcclCommunicator final : public Communicator {
     if (monitor_.joinable()) monitor_.join();
   }
 
-  // Records an event after the collective just enqueued, for the monitor to watch.
-  void track(std::string what) {
+  // Records an event after the collective just enqueued (on `stream`, the comm stream by default),
+  // for the monitor to watch. Not while the stream is being captured into a CUDA graph: an event
+  // recorded there marks a graph node, not a point in time, and querying it from the monitor
+  // would fail; the replays are watched through watch_compute_stream instead.
+  void track(std::string what, cudaStream_t stream = nullptr) {
+    if (!stream) stream = comm_stream_;
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+    if (capturing != cudaStreamCaptureStatusNone) return;
     cudaEvent_t e = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -173,7 +189,7 @@ class NcclCommunicator final : public Communicator {
       }
     }
     if (!e) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventRecord(e, comm_stream_));
+    CUDA_CHECK(cudaEventRecord(e, stream));
     std::lock_guard<std::mutex> lock(mu_);
     pending_.push_back({e, Clock::now(), std::move(what)});
   }
