@@ -10,6 +10,7 @@
 #   N GPUs  compile_model true:  fp32, bf16, zero1, and fp32 with FLASHTRAIN_DP_OVERLAP=0 (every
 #           bucket after the backward pass, still inside the graph: what the overlap gains)
 #           compile_model false: fp32, bf16
+# final_loss: the mean of the last 10 logged losses, for what an option does to the loss curve.
 # tokens/s is the median of the per-interval rates in rank 0's metrics.jsonl after step 10 (the
 # first intervals hold start-up and the captures); torch's is one timed stretch after 10 warm-up
 # steps. peak_mib: rank 0's caching-allocator peak ("peak device memory" of the final line) and
@@ -52,10 +53,14 @@ except OSError:
 timed = [s["tokens_per_s"] for s in steps if s["step"] > 10] or [s["tokens_per_s"] for s in steps[1:]]
 peak = re.findall(r"peak device memory ([0-9.]+) MiB", open(log).read())
 tps = statistics.median(timed) if timed and rc == "0" else None
+# The loss curve's end, to see what an option (the bf16 wire) does to training: the mean of the
+# last 10 logged losses (every run of one world size sees the same data in the same order).
+losses = [s["loss"] for s in steps if "loss" in s]
 print(json.dumps({"impl": "flashtrain", "gpus": int(n), "compile_model": cm == "true", "zero1": z == "true",
                   "grad_dtype": gd, "overlap": ov == "1", "tokens_per_s": tps,
                   "step_ms": 1000 * int(n) * 16 * 1024 / tps if tps else None,
-                  "peak_mib": float(peak[-1]) if peak else None, "rc": int(rc)}))
+                  "peak_mib": float(peak[-1]) if peak else None, "rc": int(rc),
+                  "final_loss": statistics.mean(losses[-10:]) if losses else None}))
 PY
 }
 

@@ -3,7 +3,8 @@
 
 JSON: {"card", "commit", "rows": [{"impl": "flashtrain" | "torch_ddp_compile", "gpus",
 "compile_model", "zero1", "grad_dtype", "tokens_per_s", "step_ms", "peak_mib", ...}]} (each row
-also keeps "overlap", "rc" and its "efficiency": tokens_per_s(N) / (N x tokens_per_s(1)) against
+also keeps "overlap", "rc", "final_loss" (flashtrain: mean of the last 10 logged losses) and its
+"efficiency": tokens_per_s(N) / (N x tokens_per_s(1)) against
 the same impl's best 1-GPU row).
 
 The bars (issue 20), printed under the table:
@@ -88,6 +89,17 @@ def main():
         if ft and th:
             lines.append(f"- torch bar, {n} GPUs: flashtrain {ft:,.0f} vs PyTorch DDP + torch.compile {th:,.0f} "
                          f"tokens/s ({ft / th:.3f}x): {'PASS' if ft >= th else 'FAIL (< torch)'}")
+    for n in sorted({r["gpus"] for r in rows if r["gpus"] > 1}):
+        for cm in (True, False):
+            pick = lambda gd: next((r for r in rows if r["impl"] == "flashtrain" and r["gpus"] == n  # noqa: E731
+                                    and r.get("compile_model") == cm and not r["zero1"] and r.get("overlap", True)
+                                    and r.get("grad_dtype") == gd and r.get("final_loss")), None)
+            f32, b16 = pick("fp32"), pick("bf16")
+            if f32 and b16:
+                lines.append(f"- bf16 gradient wire on {n} GPUs (compile_model {'on' if cm else 'off'}): "
+                             f"{b16['tokens_per_s'] / f32['tokens_per_s']:.3f}x the fp32 tokens/s; mean of the "
+                             f"last 10 logged losses {b16['final_loss']:.4f} vs {f32['final_loss']:.4f} "
+                             f"({b16['final_loss'] - f32['final_loss']:+.4f}).")
     z_off = {r["gpus"]: r for r in rows if r["impl"] == "flashtrain" and not r["zero1"] and r.get("compile_model")
              and r.get("overlap", True) and r.get("grad_dtype", "fp32") == "fp32"}
     z_on = {r["gpus"]: r for r in rows if r["impl"] == "flashtrain" and r["zero1"] and r.get("compile_model")}
