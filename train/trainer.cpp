@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iomanip>
 #include <ostream>
@@ -33,15 +34,14 @@ LoaderOptions loader_options(const TrainConfig& cfg, const std::vector<std::stri
   return o;
 }
 
-void print_data_parallel_header(std::ostream& out, DataParallel& dp, const TrainConfig& cfg) {
+void print_data_parallel_header(std::ostream& out, DataParallel& dp, const TrainConfig& cfg, bool graph_allreduce) {
   out << "flashtrain: data parallel: " << dp.world_size() << " ranks (" << dp.comm().backend() << "), "
       << dp.world_size() * cfg.tokens_per_step() << " tokens per step in all, "
       << (dp.zero1() ? "ZeRO-1 (optimizer state sharded)"
                      : str("gradients all-reduced in ", dp.grad_sync()->buckets().size(), " buckets of ~",
                            cfg.allreduce_bucket_mb, " MiB", dp.grad_sync()->overlap() ? " during backward" : "",
                            dp.grad_sync()->wire_dtype() == DType::BF16 ? " in bf16" : "",
-                           cfg.compile_model && dp.comm().backend() == std::string("nccl")
-                               ? " (inside the last micro-step's CUDA graph)" : ""))
+                           graph_allreduce ? " (inside the last micro-step's CUDA graph)" : ""))
       << "\n";
 }
 
@@ -135,7 +135,10 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
   if (cfg.compile_model && device_.is_cuda()) {
     graph_step_ = std::make_unique<CapturedMicroStep>(*model_, device_, options_.out);
     // The last micro-step's graph holds the all-reduces, overlapped with its backward pass.
-    if (dp_) {
+    // FLASHTRAIN_GRAPH_ALLREDUCE=0 keeps them out of the graph (every bucket after the replay, as
+    // before issue 20): the benchmark's baseline, and a way around a NCCL that cannot be captured.
+    const char* knob = std::getenv("FLASHTRAIN_GRAPH_ALLREDUCE");
+    if (dp_ && !(knob && std::string(knob) == "0")) {
       DataParallel* dp = dp_.get();
       graph_step_->set_reduction({[dp] { dp->before_last_backward(); },
                                   [dp](const Tensor& loss_sum) { dp->after_backward(loss_sum); },
@@ -248,7 +251,7 @@ void Trainer::print_header(std::ostream& out) const {
   out << "flashtrain: " << cfg_.batch_size << " x " << cfg_.max_seq_len << " tokens x " << cfg_.gradient_accumulation_steps
       << " micro-batches = " << cfg_.tokens_per_step() << " tokens per step, " << total_steps_ << " steps ("
       << train_loader_->steps_per_epoch() << " micro-batches per epoch), out_dir " << cfg_.out_dir << "\n";
-  if (dp_) print_data_parallel_header(out, *dp_, cfg_);
+  if (dp_) print_data_parallel_header(out, *dp_, cfg_, graph_step_ && graph_step_->reduces());
   if (cfg_.zero1 && !dp_) out << "flashtrain: note: zero1: true has no effect in a single-process run\n";
   if (cfg_.grad_reduce_dtype == GradReduceDType::BF16 && !(dp_ && dp_->grad_sync()))
     out << "flashtrain: note: grad_reduce_dtype: bf16 applies to the data-parallel all-reduce only ("

@@ -7,8 +7,9 @@
 #
 # flashtrain rows (about 30 s each; the torch rows about 60-90 s with compilation):
 #   1 GPU   compile_model true / false
-#   N GPUs  compile_model true:  fp32, bf16, zero1, and fp32 with FLASHTRAIN_DP_OVERLAP=0 (every
-#           bucket after the backward pass, still inside the graph: what the overlap gains)
+#   N GPUs  compile_model true:  fp32, bf16, zero1, and fp32 with FLASHTRAIN_GRAPH_ALLREDUCE=0
+#           (the all-reduces after the graph replay, as before issue 20: what the in-graph
+#           overlap gains)
 #           compile_model false: fp32, bf16
 # final_loss: the mean of the last 10 logged losses, for what an option does to the loss curve.
 # tokens/s is the median of the per-interval rates in rank 0's metrics.jsonl after step 10 (the
@@ -28,24 +29,24 @@ mkdir -p "$outdir"
 rows=$outdir/scaling-rows.jsonl
 : > "$rows"
 
-run() {  # run GPUS ZERO1 OVERLAP COMPILE GRAD_DTYPE
-  local n=$1 z=$2 ov=$3 cm=$4 gd=$5
-  local tag=g$n-z$z-o$ov-c$cm-$gd
+run() {  # run GPUS ZERO1 OVERLAP COMPILE GRAD_DTYPE [GRAPH_ALLREDUCE (1)]
+  local n=$1 z=$2 ov=$3 cm=$4 gd=$5 ga=${6:-1}
+  local tag=g$n-z$z-o$ov-c$cm-$gd-ga$ga
   local run=$outdir/ft-$tag
   rm -rf "$run"
   local nproc=(); [ "$n" -gt 1 ] && nproc=(--nproc "$n")
-  FLASHTRAIN_DP_OVERLAP=$ov timeout 300 "$build/flashtrain" train configs/gpt2-small.yaml "${nproc[@]}" \
+  FLASHTRAIN_DP_OVERLAP=$ov FLASHTRAIN_GRAPH_ALLREDUCE=$ga timeout 300 "$build/flashtrain" train configs/gpt2-small.yaml "${nproc[@]}" \
     --set max_seq_len=1024 --set batch_size=16 --set gradient_accumulation_steps=1 --set max_steps="$steps" \
     --set log_interval=5 --set eval_interval=0 --set checkpoint_interval=0 --set keep_checkpoints=1 \
     --set mixed_precision=bf16 --set zero1="$z" --set compile_model="$cm" --set grad_reduce_dtype="$gd" \
     --set device=cuda --set out_dir="$run" --set train_data="$data/train_*.bin" --set val_data="$data/val_*.bin" \
     > "$run.log" 2>&1
   local rc=$?
-  echo "== flashtrain gpus=$n zero1=$z overlap=$ov compile_model=$cm grad_dtype=$gd (rc $rc)"
+  echo "== flashtrain gpus=$n zero1=$z overlap=$ov compile_model=$cm grad_dtype=$gd graph_allreduce=$ga (rc $rc)"
   grep -E "data parallel|captured|done:|error" "$run.log" | tail -4
-  python3 - "$run/metrics.jsonl" "$run.log" "$n" "$z" "$ov" "$cm" "$gd" "$rc" >> "$rows" <<'PY'
+  python3 - "$run/metrics.jsonl" "$run.log" "$n" "$z" "$ov" "$cm" "$gd" "$ga" "$rc" >> "$rows" <<'PY'
 import json, re, statistics, sys
-metrics, log, n, z, ov, cm, gd, rc = sys.argv[1:]
+metrics, log, n, z, ov, cm, gd, ga, rc = sys.argv[1:]
 try:
     steps = [json.loads(l) for l in open(metrics) if '"tokens_per_s"' in l]
 except OSError:
@@ -57,7 +58,8 @@ tps = statistics.median(timed) if timed and rc == "0" else None
 # last 10 logged losses (every run of one world size sees the same data in the same order).
 losses = [s["loss"] for s in steps if "loss" in s]
 print(json.dumps({"impl": "flashtrain", "gpus": int(n), "compile_model": cm == "true", "zero1": z == "true",
-                  "grad_dtype": gd, "overlap": ov == "1", "tokens_per_s": tps,
+                  "grad_dtype": gd, "overlap": ov == "1", "graph_allreduce": cm == "true" and ga == "1",
+                  "tokens_per_s": tps,
                   "step_ms": 1000 * int(n) * 16 * 1024 / tps if tps else None,
                   "peak_mib": float(peak[-1]) if peak else None, "rc": int(rc),
                   "final_loss": statistics.mean(losses[-10:]) if losses else None}))
@@ -91,7 +93,7 @@ if [ "$ngpu" -gt 1 ]; then
   run "$ngpu" false 1 true fp32
   run "$ngpu" false 1 true bf16
   run "$ngpu" true 1 true fp32
-  run "$ngpu" false 0 true fp32
+  run "$ngpu" false 1 true fp32 0
   run "$ngpu" false 1 false fp32
   run "$ngpu" false 1 false bf16
 fi

@@ -3,7 +3,7 @@
 
 JSON: {"card", "commit", "rows": [{"impl": "flashtrain" | "torch_ddp_compile", "gpus",
 "compile_model", "zero1", "grad_dtype", "tokens_per_s", "step_ms", "peak_mib", ...}]} (each row
-also keeps "overlap", "rc", "final_loss" (flashtrain: mean of the last 10 logged losses) and its
+also keeps "overlap", "graph_allreduce", "rc", "final_loss" (flashtrain: mean of the last 10 logged losses) and its
 "efficiency": tokens_per_s(N) / (N x tokens_per_s(1)) against
 the same impl's best 1-GPU row).
 
@@ -65,6 +65,10 @@ def main():
              f"{datetime.date.today()}, commit {commit or 'unknown'}.",
              "Efficiency = tokens/s(N) / (N x best tokens/s of the same impl on 1 GPU).",
              "",
+             "Overlap: \"on\" = buckets all-reduced during the backward pass (with compile_model: inside the "
+             "graph); \"after replay\" = compile_model with FLASHTRAIN_GRAPH_ALLREDUCE=0 (issue 7's way); "
+             "\"off\" = after the backward pass.",
+             "",
              "| impl | GPUs | compile_model | ZeRO-1 | grad dtype | overlap | tokens/s | step ms | peak MiB | efficiency |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -73,9 +77,11 @@ def main():
         peak = f"{r['peak_mib']:,.0f}" if r.get("peak_mib") else ""
         eff = f"{r['efficiency']:.3f}" if r.get("efficiency") else ""
         onoff = lambda v: "on" if v else "off"  # noqa: E731
+        overlap = onoff(r.get("overlap", True))
+        if r["impl"] == "flashtrain" and r["gpus"] > 1 and r.get("compile_model") and not r.get("graph_allreduce", True):
+            overlap = "after replay"
         lines.append(f"| {r['impl']} | {r['gpus']} | {onoff(r.get('compile_model'))} | {onoff(r.get('zero1'))} | "
-                     f"{r.get('grad_dtype', 'fp32')} | {onoff(r.get('overlap', True))} | {tps} | {step} | {peak} | "
-                     f"{eff} |")
+                     f"{r.get('grad_dtype', 'fp32')} | {overlap} | {tps} | {step} | {peak} | {eff} |")
     lines.append("")
     one = best(rows, "flashtrain", 1)
     for n in sorted({r["gpus"] for r in rows if r["gpus"] > 1}):
@@ -93,7 +99,8 @@ def main():
         for cm in (True, False):
             pick = lambda gd: next((r for r in rows if r["impl"] == "flashtrain" and r["gpus"] == n  # noqa: E731
                                     and r.get("compile_model") == cm and not r["zero1"] and r.get("overlap", True)
-                                    and r.get("grad_dtype") == gd and r.get("final_loss")), None)
+                                    and r.get("graph_allreduce", cm) == cm and r.get("grad_dtype") == gd
+                                    and r.get("final_loss")), None)
             f32, b16 = pick("fp32"), pick("bf16")
             if f32 and b16:
                 lines.append(f"- bf16 gradient wire on {n} GPUs (compile_model {'on' if cm else 'off'}): "
@@ -101,7 +108,7 @@ def main():
                              f"last 10 logged losses {b16['final_loss']:.4f} vs {f32['final_loss']:.4f} "
                              f"({b16['final_loss'] - f32['final_loss']:+.4f}).")
     z_off = {r["gpus"]: r for r in rows if r["impl"] == "flashtrain" and not r["zero1"] and r.get("compile_model")
-             and r.get("overlap", True) and r.get("grad_dtype", "fp32") == "fp32"}
+             and r.get("overlap", True) and r.get("graph_allreduce", True) and r.get("grad_dtype", "fp32") == "fp32"}
     z_on = {r["gpus"]: r for r in rows if r["impl"] == "flashtrain" and r["zero1"] and r.get("compile_model")}
     for n in sorted(set(z_off) & set(z_on)):
         if n > 1 and z_off[n].get("peak_mib") and z_on[n].get("peak_mib"):
