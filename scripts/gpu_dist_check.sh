@@ -42,7 +42,7 @@ fi
 
 if [[ " $steps " == *" test "* ]]; then
   # The CPU-rank tests, the GradSync/hook tests and the NCCL tests (these skip below 2 GPUs: say so).
-  timeout 420 ./$build/tests/ft_train_tests --gtest_filter='GradReadyHook.*:GradSync.*:CpuCommunicator.*:DataParallel.*:DataParallelCuda.*' \
+  timeout 420 ./$build/tests/ft_train_tests --gtest_filter='GradReadyHook.*:GradSync.*:CpuCommunicator.*:DataParallel.*:DataParallelCuda.*:MultiNode.*' \
     > "$OUT/dp_tests.log" 2>&1
   rc=$?
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |OK \]|FAILED \]|2 GPUs|ZeRO-1 vs|rank 0 ended|params rel|bf16 wire" "$OUT/dp_tests.log" | head -50
@@ -55,7 +55,7 @@ if [[ " $steps " == *" test "* ]]; then
   # What the issue-20 edits could break beside data parallelism: the single-GPU captured step
   # (two graph kinds, one pool) and the trainer on the GPU; FULL_TRAIN_TESTS=1: the whole suite.
   filter='*ReplayEqualsEager*:CompileModel.*:TrainerCuda.*:GeneratorCapture.*'
-  [ "${FULL_TRAIN_TESTS:-0}" = 1 ] && filter='-GradReadyHook.*:GradSync.*:CpuCommunicator.*:DataParallel.*:DataParallelCuda.*'
+  [ "${FULL_TRAIN_TESTS:-0}" = 1 ] && filter='-GradReadyHook.*:GradSync.*:CpuCommunicator.*:DataParallel.*:DataParallelCuda.*:MultiNode.*'
   timeout 300 ./$build/tests/ft_train_tests --gtest_filter="$filter" > "$OUT/train_tests.log" 2>&1
   rc=$?
   grep -E "^\[  (PASSED|FAILED) |FAILED \]" "$OUT/train_tests.log" | head -20
@@ -82,6 +82,28 @@ if [[ " $steps " == *" e2e "* ]]; then
     grep -E "resuming|done:" "$OUT/e2e.log" | tail -2
   fi
   verdict $rc e2e_nproc2
+
+  # Two "nodes" on this host (issue 20, item 3): two launchers of one GPU each, joined by torchrun's
+  # node variables, NCCL between them; each node sees its own GPU (two ranks must not share one).
+  if [ "$ngpu" -ge 2 ]; then
+    rm -rf /tmp/ft-dist-nodes
+    port=$((20000 + RANDOM % 20000))
+    pids=()
+    for node in 0 1; do
+      CUDA_VISIBLE_DEVICES=$node NNODES=2 NODE_RANK=$node MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+        timeout 300 ./$build/flashtrain train configs/tiny.yaml --nproc 1 --set device=cuda --set n_heads=1 \
+        --set mixed_precision=bf16 --set max_steps=20 --set eval_interval=0 --set log_interval=10 \
+        --set checkpoint_interval=0 --set train_data="$kjv/train_*.bin" --set val_data="$kjv/val_*.bin" \
+        --set out_dir=/tmp/ft-dist-nodes > "$OUT/e2e_nodes$node.log" 2>&1 &
+      pids+=($!)
+    done
+    wait "${pids[0]}"; rc0=$?
+    wait "${pids[1]}"; rc1=$?
+    grep -E "data parallel|done:" "$OUT/e2e_nodes0.log" | tail -2
+    rc=$(( rc0 != 0 ? rc0 : rc1 ))
+    grep -q "data parallel: 2 ranks (nccl)" "$OUT/e2e_nodes0.log" || rc=1
+    verdict $rc e2e_two_nodes
+  fi
 fi
 
 if [[ " $steps " == *" bench "* ]]; then
