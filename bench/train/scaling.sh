@@ -28,6 +28,11 @@ export NCCL_NVLS_ENABLE=0  # required on these machines: no NVLink multicast
 mkdir -p "$outdir"
 rows=$outdir/scaling-rows.jsonl
 : > "$rows"
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+# Rewritten after every row, so a run cut short by a time limit still leaves its results.
+summary() {
+  python3 bench/train/scaling_summary.py "$rows" --card "$card" --results "${RESULTS_DIR:-bench/results}" > "$outdir/scaling-table.md"
+}
 
 run() {  # run GPUS ZERO1 OVERLAP COMPILE GRAD_DTYPE [GRAPH_ALLREDUCE (1)]
   local n=$1 z=$2 ov=$3 cm=$4 gd=$5 ga=${6:-1}
@@ -64,6 +69,8 @@ print(json.dumps({"impl": "flashtrain", "gpus": int(n), "compile_model": cm == "
                   "peak_mib": float(peak[-1]) if peak else None, "rc": int(rc),
                   "final_loss": statistics.mean(losses[-10:]) if losses else None}))
 PY
+  rm -rf "$run"  # its end-of-run checkpoint (1.5 GB) is of no use here
+  summary
 }
 
 torch_run() {  # torch_run GPUS
@@ -85,21 +92,24 @@ print(json.dumps({"impl": "torch_ddp_compile", "gpus": int(n), "compile_model": 
                   "step_ms": r.get("step_ms"), "peak_mib": r.get("peak_mib"), "rc": int(rc),
                   "torch": r.get("torch")}))
 PY
+  summary
 }
 
+# The rows the bars need first (a time limit then cuts the extras): flashtrain's best guess on 1
+# and N GPUs, torch on N, then the options, torch on 1, and the eager and ZeRO-1 rows.
+torch=1; [ "${SKIP_TORCH:-0}" = 1 ] && torch=0
 run 1 false 1 true fp32
-run 1 false 1 false fp32
 if [ "$ngpu" -gt 1 ]; then
   run "$ngpu" false 1 true fp32
+  [ $torch = 1 ] && torch_run "$ngpu"
   run "$ngpu" false 1 true bf16
-  run "$ngpu" true 1 true fp32
   run "$ngpu" false 1 true fp32 0
+fi
+[ $torch = 1 ] && torch_run 1
+run 1 false 1 false fp32
+if [ "$ngpu" -gt 1 ]; then
+  run "$ngpu" true 1 true fp32
   run "$ngpu" false 1 false fp32
   run "$ngpu" false 1 false bf16
 fi
-if [ "${SKIP_TORCH:-0}" != 1 ]; then
-  torch_run 1
-  [ "$ngpu" -gt 1 ] && torch_run "$ngpu"
-fi
-card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-python3 bench/train/scaling_summary.py "$rows" --card "$card" --results "${RESULTS_DIR:-bench/results}" | tee "$outdir/scaling-table.md"
+cat "$outdir/scaling-table.md"
