@@ -17,6 +17,7 @@ PoolScope::PoolScope(int device, PoolId) : device_(device), prev_(0) { no_cuda("
 PoolScope::~PoolScope() = default;
 
 Graph::Graph(int device) : device_(device) { no_cuda("cuda_graph"); }
+Graph::Graph(int device, PoolId) : device_(device) { no_cuda("cuda_graph"); }
 Graph::~Graph() = default;
 void Graph::reset() {}
 void Graph::capture(const std::function<void()>&) { no_cuda("cuda_graph"); }

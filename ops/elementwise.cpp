@@ -128,11 +128,21 @@ void WideOutput::round_into_output() {
 
 Tensor cast(const Tensor& x0, DType dtype) {
   if (x0.dtype() == dtype) return x0;
-  FT_CHECK_ARG(!(x0.is_cuda() && (dtype == DType::F64 || x0.dtype() == DType::F64)),
-               "[cast] f64 is CPU-only (reference computations); tensor is on ", x0.device());
   const Tensor x = x0.contiguous();
   Tensor out = Tensor::empty(x.shape(), dtype, x.device());
-  if (out.numel() == 0) return out;
+  cast_into(out, x);
+  return out;
+}
+
+void cast_into(const Tensor& out, const Tensor& x0) {
+  const DType dtype = out.dtype();
+  FT_CHECK_ARG(!(x0.is_cuda() && (dtype == DType::F64 || x0.dtype() == DType::F64)),
+               "[cast] f64 is CPU-only (reference computations); tensor is on ", x0.device());
+  FT_CHECK_ARG(out.is_contiguous() && out.numel() == x0.numel() && out.device() == x0.device(), "[cast] out ",
+               out.shape(), " on ", out.device(), out.is_contiguous() ? "" : " (strided)", " does not fit x ", x0.shape(),
+               " on ", x0.device());
+  const Tensor x = x0.contiguous();
+  if (out.numel() == 0) return;
   dispatch(
       x.device(), [&] { cpu::cast(x.data_ptr(), x.dtype(), out.data_ptr(), dtype, x.numel()); },
       [&](Stream s) {
@@ -144,7 +154,6 @@ Tensor cast(const Tensor& x0, DType dtype) {
         p.dst_dtype = dtype;
         cuda::cast(p, s);
       });
-  return out;
 }
 
 }  // namespace ft::ops

@@ -20,6 +20,9 @@ void add_(const Tensor& dst, const Tensor& src, double alpha = 1.0);
 // x converted to `dtype` (rounding to nearest even into bf16/f16; truncation into integers).
 // Returns x itself when it already has that dtype.
 Tensor cast(const Tensor& x, DType dtype);
+// The same conversion into an existing contiguous `out` of x's numel (any shapes), on out's
+// device: one pass, no allocation -- what a persistent buffer (a bf16 gradient bucket) needs.
+void cast_into(const Tensor& out, const Tensor& x);
 // x as f32 when it is bf16/f16, else x itself. CPU reference kernels take f32/f64: front-ends
 // widen half tensors with this and round the results back with WideOutput.
 Tensor widen_half(const Tensor& x);

@@ -10,10 +10,14 @@
 //
 // Per optimizer step (the trainer's train_step):
 //   before_last_backward()   arms the bucket hooks (overlap) for the last micro-batch
-//   after_backward(loss_sum) the gradient sum over ranks (GradSync::finish, or ZeRO-1's
-//                            reduce-scatter) and the loss sum over ranks; the compute stream
-//                            waits for both. With compile_model (no hooks inside a graph replay)
-//                            the trainer calls it the same way: unarmed, it syncs every bucket.
+//   after_backward(loss_sum) the gradient sum over ranks (GradSync::finish; with ZeRO-1 each
+//                            rank's shard and the tail) and the loss sum over ranks; the compute
+//                            stream waits for both.
+//   With compile_model the trainer hands these two to CapturedMicroStep (train/graph_step.h),
+//   which calls them around the last micro-step's backward while capturing it, so the replayed
+//   graph holds the bucket all-reduces (forked to the comm stream by events as each bucket's
+//   gradients become final) and the loss all-reduce; after each such replay it calls
+//   after_graph_replay(), which puts the replay under the communicator's watchdog.
 //   grad_norm()              the global gradient norm (ZeRO-1: from the shards)
 //   optimizer_step() / optimizer_state() / load_optimizer_state(): ZeRO-1's, when zero1 is on
 //                            (otherwise the trainer keeps its AdamW over the summed gradients).
@@ -48,6 +52,7 @@ struct DataParallelOptions {
   double bucket_mb = 25;       // allreduce_bucket_mb
   bool zero1 = false;
   bool overlap = true;         // launch buckets during the backward pass
+  DType grad_wire = DType::F32; // grad_reduce_dtype: the gradient collectives' dtype
   AdamWConfig adamw;           // for ZeRO-1
   std::ostream* log = nullptr; // rendezvous refusals (rank 0); null = std::cerr
 };
@@ -65,12 +70,13 @@ class DataParallel {
   bool is_root() const { return env_.rank == 0; }
   const DistEnv& env() const { return env_; }
   Communicator& comm() { return *comm_; }
-  GradSync* grad_sync() { return grad_sync_.get(); }  // null with ZeRO-1
+  GradSync* grad_sync() { return grad_sync_.get(); }
   Zero1* zero1() { return zero1_.get(); }             // null without
 
   void share_initial_weights();
   void before_last_backward();
   void after_backward(const Tensor& loss_sum);
+  void after_graph_replay();
   ops::GradNorm grad_norm();
   void optimizer_step(double lr, int64_t step, double grad_scale, const Tensor& grad_norm);
   std::vector<NamedTensor> optimizer_state();  // collective

@@ -16,8 +16,28 @@
 //
 // The result is the SUM over ranks; the trainer folds 1/world_size into AdamW's grad_scale.
 //
-// sync_all() (no overlap): all buckets at once, for callers whose backward pass runs where hooks
-// cannot launch work -- a replayed CUDA graph (compile_model) -- or to measure what overlap gains.
+// ZeRO-1 (shard_numel n > 0, train/zero1.h): rank k owns arena elements [k n, (k+1) n) and only
+// needs their sum, so a bucket is cut at those boundaries and each piece is reduced to its owner
+// (ncclReduce) instead of all-reduced; the tail [W n, N) that every rank updates is all-reduced.
+// The same bytes as one reduce-scatter, but launched bucket by bucket during the backward pass
+// (and inside the captured step), where ZeRO-1's one reduce-scatter had to wait for its end.
+// Elements outside the rank's shard and tail are unspecified afterwards, as after the
+// reduce-scatter.
+//
+// Wire dtype (grad_reduce_dtype, issue 20). bf16 halves the bytes on the wire: launch() rounds the
+// bucket into its slice of a persistent bf16 buffer (arena-sized, 2 bytes a parameter, allocated
+// once so a CUDA graph can bake its address in) on the compute stream, and all-reduces that slice;
+// finish() widens the whole buffer back into the fp32 arena in one pass once the compute stream
+// has waited for the collectives. Accumulation over micro-batches stays fp32 (in the arena); only
+// the cross-rank sum is bf16.
+//
+// CUDA graphs (compile_model, issue 20). Everything here is capturable: arm() and the hooks run on
+// the host while the backward pass is captured, so each launch() becomes an event fork from the
+// compute stream to the comm stream, the collective, and finish()'s event join -- the replayed
+// graph all-reduces each bucket as soon as its last gradient kernel is done, like the eager pass.
+//
+// sync_all() (no overlap): all buckets at once, after the backward pass -- what finish() does
+// when overlap is off (FLASHTRAIN_DP_OVERLAP=0), to measure what the overlap gains.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +52,10 @@ namespace ft {
 class GradSync {
  public:
   // Installs the hooks on `model`'s parameters (the arena's leaves, so build the arena first).
-  GradSync(ParamArena& arena, nn::Module& model, Communicator& comm, double bucket_mb);
+  // wire: DType::F32 (sum the arena in place) or DType::BF16 (see above).
+  // shard_numel: 0, or ZeRO-1's shard size n (see above).
+  GradSync(ParamArena& arena, nn::Module& model, Communicator& comm, double bucket_mb, DType wire = DType::F32,
+           int64_t shard_numel = 0);
   ~GradSync();  // removes the hooks
   GradSync(const GradSync&) = delete;
   GradSync& operator=(const GradSync&) = delete;
@@ -46,6 +69,7 @@ class GradSync {
   // Overlap off: arm() does nothing and finish() reduces all buckets after the backward pass.
   void set_overlap(bool on) { overlap_ = on; }
   bool overlap() const { return overlap_; }
+  DType wire_dtype() const { return wire_.defined() ? DType::BF16 : DType::F32; }
 
   void arm();     // before the last micro-batch's backward
   void finish();  // after it: launch the rest, compute stream waits for all
@@ -55,13 +79,19 @@ class GradSync {
   int launched_during_backward() const { return launched_early_; }
 
  private:
+  // The collectives of arena range [begin, end) of `sent` (the arena or the bf16 wire): one
+  // all-reduce, or with ZeRO-1 shards one reduce per owner and an all-reduce of the tail.
+  void reduce_range(const Tensor& sent, int64_t begin, int64_t end);
   void on_ready(int bucket);
   void launch(int bucket);
+  void complete();  // compute stream waits for the collectives; bf16: widen into the arena
 
   ParamArena& arena_;
   Communicator& comm_;
   std::vector<Bucket> buckets_;
   std::vector<Tensor> hooked_;     // the leaves whose hooks we set, to remove them
+  Tensor wire_;                    // (N) bf16 when the sum travels in bf16, else undefined
+  int64_t shard_ = 0;              // ZeRO-1's n, 0 without
   std::vector<int> remaining_;     // per bucket: tensors not yet final in this pass
   std::vector<bool> launched_;
   bool armed_ = false, overlap_ = true;

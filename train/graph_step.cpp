@@ -6,6 +6,7 @@
 
 #include "autograd/variable.h"
 #include "core/allocator.h"
+#include "core/cuda/allocator_pool.h"
 #include "core/cuda/graph.h"
 #include "ops/elementwise.h"
 
@@ -18,17 +19,36 @@ CapturedMicroStep::CapturedMicroStep(nn::GPT& model, Device device, std::ostream
   philox_base_ = Tensor::zeros({1}, DType::I64, device_);
 }
 
-CapturedMicroStep::~CapturedMicroStep() = default;
+CapturedMicroStep::~CapturedMicroStep() { drop_graphs(); }
+
+void CapturedMicroStep::drop_graphs() {
+  for (Variant& v : variants_) v.graph.reset();  // the graphs first: the pool outlives them
+  if (pool_) cuda::release_pool(device_.index, pool_);
+  pool_ = 0;
+  philox_per_step_ = 0;  // a batch of another shape draws another number of offsets
+}
+
+void CapturedMicroStep::set_reduction(MicroStepReduction reduction) {
+  FT_CHECK_ARG(!variants_[kPlain].warmed_up && !variants_[kReducing].warmed_up,
+               "[compile_model] set_reduction after the first micro-step");
+  FT_CHECK_ARG(reduction.before_backward && reduction.after_backward,
+               "[compile_model] a reduction needs before_backward and after_backward");
+  reduction_ = std::move(reduction);
+}
 
 void CapturedMicroStep::begin_step() { loss_sum_.zero_(); }
 
-bool CapturedMicroStep::captured() const { return graph_ && graph_->captured(); }
+bool CapturedMicroStep::captured() const {
+  for (const Variant& v : variants_)
+    if (v.graph && v.graph->captured()) return true;
+  return false;
+}
 
-int64_t CapturedMicroStep::num_kernels() const { return captured() ? graph_->num_kernels() : 0; }
+int64_t CapturedMicroStep::num_kernels() const { return captured() ? last_kernels_ : 0; }
 
 void CapturedMicroStep::load_batch(const Batch& batch) {
   if (batch.B != B_ || batch.T != T_) {
-    graph_.reset();  // a new shape: the old graph (and its pool) is of no use
+    drop_graphs();  // a new shape: the old graphs (and their pool) are of no use
     B_ = batch.B;
     T_ = batch.T;
     windows_ = Tensor::empty({B_, T_ + 1}, DType::I32, device_);  // outside any pool
@@ -39,7 +59,7 @@ void CapturedMicroStep::load_batch(const Batch& batch) {
   windows_.copy_(host);
 }
 
-void CapturedMicroStep::body(double eager_seed) {
+void CapturedMicroStep::body(double eager_seed, bool reduce) {
   const Tensor inputs = windows_.slice(1, 0, T_).contiguous();       // (B, T)
   const Tensor targets = windows_.slice(1, 1, T_ + 1).contiguous();  // (B, T)
   const nn::GPTOutput out = model_.forward(inputs, targets, B_ * T_);
@@ -50,44 +70,58 @@ void CapturedMicroStep::body(double eager_seed) {
   if (!seed_.defined() || seed_.shape() != out.loss.shape() || seed_.dtype() != out.loss.dtype())
     seed_ = Tensor::empty(out.loss.shape(), out.loss.dtype(), device_);
   if (eager_seed >= 0) seed_.fill_(eager_seed);
+  if (reduce) reduction_.before_backward();
   autograd::backward(out.loss, seed_);
+  if (reduce) reduction_.after_backward(loss_sum_);
 }
 
-void CapturedMicroStep::capture() {
+void CapturedMicroStep::capture(Kind kind) {
   // The warm-up's activations sit in the general cache; the graph gets its own copy of them.
   allocator_for(device_).empty_cache();
-  if (!graph_) graph_ = std::make_unique<cuda::Graph>(device_.index);
+  if (!pool_) pool_ = cuda::create_pool(device_.index);
+  Variant& v = variants_[kind];
+  if (!v.graph) v.graph = std::make_unique<cuda::Graph>(device_.index, pool_);
   Generator& gen = model_.generator();
   gen.begin_capture(reinterpret_cast<const uint64_t*>(philox_base_.data_ptr()));
   try {
-    graph_->capture([&] { body(-1.0); });
+    v.graph->capture([&] { body(-1.0, kind == kReducing); });
   } catch (...) {
     gen.end_capture();
     throw;
   }
-  philox_per_step_ = gen.end_capture();
+  const uint64_t consumed = gen.end_capture();
+  // Both kinds run the same model code; only the collectives differ, and they draw no randomness.
+  FT_ASSERT(philox_per_step_ == 0 || consumed == philox_per_step_, "the two micro-step graphs draw ", consumed,
+            " and ", philox_per_step_, " Philox offsets");
+  philox_per_step_ = consumed;
+  last_kernels_ = v.graph->num_kernels();
   if (log_)
-    *log_ << "flashtrain: compile_model: micro-step captured in a CUDA graph (" << graph_->num_kernels()
-          << " kernels, " << graph_->num_nodes() << " nodes; B = " << B_ << ", T = " << T_ << ")\n"
+    *log_ << "flashtrain: compile_model: " << (kind == kReducing ? "last micro-step (with the gradient all-reduces)"
+                                                                 : "micro-step")
+          << " captured in a CUDA graph (" << v.graph->num_kernels() << " kernels, " << v.graph->num_nodes()
+          << " nodes; B = " << B_ << ", T = " << T_ << ")\n"
           << std::flush;
 }
 
-void CapturedMicroStep::run(const Batch& batch, double loss_scale) {
+void CapturedMicroStep::run(const Batch& batch, double loss_scale, bool last) {
   FT_CHECK_ARG(loss_scale > 0, "[compile_model] loss scale must be positive, got ", loss_scale);
   FT_CHECK_ARG(model_.is_training(), "[compile_model] the model must be in training mode");
   load_batch(batch);
-  if (!warmed_up_) {
-    body(loss_scale);
-    warmed_up_ = true;
+  const Kind kind = last && reduces() ? kReducing : kPlain;
+  Variant& v = variants_[kind];
+  if (!v.warmed_up) {
+    body(loss_scale, kind == kReducing);
+    v.warmed_up = true;
     return;
   }
-  if (!captured()) capture();
+  if (!v.graph || !v.graph->captured()) capture(kind);
   Generator& gen = model_.generator();
   const std::vector<int64_t> base = {static_cast<int64_t>(gen.state().offset)};
   philox_base_.copy_(Tensor::from_vector(base, {1}));
   gen.advance(philox_per_step_);
   seed_.fill_(loss_scale);
-  graph_->replay();
+  v.graph->replay();
+  if (kind == kReducing && reduction_.after_replay) reduction_.after_replay();
   ++replays_;
 }
 

@@ -24,9 +24,26 @@
 // first, so the pool does not double the peak) and replays; later ones replay. A batch of another
 // shape re-captures. Nothing else may use the model's generator between runs without the
 // generator staying consistent -- which it does, since the replayer reads it at every run.
+//
+// Data parallel (issue 20): set_reduction() hands in the gradient sum over ranks. Only the LAST
+// micro-step of an optimizer step may all-reduce, so there are two micro-steps, each with its own
+// warm-up and graph: the plain one (run(..., last = false)) and the reducing one (last = true),
+// whose body calls reduction.before_backward() before the backward pass (GradSync::arm: each
+// bucket's grad-ready hook then forks the comm stream from the compute stream by an event and
+// all-reduces the bucket there, inside the capture) and reduction.after_backward(loss_sum) after
+// it (the remaining buckets, the loss all-reduce, the event join back into the compute stream).
+// The replayed graph thus overlaps every bucket's all-reduce with the rest of the backward pass,
+// as the eager pass does, and the loss and gradients the trainer reads next are sums over ranks.
+// With gradient_accumulation_steps = 1 only the reducing graph exists. The two graphs share one
+// allocator pool (cuda::Graph's shared-pool form): they replay one after another on one stream
+// and keep nothing in the pool between replays (the batch, seed, loss and gradients live outside
+// it), so two graphs cost the memory of one. reduction.after_replay() runs after every replay
+// of the reducing graph (the watchdog's event).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 
@@ -40,6 +57,13 @@ namespace cuda {
 class Graph;
 }
 
+// The gradient sum over ranks, as CapturedMicroStep calls it inside the last micro-step (above).
+struct MicroStepReduction {
+  std::function<void()> before_backward;
+  std::function<void(const Tensor& loss_sum)> after_backward;
+  std::function<void()> after_replay;
+};
+
 class CapturedMicroStep {
  public:
   // model: on a CUDA `device`, in training mode, its parameters' gradients set up (views into
@@ -49,33 +73,48 @@ class CapturedMicroStep {
   CapturedMicroStep(const CapturedMicroStep&) = delete;
   CapturedMicroStep& operator=(const CapturedMicroStep&) = delete;
 
+  // Data parallel: the last micro-step of every optimizer step reduces (see above). Before the
+  // first run().
+  void set_reduction(MicroStepReduction reduction);
+  bool reduces() const { return static_cast<bool>(reduction_.after_backward); }
+
   // Zeroes loss_sum(); call before the first micro-step of an optimizer step.
   void begin_step();
-  // One micro-step on `batch` with the backward seeded by loss_scale (see above).
-  void run(const Batch& batch, double loss_scale);
+  // One micro-step on `batch` with the backward seeded by loss_scale (see above); `last`: the
+  // optimizer step's last micro-step, which reduces when set_reduction() was called.
+  void run(const Batch& batch, double loss_scale, bool last = true);
   // The summed micro-step losses since begin_step(), (1) f32 on the device.
   const Tensor& loss_sum() const { return loss_sum_; }
 
-  bool captured() const;
-  int64_t num_kernels() const;           // kernel nodes of the graph, 0 before capture
+  bool captured() const;                 // any of the (at most two) graphs
+  int64_t num_kernels() const;           // kernel nodes of the graph captured last, 0 before capture
   uint64_t philox_per_micro_step() const { return philox_per_step_; }
   int64_t replays() const { return replays_; }
 
  private:
+  enum Kind { kPlain = 0, kReducing = 1 };
+  struct Variant {
+    std::unique_ptr<cuda::Graph> graph;
+    bool warmed_up = false;
+  };
   void load_batch(const Batch& batch);
-  void body(double eager_seed);  // the micro-step; eager_seed < 0: capturing (seed filled outside)
-  void capture();
+  void drop_graphs();
+  // The micro-step; eager_seed < 0: capturing (seed filled outside). reduce: the reducing kind.
+  void body(double eager_seed, bool reduce);
+  void capture(Kind kind);
 
   nn::GPT& model_;
   Device device_;
   std::ostream* log_;
-  std::unique_ptr<cuda::Graph> graph_;
+  MicroStepReduction reduction_;
+  std::array<Variant, 2> variants_;
+  uint64_t pool_ = 0;  // cuda::PoolId shared by the variants' graphs; 0 before the first capture
+  int64_t last_kernels_ = 0;
   Tensor windows_;     // (B, T+1) int32, read by the graph
   Tensor seed_;        // the loss's shape and dtype: the backward seed
   Tensor loss_sum_;    // (1) f32
   Tensor philox_base_; // (1) i64: the logical generator offset of the current replay
   int64_t B_ = 0, T_ = 0;
-  bool warmed_up_ = false;
   uint64_t philox_per_step_ = 0;
   int64_t replays_ = 0;
 };

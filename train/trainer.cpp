@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iomanip>
 #include <ostream>
@@ -33,12 +34,14 @@ LoaderOptions loader_options(const TrainConfig& cfg, const std::vector<std::stri
   return o;
 }
 
-void print_data_parallel_header(std::ostream& out, DataParallel& dp, const TrainConfig& cfg) {
+void print_data_parallel_header(std::ostream& out, DataParallel& dp, const TrainConfig& cfg, bool graph_allreduce) {
   out << "flashtrain: data parallel: " << dp.world_size() << " ranks (" << dp.comm().backend() << "), "
       << dp.world_size() * cfg.tokens_per_step() << " tokens per step in all, "
-      << (dp.zero1() ? "ZeRO-1 (optimizer state sharded)"
-                     : str("gradients all-reduced in ", dp.grad_sync()->buckets().size(), " buckets of ~",
-                           cfg.allreduce_bucket_mb, " MiB", dp.grad_sync()->overlap() ? " during backward" : ""))
+      << (dp.zero1() ? "ZeRO-1 (optimizer state sharded), gradients reduced to their owners" : "gradients all-reduced")
+      << " in " << dp.grad_sync()->buckets().size() << " buckets of ~" << cfg.allreduce_bucket_mb << " MiB"
+      << (dp.grad_sync()->overlap() ? " during backward" : "")
+      << (dp.grad_sync()->wire_dtype() == DType::BF16 ? " in bf16" : "")
+      << (graph_allreduce ? " (inside the last micro-step's CUDA graph)" : "")
       << "\n";
 }
 
@@ -47,6 +50,7 @@ DataParallelOptions data_parallel_options(const TrainConfig& cfg, const AdamWCon
   o.timeout_s = cfg.dist_timeout_s;
   o.bucket_mb = cfg.allreduce_bucket_mb;
   o.zero1 = cfg.zero1;
+  o.grad_wire = cfg.grad_reduce_dtype == GradReduceDType::BF16 ? DType::BF16 : DType::F32;
   o.adamw = adamw;
   o.log = log;
   return o;
@@ -131,7 +135,19 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
   // starts the file over (step 0 keeps nothing of an earlier run's training rows).
   if (!dp_ || dp_->is_root())
     metrics_ = std::make_unique<MetricsLog>((std::filesystem::path(cfg.out_dir) / "metrics.jsonl").string(), step_);
-  if (cfg.compile_model && device_.is_cuda()) graph_step_ = std::make_unique<CapturedMicroStep>(*model_, device_, options_.out);
+  if (cfg.compile_model && device_.is_cuda()) {
+    graph_step_ = std::make_unique<CapturedMicroStep>(*model_, device_, options_.out);
+    // The last micro-step's graph holds the all-reduces, overlapped with its backward pass.
+    // FLASHTRAIN_GRAPH_ALLREDUCE=0 keeps them out of the graph (every bucket after the replay, as
+    // before issue 20): the benchmark's baseline, and a way around a NCCL that cannot be captured.
+    const char* knob = std::getenv("FLASHTRAIN_GRAPH_ALLREDUCE");
+    if (dp_ && !(knob && std::string(knob) == "0")) {
+      DataParallel* dp = dp_.get();
+      graph_step_->set_reduction({[dp] { dp->before_last_backward(); },
+                                  [dp](const Tensor& loss_sum) { dp->after_backward(loss_sum); },
+                                  [dp] { dp->after_graph_replay(); }});
+    }
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -164,7 +180,7 @@ double Trainer::train_step() {
   const Tensor loss_sum = graph_step_ ? graph_step_->loss_sum() : Tensor::zeros({1}, DType::F32, device_);
   for (int64_t a = 0; a < A; ++a) {
     if (graph_step_) {  // compile_model: the same micro-step, replayed from a CUDA graph
-      graph_step_->run(train_loader_->next(), scaler_.scale());
+      graph_step_->run(train_loader_->next(), scaler_.scale(), a == A - 1);
       continue;
     }
     const DeviceBatch b = to_device(train_loader_->next(), device_);
@@ -180,7 +196,8 @@ double Trainer::train_step() {
       autograd::backward(out.loss);
   }
   // Data parallel: gradients and loss become sums over the W ranks; 1/W joins the scale below.
-  if (dp_) dp_->after_backward(loss_sum);
+  // With compile_model the last micro-step did it (inside its graph).
+  if (dp_ && !(graph_step_ && graph_step_->reduces())) dp_->after_backward(loss_sum);
   const double W = world_size();
   const double loss = loss_sum.item() / (static_cast<double>(A) * W);
   if (!std::isfinite(loss)) throw Error(stop_message(loss));
@@ -238,8 +255,10 @@ void Trainer::print_header(std::ostream& out) const {
   out << "flashtrain: " << cfg_.batch_size << " x " << cfg_.max_seq_len << " tokens x " << cfg_.gradient_accumulation_steps
       << " micro-batches = " << cfg_.tokens_per_step() << " tokens per step, " << total_steps_ << " steps ("
       << train_loader_->steps_per_epoch() << " micro-batches per epoch), out_dir " << cfg_.out_dir << "\n";
-  if (dp_) print_data_parallel_header(out, *dp_, cfg_);
+  if (dp_) print_data_parallel_header(out, *dp_, cfg_, graph_step_ && graph_step_->reduces());
   if (cfg_.zero1 && !dp_) out << "flashtrain: note: zero1: true has no effect in a single-process run\n";
+  if (cfg_.grad_reduce_dtype == GradReduceDType::BF16 && !dp_)
+    out << "flashtrain: note: grad_reduce_dtype: bf16 has no effect in a single-process run\n";
   if (cfg_.compile_model && !graph_step_)
     out << "flashtrain: compile_model: true is ignored on the CPU (CUDA graphs need a GPU); running eagerly\n";
   else if (graph_step_)

@@ -1,39 +1,57 @@
 #!/usr/bin/env bash
-# Issue 7's scaling benchmark: GPT-2-small (configs/gpt2-small.yaml), T = 1024, B = 16 per GPU, one
-# micro-batch per step, bf16, eval off, on 1 GPU and on N GPUs (`--nproc N`), ZeRO-1 off and on,
-# plus N GPUs with the bucket overlap turned off (FLASHTRAIN_DP_OVERLAP=0) to show what the overlap
-# gains, and N GPUs with compile_model (CUDA-graph replay; buckets then sync after the replay).
-# tokens/s is the median of the per-interval rates in rank 0's metrics.jsonl after warm-up (the
-# first interval holds start-up and, with compile_model, the capture). peak_mib is rank 0's
-# caching-allocator peak ("peak device memory" of the final line). The run's own final checkpoint
-# is written after the last timed interval; ZeRO-1 gathers it chunk-wise on the host.
+# Data-parallel scaling (issues 7 and 20): GPT-2-small (configs/gpt2-small.yaml), T = 1024, B = 16
+# per GPU, one micro-batch per step, bf16, eval off, STEPS (>= 150) steps a run; flashtrain on 1 GPU
+# and on N GPUs (`--nproc N`) over compile_model, zero1 and grad_reduce_dtype, and PyTorch DDP +
+# torch.compile (bench/train/torch_ddp.py under torchrun, the nanoGPT-style model of
+# torch_nanogpt.py) on 1 and N GPUs of the same machine in the same call.
+#
+# flashtrain rows (about 30 s each; the torch rows about 60-90 s with compilation):
+#   1 GPU   compile_model true / false
+#   N GPUs  compile_model true:  fp32, bf16, zero1, and fp32 with FLASHTRAIN_GRAPH_ALLREDUCE=0
+#           (the all-reduces after the graph replay, as before issue 20: what the in-graph
+#           overlap gains)
+#           compile_model false: fp32, bf16
+# final_loss: the mean of the last 10 logged losses, for what an option does to the loss curve.
+# tokens/s is the median of the per-interval rates in rank 0's metrics.jsonl after step 10 (the
+# first intervals hold start-up and the captures); torch's is one timed stretch after 10 warm-up
+# steps. peak_mib: rank 0's caching-allocator peak ("peak device memory" of the final line) and
+# torch.cuda.max_memory_allocated.
 # Writes OUT_DIR/scaling-rows.jsonl and, via bench/train/scaling_summary.py,
-# bench/results/scaling-<card>.json and .md (when RESULTS_DIR is set: there instead).
+# bench/results/scaling-<card>.json {"card", "commit", "rows": [...]} and .md with the bars (when
+# RESULTS_DIR is set: there instead).
 #   bench/train/scaling.sh BUILD_DIR DATA_DIR OUT_DIR [N_GPUS (default: all)] [STEPS (default 150)]
+# SKIP_TORCH=1 leaves the torch rows out (a machine without torch).
 set -uo pipefail
 build=${1:?build dir}; data=${2:?data dir}; outdir=${3:?out dir}
 ngpu=${4:-$(nvidia-smi -L | wc -l)}; steps=${5:-150}
-export NCCL_NVLS_ENABLE=0
+export NCCL_NVLS_ENABLE=0  # required on these machines: no NVLink multicast
 mkdir -p "$outdir"
 rows=$outdir/scaling-rows.jsonl
 : > "$rows"
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+# Rewritten after every row, so a run cut short by a time limit still leaves its results.
+summary() {
+  python3 bench/train/scaling_summary.py "$rows" --card "$card" --results "${RESULTS_DIR:-bench/results}" > "$outdir/scaling-table.md"
+}
 
-run() {  # run GPUS ZERO1 OVERLAP COMPILE
-  local n=$1 z=$2 ov=$3 cm=$4
-  local tag=g$n-z$z-o$ov-c$cm
-  local run=/tmp/ft-scaling-$tag
+run() {  # run GPUS ZERO1 OVERLAP COMPILE GRAD_DTYPE [GRAPH_ALLREDUCE (1)]
+  local n=$1 z=$2 ov=$3 cm=$4 gd=$5 ga=${6:-1}
+  local tag=g$n-z$z-o$ov-c$cm-$gd-ga$ga
+  local run=$outdir/ft-$tag
   rm -rf "$run"
   local nproc=(); [ "$n" -gt 1 ] && nproc=(--nproc "$n")
-  FLASHTRAIN_DP_OVERLAP=$ov timeout 420 "$build/flashtrain" train configs/gpt2-small.yaml "${nproc[@]}" \
+  FLASHTRAIN_DP_OVERLAP=$ov FLASHTRAIN_GRAPH_ALLREDUCE=$ga timeout 300 "$build/flashtrain" train configs/gpt2-small.yaml "${nproc[@]}" \
     --set max_seq_len=1024 --set batch_size=16 --set gradient_accumulation_steps=1 --set max_steps="$steps" \
     --set log_interval=5 --set eval_interval=0 --set checkpoint_interval=0 --set keep_checkpoints=1 \
-    --set mixed_precision=bf16 --set zero1="$z" --set compile_model="$cm" --set device=cuda \
-    --set out_dir="$run" --set train_data="$data/train_*.bin" --set val_data="$data/val_*.bin" > "$run.log" 2>&1
+    --set mixed_precision=bf16 --set zero1="$z" --set compile_model="$cm" --set grad_reduce_dtype="$gd" \
+    --set device=cuda --set out_dir="$run" --set train_data="$data/train_*.bin" --set val_data="$data/val_*.bin" \
+    > "$run.log" 2>&1
   local rc=$?
-  echo "== gpus=$n zero1=$z overlap=$ov compile_model=$cm (rc $rc)"; grep -E "data parallel|done:|error" "$run.log" | tail -3
-  python3 - "$run/metrics.jsonl" "$run.log" "$n" "$z" "$ov" "$cm" "$rc" >> "$rows" <<'PY'
+  echo "== flashtrain gpus=$n zero1=$z overlap=$ov compile_model=$cm grad_dtype=$gd graph_allreduce=$ga (rc $rc)"
+  grep -E "data parallel|captured|done:|error" "$run.log" | tail -4
+  python3 - "$run/metrics.jsonl" "$run.log" "$n" "$z" "$ov" "$cm" "$gd" "$ga" "$rc" >> "$rows" <<'PY'
 import json, re, statistics, sys
-metrics, log, n, z, ov, cm, rc = sys.argv[1:]
+metrics, log, n, z, ov, cm, gd, ga, rc = sys.argv[1:]
 try:
     steps = [json.loads(l) for l in open(metrics) if '"tokens_per_s"' in l]
 except OSError:
@@ -41,18 +59,57 @@ except OSError:
 timed = [s["tokens_per_s"] for s in steps if s["step"] > 10] or [s["tokens_per_s"] for s in steps[1:]]
 peak = re.findall(r"peak device memory ([0-9.]+) MiB", open(log).read())
 tps = statistics.median(timed) if timed and rc == "0" else None
-print(json.dumps({"gpus": int(n), "zero1": z == "true", "overlap": ov == "1", "compile_model": cm == "true",
-                  "tokens_per_s": tps, "step_ms": 1000 * int(n) * 16 * 1024 / tps if tps else None,
-                  "peak_mib": float(peak[-1]) if peak else None, "rc": int(rc)}))
+# The loss curve's end, to see what an option (the bf16 wire) does to training: the mean of the
+# last 10 logged losses (every run of one world size sees the same data in the same order).
+losses = [s["loss"] for s in steps if "loss" in s]
+print(json.dumps({"impl": "flashtrain", "gpus": int(n), "compile_model": cm == "true", "zero1": z == "true",
+                  "grad_dtype": gd, "overlap": ov == "1", "graph_allreduce": cm == "true" and ga == "1",
+                  "tokens_per_s": tps,
+                  "step_ms": 1000 * int(n) * 16 * 1024 / tps if tps else None,
+                  "peak_mib": float(peak[-1]) if peak else None, "rc": int(rc),
+                  "final_loss": statistics.mean(losses[-10:]) if losses else None}))
 PY
+  rm -rf "$run"  # its end-of-run checkpoint (1.5 GB) is of no use here
+  summary
 }
 
-for z in false true; do run 1 "$z" 1 false; done
+torch_run() {  # torch_run GPUS
+  local n=$1 out=$outdir/torch-g$1.json
+  rm -f "$out"
+  timeout 420 torchrun --standalone --nproc-per-node "$n" bench/train/torch_ddp.py --T 1024 --B 16 \
+    --steps "$steps" --json "$out" > "$outdir/torch-g$n.log" 2>&1
+  local rc=$?
+  echo "== torch_ddp_compile gpus=$n (rc $rc)"; tail -2 "$outdir/torch-g$n.log"
+  python3 - "$out" "$n" "$rc" >> "$rows" <<'PY'
+import json, sys
+out, n, rc = sys.argv[1:]
+try:
+    r = json.load(open(out))
+except (OSError, ValueError):
+    r = {}
+print(json.dumps({"impl": "torch_ddp_compile", "gpus": int(n), "compile_model": True, "zero1": False,
+                  "grad_dtype": "fp32", "overlap": True, "tokens_per_s": r.get("tokens_per_s"),
+                  "step_ms": r.get("step_ms"), "peak_mib": r.get("peak_mib"), "rc": int(rc),
+                  "torch": r.get("torch")}))
+PY
+  summary
+}
+
+# The rows the bars need first (a time limit then cuts the extras): flashtrain's best guess on 1
+# and N GPUs, torch on N, then the options, torch on 1, and the eager and ZeRO-1 rows.
+torch=1; [ "${SKIP_TORCH:-0}" = 1 ] && torch=0
+run 1 false 1 true fp32
 if [ "$ngpu" -gt 1 ]; then
-  for z in false true; do run "$ngpu" "$z" 1 false; done
-  run "$ngpu" false 0 false   # no overlap: all buckets after the backward pass
-  run 1 false 1 true          # compile_model, 1 GPU and N GPUs
-  run "$ngpu" false 1 true
+  run "$ngpu" false 1 true fp32
+  [ $torch = 1 ] && torch_run "$ngpu"
+  run "$ngpu" false 1 true bf16
+  run "$ngpu" false 1 true fp32 0
 fi
-card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-python3 bench/train/scaling_summary.py "$rows" --card "$card" --results "${RESULTS_DIR:-bench/results}" | tee "$outdir/scaling-table.md"
+[ $torch = 1 ] && torch_run 1
+run 1 false 1 false fp32
+if [ "$ngpu" -gt 1 ]; then
+  run "$ngpu" true 1 true fp32
+  run "$ngpu" false 1 false fp32
+  run "$ngpu" false 1 false bf16
+fi
+cat "$outdir/scaling-table.md"

@@ -126,6 +126,17 @@ def make_optimizer(model):
                              lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
 
 
+def train_step(model, opt, x, y):
+    """One optimizer step as nanoGPT takes it: bf16 autocast, backward, clip 1.0, AdamW."""
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(x, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+
+
 def run(impl, T, B, p, steps, warmup, n_batches=4):
     torch.manual_seed(0)
     model = Gpt(T, p).cuda()
@@ -139,14 +150,7 @@ def run(impl, T, B, p, steps, warmup, n_batches=4):
                for _ in range(n_batches)]
 
     def step(i):
-        x, y = batches[i % n_batches]
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(x, y)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        return loss
+        return train_step(model, opt, *batches[i % n_batches])
 
     t0 = time.perf_counter()
     step(0)  # compiles (torch_compile) and allocates optimizer state

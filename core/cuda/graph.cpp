@@ -14,9 +14,13 @@ Graph::Graph(int device) : device_(device) {
   pool_ = create_pool(device);
 }
 
+Graph::Graph(int device, PoolId pool) : device_(device), pool_(pool), owns_pool_(false) {
+  context(device);
+}
+
 Graph::~Graph() {
   reset();
-  release_pool(device_, pool_);
+  if (owns_pool_) release_pool(device_, pool_);
 }
 
 void Graph::reset() {

@@ -30,7 +30,13 @@ namespace ft::cuda {
 class Graph {
  public:
   explicit Graph(int device);
-  ~Graph();  // destroys the graph, then releases the pool
+  // Captures into `pool`, which the caller made (create_pool) and releases after every graph that
+  // uses it is gone. Graphs may share a pool when they are replayed one after another on the
+  // device's stream and none leaves a pool block in use for another to read: each capture then
+  // reuses the blocks the previous ones freed, and the pool holds the largest graph's memory,
+  // not the sum (CapturedMicroStep's plain and reducing micro-steps).
+  Graph(int device, PoolId pool);
+  ~Graph();  // destroys the graph, then releases the pool if it made it
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
@@ -52,6 +58,7 @@ class Graph {
 
   int device_;
   PoolId pool_ = 0;
+  bool owns_pool_ = true;
   CUgraph_st* graph_ = nullptr;
   CUgraphExec_st* exec_ = nullptr;
   int64_t nodes_ = 0, kernels_ = 0;

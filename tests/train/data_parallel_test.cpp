@@ -22,8 +22,10 @@
 #include "autograd/functions/elementwise.h"
 #include "autograd/functions/reduce.h"
 #include "autograd/variable.h"
+#include "core/half.h"
 #include "data_parallel_test_util.h"
 #include "ops/dropout.h"
+#include "ops/elementwise.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/dist/cpu_communicator.h"
 #include "train/dist_data_parallel.h"
@@ -84,19 +86,30 @@ TEST(GradReadyHook, FiresOnceAfterTheLastContributionOfALeafUsedTwice) {
   EXPECT_EQ(calls, 1);  // removed
 }
 
-// A world of one that records, at launch time, what each all-reduce was given.
+// A world of one that records, at launch time, what each all-reduce was given -- or, posing as a
+// world of `world` ranks (it moves nothing), which reduces went to which root.
 class RecordingComm final : public Communicator {
  public:
+  explicit RecordingComm(int world = 1) : world_(world) {}
   int rank() const override { return 0; }
-  int world_size() const override { return 1; }
+  int world_size() const override { return world_; }
   const char* backend() const override { return "recording"; }
   void all_reduce_sum_(const Tensor& t) override { launches.push_back({t.offset(), t.to_floats()}); }
+  void reduce_sum_(const Tensor& t, int root) override { reduces.push_back({t.offset(), t.numel(), root}); }
   void reduce_scatter_sum(const Tensor&, const Tensor&) override {}
   void all_gather(const Tensor&, const Tensor&) override {}
   void comm_waits_for_compute() override {}
   void compute_waits_for_comm() override {}
   void barrier() override {}
   std::vector<std::pair<int64_t, std::vector<float>>> launches;
+  struct Reduce {
+    int64_t offset, numel;
+    int root;
+  };
+  std::vector<Reduce> reduces;
+
+ private:
+  int world_;
 };
 
 TEST(GradSync, BucketsTileTheArenaAndLaunchDuringBackwardWithFinalGradients) {
@@ -152,6 +165,71 @@ TEST(GradSync, BucketsTileTheArenaAndLaunchDuringBackwardWithFinalGradients) {
   std::filesystem::remove_all(dir);
 }
 
+// grad_reduce_dtype: bf16 -- each bucket goes out rounded to bf16, and what comes back (here the
+// "sum" of a world of one: the bucket itself) is widened into the fp32 arena.
+TEST(GradSync, Bf16WireRoundsEachBucketAndWidensTheSumBackIntoTheArena) {
+  const std::string dir = fresh_dir("gradsync_bf16");
+  TrainConfig cfg = test::synthetic_config(dir);
+  Trainer trainer(cfg);
+  RecordingComm comm;
+  GradSync sync(trainer.arena(), trainer.model(), comm, /*bucket_mb=*/0.005, DType::BF16);
+  EXPECT_EQ(sync.wire_dtype(), DType::BF16);
+  trainer.arena().zero_grads();
+  const Tensor tokens = Tensor::from_vector(std::vector<int32_t>(8 * 17, 3), {8, 17});
+  const Tensor inputs = tokens.slice(1, 0, 16).contiguous(), targets = tokens.slice(1, 1, 17).contiguous();
+  const nn::GPTOutput out = trainer.model().forward(inputs, targets, 8 * 16);
+  sync.arm();
+  autograd::backward(out.loss);
+  const std::vector<float> fp32 = trainer.arena().grads().to_floats();
+  sync.finish();
+  ASSERT_EQ(comm.launches.size(), sync.buckets().size());
+  std::vector<float> rounded(fp32.size());
+  for (size_t i = 0; i < fp32.size(); ++i) rounded[i] = bf16_to_float(float_to_bf16(fp32[i]));
+  for (const auto& [offset, values] : comm.launches) {
+    ASSERT_GE(offset, 0);
+    for (size_t i = 0; i < values.size(); ++i)
+      ASSERT_EQ(values[i], rounded[static_cast<size_t>(offset) + i]) << "element " << offset + i << " went out unrounded";
+  }
+  EXPECT_EQ(trainer.arena().grads().to_floats(), rounded);
+  EXPECT_NE(rounded, fp32) << "the test wants gradients that bf16 does not hold exactly";
+  std::filesystem::remove_all(dir);
+}
+
+// ZeRO-1: with shards of n over 3 ranks, the buckets' pieces go to their owners: the reduces tile
+// [0, 3n) with root = offset / n and never cross a shard boundary, and the all-reduces tile the
+// tail [3n, N) -- all launched during the backward pass.
+TEST(GradSync, ZeroOneBucketsAreReducedToTheRanksThatOwnThem) {
+  const std::string dir = fresh_dir("gradsync_zero1");
+  TrainConfig cfg = test::synthetic_config(dir);
+  Trainer trainer(cfg);
+  const int64_t N = trainer.arena().numel(), W = 3, n = N / (16 * W) * 16;
+  ASSERT_GT(N - W * n, 0) << "the test wants a tail";
+  RecordingComm comm(W);
+  GradSync sync(trainer.arena(), trainer.model(), comm, /*bucket_mb=*/0.005, DType::F32, n);
+  trainer.arena().zero_grads();
+  const Tensor tokens = Tensor::from_vector(std::vector<int32_t>(8 * 17, 3), {8, 17});
+  const nn::GPTOutput out =
+      trainer.model().forward(tokens.slice(1, 0, 16).contiguous(), tokens.slice(1, 1, 17).contiguous(), 8 * 16);
+  sync.arm();
+  autograd::backward(out.loss);
+  EXPECT_GE(sync.buckets().size(), 3u);
+  const size_t early = comm.reduces.size() + comm.launches.size();
+  sync.finish();
+  EXPECT_GT(early, 0u) << "pieces launch during the backward pass";
+  std::vector<int> covered(static_cast<size_t>(N), 0);
+  for (const auto& r : comm.reduces) {
+    EXPECT_EQ(r.root, r.offset / n) << "piece at " << r.offset;
+    EXPECT_LE(r.offset + r.numel, (r.root + 1) * n) << "a piece crosses its owner's shard end";
+    for (int64_t i = r.offset; i < r.offset + r.numel; ++i) ++covered[static_cast<size_t>(i)];
+  }
+  for (const auto& [offset, values] : comm.launches) {
+    EXPECT_GE(offset, W * n) << "only the tail is all-reduced";
+    for (int64_t i = offset; i < offset + static_cast<int64_t>(values.size()); ++i) ++covered[static_cast<size_t>(i)];
+  }
+  for (int64_t i = 0; i < N; ++i) ASSERT_EQ(covered[static_cast<size_t>(i)], 1) << "element " << i;
+  std::filesystem::remove_all(dir);
+}
+
 // ---- the CPU communicator over a real rendezvous: 3 ranks, sums checked against hand sums ----
 
 TEST(CpuCommunicator, AllReduceReduceScatterInPlaceAndAllGatherOnThreeRanks) {
@@ -182,6 +260,31 @@ TEST(CpuCommunicator, AllReduceReduceScatterInPlaceAndAllGatherOnThreeRanks) {
   for (size_t r = 0; r < pids.size(); ++r) {
     const int st = test::dp_detail::wait_until(pids[r], std::chrono::steady_clock::now() + std::chrono::seconds(30));
     EXPECT_EQ(st, 0) << "rank " << r << " (10: all-reduce, 11: reduce-scatter, 12: all-gather wrong; -1: hung)";
+    if (st == -1) ::kill(pids[r], SIGKILL);
+  }
+}
+
+// bf16 all-reduce: the widened values are summed in fp32 and rounded once. Element 0 shows the
+// single rounding: 1 + 2^-8 + 2^-8 = 1 + 2^-7 is a bf16, while rounding after each addition
+// (1 + 2^-8 -> 1 by round-to-even) would give 1.
+TEST(CpuCommunicator, Bf16AllReduceSumsInFp32AndRoundsOnceOnThreeRanks) {
+  const std::vector<pid_t> pids = test::dp_detail::fork_ranks(3, [](int rank) {
+    const DistEnv env = detect_dist_env();
+    Rendezvous rdv(env, 20);
+    CpuCommunicator comm(rdv);
+    const Tensor x = Tensor::from_floats({rank == 0 ? 1.0f : 0.00390625f, 3.0f, -0.5f * static_cast<float>(rank)}, {3},
+                                         DType::F32);
+    const Tensor y = ops::cast(x, DType::BF16);
+    comm.all_reduce_sum_(y);
+    if (y.dtype() != DType::BF16) return 13;
+    const std::vector<float> got = y.to_floats();
+    if (got != std::vector<float>{1.0078125f, 9.0f, -1.5f}) return 10;
+    comm.barrier();
+    return 0;
+  });
+  for (size_t r = 0; r < pids.size(); ++r) {
+    const int st = test::dp_detail::wait_until(pids[r], std::chrono::steady_clock::now() + std::chrono::seconds(30));
+    EXPECT_EQ(st, 0) << "rank " << r << " (10: wrong sum; -1: hung)";
     if (st == -1) ::kill(pids[r], SIGKILL);
   }
 }
@@ -224,6 +327,35 @@ TEST(DataParallel, TwoRanksOfBEqualOneRankOf2B) {
   // Only rank 0 wrote: its checkpoint and metrics exist, and nothing else in out_dir names rank 1.
   EXPECT_TRUE(std::filesystem::exists(two.out_dir + "/ckpt-6/model.safetensors"));
   EXPECT_TRUE(std::filesystem::exists(two.out_dir + "/metrics.jsonl"));
+  std::filesystem::remove_all(dir);
+}
+
+// grad_reduce_dtype: bf16 against the fp32 reference of one process with the whole batch: the
+// same to bf16 rounding of the summed gradients (Adam divides by sqrt(v), so a relative 2^-9 on a
+// gradient is a relative 2^-9 on its update, except where a near-zero gradient flips sign).
+TEST(DataParallel, TwoRanksOfBWithBf16GradientReductionMatchOneRankOf2BToBf16Rounding) {
+  const std::string dir = fresh_dir("bf16wire");
+  const TrainConfig one = dp_config(dir, 8, 1);
+  TrainConfig two = dp_config(dir, 8, 2);
+  two.out_dir = dir + "/bf16";
+  two.grad_reduce_dtype = GradReduceDType::BF16;
+  TrainConfig fp32 = dp_config(dir, 8, 2);
+  fp32.out_dir = dir + "/fp32";
+  const RankRun ref = run_single(one, {});
+  const std::vector<RankRun> ranks = run_ranks(two, 2, {});
+  const std::vector<RankRun> wide = run_ranks(fp32, 2, {});
+  for (const RankRun& r : ranks) ASSERT_EQ(r.status, 0) << r.error;
+  for (const RankRun& r : wide) ASSERT_EQ(r.status, 0) << r.error;
+  ASSERT_EQ(ranks[0].losses.size(), ref.losses.size());
+  for (size_t i = 0; i < ref.losses.size(); ++i)
+    EXPECT_NEAR(ranks[0].losses[i], ref.losses[i], 2e-3 * std::fabs(ref.losses[i])) << "step " << i + 1;
+  EXPECT_EQ(ranks[0].master, ranks[1].master) << "every rank widens the same bf16 sum: replicas stay identical";
+  const double d_bf16 = max_abs_diff(ranks[0].master, ref.master);
+  const double d_fp32 = max_abs_diff(wide[0].master, ref.master);
+  std::cout << "2 ranks x B vs 1 x 2B after 6 steps, max |param diff|: bf16 wire " << d_bf16 << ", fp32 wire "
+            << d_fp32 << " (lr " << two.lr << ")\n";
+  EXPECT_GT(d_bf16, d_fp32) << "the bf16 wire must round something (else the option did nothing)";
+  EXPECT_LT(d_bf16, 6 * two.lr) << "more than an lr-sized step per step off: not just rounding";
   std::filesystem::remove_all(dir);
 }
 

@@ -11,7 +11,9 @@
 namespace ft {
 
 int run_train(const TrainOptions& options, const TrainConfig& cfg, std::ostream& out, std::ostream& err) {
-  if (options.nproc > 1) {
+  // NNODES / NODE_RANK / MASTER_ADDR / MASTER_PORT: this host is one node of several.
+  const LaunchOptions nodes = node_launch_options();
+  if (options.nproc > 1 || nodes.nnodes > 1) {
     // This process only launches: N copies of flashtrain, same arguments minus --nproc, each a rank.
     const DistEnv env = detect_dist_env();
     if (env.launcher != "single")
@@ -19,7 +21,7 @@ int run_train(const TrainOptions& options, const TrainConfig& cfg, std::ostream&
                       "); use one launcher"));
     std::vector<std::string> child_args = {"train"};
     for (const auto& a : without_nproc(options.args)) child_args.push_back(a);
-    return launch_local(options.nproc, child_args, err);
+    return launch_local(options.nproc, child_args, err, nodes);
   }
   TrainerOptions to;
   to.resume = options.resume;

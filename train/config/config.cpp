@@ -50,6 +50,14 @@ const char* to_string(Activation v) {
   return "?";
 }
 
+const char* to_string(GradReduceDType v) {
+  switch (v) {
+    case GradReduceDType::FP32: return "fp32";
+    case GradReduceDType::BF16: return "bf16";
+  }
+  return "?";
+}
+
 namespace {
 
 // Where a value came from and which key it is for: every message starts "<source>: ".
@@ -295,6 +303,7 @@ const std::vector<KeySpec>& key_table() {
       FT_BOOL_KEY(deterministic),
       FT_BOOL_KEY(zero1),
       FT_DOUBLE_KEY(allreduce_bucket_mb, positive_double),
+      FT_ENUM_KEY(grad_reduce_dtype, {"fp32", GradReduceDType::FP32}, {"bf16", GradReduceDType::BF16}),
       FT_DOUBLE_KEY(dist_timeout_s, positive_double),
   };
   return table;

@@ -26,11 +26,13 @@ enum class MixedPrecision { BF16, FP16, FP32 };
 enum class DeviceChoice { Auto, Cuda, Cpu };
 enum class LrDecay { Cosine, Linear, Constant };
 enum class Activation { Gelu, Relu };
+enum class GradReduceDType { FP32, BF16 };
 
 const char* to_string(MixedPrecision v);  // "bf16" | "fp16" | "fp32"
 const char* to_string(DeviceChoice v);    // "auto" | "cuda" | "cpu"
 const char* to_string(LrDecay v);         // "cosine" | "linear" | "constant"
 const char* to_string(Activation v);      // "gelu" | "relu"
+const char* to_string(GradReduceDType v); // "fp32" | "bf16"
 
 struct TrainConfig {
   // ---- model ----
@@ -93,6 +95,10 @@ struct TrainConfig {
   // ---- data parallel (issue 7; one process per GPU, batch_size is per GPU) ----
   bool zero1 = false;                 // shard AdamW's state (and the update) across ranks
   double allreduce_bucket_mb = 25.0;  // gradient all-reduce bucket size, launched during backward
+  // The all-reduce's wire format (issue 20). bf16 halves the traffic: each bucket is rounded to
+  // bf16, summed over ranks in bf16 and widened back into the fp32 gradient arena, so the sum
+  // carries bf16 rounding (a relative 2^-9 per element and per addition). ZeRO-1's reductions too.
+  GradReduceDType grad_reduce_dtype = GradReduceDType::FP32;
   double dist_timeout_s = 300.0;      // a rank, NCCL op or rendezvous that takes longer ends the job
   std::string out_dir = "runs/gpt2-small";
 

@@ -4,9 +4,11 @@
 
 namespace ft {
 
-void check_collective_tensor(const char* op, const Tensor& t, Device device) {
+void check_collective_tensor(const char* op, const Tensor& t, Device device, bool allow_bf16) {
   FT_CHECK_ARG(t.defined(), "[dist] ", op, ": undefined tensor");
-  FT_CHECK_ARG(t.dtype() == DType::F32 && t.is_contiguous(), "[dist] ", op, ": needs a contiguous f32 tensor, got ",
+  const bool dtype_ok = t.dtype() == DType::F32 || (allow_bf16 && t.dtype() == DType::BF16);
+  FT_CHECK_ARG(dtype_ok && t.is_contiguous(), "[dist] ", op, ": needs a contiguous ", allow_bf16 ? "f32 or bf16" : "f32",
+               " tensor, got ",
                t.dtype(), " ", t.shape(), t.is_contiguous() ? "" : " (strided)");
   FT_CHECK_ARG(t.device() == device, "[dist] ", op, ": tensor on ", t.device(), ", the communicator on ", device);
 }

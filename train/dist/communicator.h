@@ -18,6 +18,8 @@
 // ends the process with a message naming the rank and what failed (see the implementations).
 #pragma once
 
+#include <string>
+
 #include "core/tensor.h"
 
 namespace ft {
@@ -30,8 +32,15 @@ class Communicator {
   virtual int world_size() const = 0;
   virtual const char* backend() const = 0;  // "nccl" | "cpu"
 
-  // t = sum over ranks of t, in place. t: contiguous f32 (any numel, a one-element norm too).
+  // t = sum over ranks of t, in place. t: contiguous f32 (any numel, a one-element norm too) or
+  // bf16 (gradients on a half-width wire, issue 20): NCCL adds bf16 pairs in fp32 and rounds each
+  // partial sum to bf16; the CPU sockets sum the widened values in fp32 and round once. With two
+  // ranks both are round(a + b).
   virtual void all_reduce_sum_(const Tensor& t) = 0;
+  // On rank `root`, t = sum over ranks of t, in place; elsewhere t is unspecified afterwards (NCCL
+  // leaves it as it was, the CPU sockets leave the sum). f32 or bf16, as all_reduce_sum_. ZeRO-1's
+  // gradient buckets go to the rank that owns them (train/grad_sync.h).
+  virtual void reduce_sum_(const Tensor& t, int root) = 0;
   // out (numel n) = the rank's n-slice [rank*n, (rank+1)*n) of the sum over ranks of in
   // (numel world_size*n). Contiguous f32. out may be in's own rank-th slice (in place, as ZeRO-1
   // does on the gradient arena); no other overlap.
@@ -43,13 +52,20 @@ class Communicator {
   virtual void comm_waits_for_compute() = 0;
   virtual void compute_waits_for_comm() = 0;
 
+  // CUDA graphs. Collectives issued while the compute stream is being captured become graph nodes
+  // (NCCL >= 2.9); they run at every replay, where no per-call watchdog event can see them. After
+  // a replay the caller names what the replayed graph holds: an event recorded now on the compute
+  // stream is watched like a collective, so a peer that dies mid-replay still ends this rank
+  // within the timeout. CPU: nothing to watch.
+  virtual void watch_compute_stream(const std::string& what) { (void)what; }
+
   // Every rank arrives here before any leaves (host-side; waits for the collectives enqueued).
   virtual void barrier() = 0;
 };
 
-// Checks shared by the implementations: contiguous f32 on `device`, the numel relation. `op` names
-// the collective in the message.
-void check_collective_tensor(const char* op, const Tensor& t, Device device);
+// Checks shared by the implementations: contiguous f32 (or bf16 where allow_bf16) on `device`, the
+// numel relation. `op` names the collective in the message.
+void check_collective_tensor(const char* op, const Tensor& t, Device device, bool allow_bf16 = false);
 // reduce_scatter_sum / all_gather: `whole` holds world_size times the elements of `part`.
 void check_world_multiple(const char* op, const char* whole_name, const Tensor& whole, const char* part_name,
                           const Tensor& part, int world_size);

@@ -3,11 +3,28 @@
 #include <cstring>
 #include <vector>
 
+#include "core/half.h"
+
 namespace ft {
 
 void CpuCommunicator::all_reduce_sum_(const Tensor& t) {
-  check_collective_tensor("all_reduce_sum_", t, Device::cpu());
-  if (t.numel() > 0) rdv_.all_reduce_sum(t.data<float>(), static_cast<size_t>(t.numel()));
+  check_collective_tensor("all_reduce_sum_", t, Device::cpu(), /*allow_bf16=*/true);
+  if (t.numel() == 0) return;
+  if (t.dtype() == DType::F32) {
+    rdv_.all_reduce_sum(t.data<float>(), static_cast<size_t>(t.numel()));
+    return;
+  }
+  // bf16: the widened values summed in fp32 (on rank 0, in rank order), rounded once on the way back.
+  bf16* p = t.data<bf16>();
+  std::vector<float> wide(static_cast<size_t>(t.numel()));
+  for (size_t i = 0; i < wide.size(); ++i) wide[i] = bf16_to_float(p[i]);
+  rdv_.all_reduce_sum(wide.data(), wide.size());
+  for (size_t i = 0; i < wide.size(); ++i) p[i] = float_to_bf16(wide[i]);
+}
+
+void CpuCommunicator::reduce_sum_(const Tensor& t, int root) {
+  FT_CHECK_ARG(root >= 0 && root < world_size(), "[dist] reduce_sum_: root ", root, " of ", world_size(), " ranks");
+  all_reduce_sum_(t);
 }
 
 void CpuCommunicator::reduce_scatter_sum(const Tensor& in, const Tensor& out) {

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <ostream>
 #include <random>
@@ -57,7 +58,9 @@ std::string signal_text(int sig) {
 
 bool overridden(const char* entry) {
   static const char* const kNames[] = {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=",
-                                       "MASTER_PORT=", "FLASHTRAIN_JOB_ID=", "FLASHTRAIN_LAUNCHER="};
+                                       "MASTER_PORT=", "FLASHTRAIN_JOB_ID=", "FLASHTRAIN_LAUNCHER=",
+                                       // a rank is no launcher: the node variables stop here
+                                       "NNODES=", "NODE_RANK="};
   for (const char* n : kNames)
     if (std::strncmp(entry, n, std::strlen(n)) == 0) return true;
   return false;
@@ -99,12 +102,49 @@ std::vector<std::string> without_nproc(const std::vector<std::string>& args) {
   return out;
 }
 
+LaunchOptions node_launch_options(const std::function<const char*(const char*)>& getenv_fn) {
+  auto get = [&](const char* name) -> const char* {
+    const char* v = getenv_fn(name);
+    return v && *v ? v : nullptr;
+  };
+  auto integer = [&](const char* name, long long lo, long long hi) {
+    const char* v = get(name);
+    char* end = nullptr;
+    errno = 0;
+    const long long x = std::strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || errno == ERANGE || x < lo || x > hi)
+      throw Error(str("launcher environment: ", name, "='", v, "' is not an integer in ", lo, "..", hi));
+    return static_cast<int>(x);
+  };
+  LaunchOptions o;
+  if (get("NNODES")) o.nnodes = integer("NNODES", 1, 4096);
+  if (get("NODE_RANK")) o.node_rank = integer("NODE_RANK", 0, 4095);
+  FT_CHECK_ARG(o.node_rank < o.nnodes, "launcher environment: NODE_RANK=", o.node_rank, " must be below NNODES=",
+               o.nnodes);
+  if (o.nnodes == 1) return o;  // one node: the launcher picks its own port, as without NNODES
+  FT_CHECK_ARG(get("MASTER_ADDR") && get("MASTER_PORT"), "launcher environment: NNODES=", o.nnodes,
+               " needs MASTER_ADDR and MASTER_PORT (node 0's address and a port every node uses)");
+  o.master_addr = get("MASTER_ADDR");
+  o.master_port = integer("MASTER_PORT", 1, 65535);
+  if (get("FLASHTRAIN_JOB_ID")) o.job_id = get("FLASHTRAIN_JOB_ID");
+  return o;
+}
+
 int launch_local(int nproc, const std::vector<std::string>& child_args, std::ostream& log, const LaunchOptions& options) {
   FT_CHECK_ARG(nproc >= 1 && nproc <= 1024, "launch_local: nproc = ", nproc, " must be in 1..1024");
   FT_CHECK_ARG(options.grace_s >= 0, "launch_local: grace ", options.grace_s, " s must be >= 0");
+  FT_CHECK_ARG(options.nnodes >= 1 && options.node_rank >= 0 && options.node_rank < options.nnodes,
+               "launch_local: node rank ", options.node_rank, " of ", options.nnodes, " nodes");
+  const bool nodes = options.nnodes > 1;
+  FT_CHECK_ARG(!nodes || options.master_port > 0, "launch_local: ", options.nnodes,
+               " nodes need a master port that every node knows");
   const int port = options.master_port > 0 ? options.master_port : pick_free_port();
   std::random_device rd;
-  const std::string job_id = str("flashtrain-local-", ::getpid(), "-", port, "-", std::hex, rd());
+  // One node: a fresh id per launch. Several: every node's launcher must derive the same one.
+  const std::string job_id = !options.job_id.empty() ? options.job_id
+                             : nodes ? str("flashtrain-nodes@", options.master_addr, ":", port)
+                                     : str("flashtrain-local-", ::getpid(), "-", port, "-", std::hex, rd());
+  const int first_rank = options.node_rank * nproc, world = options.nnodes * nproc;
 
   // Everything the children need is built before the first fork: between fork and exec only
   // async-signal-safe calls are allowed (the launcher may have threads).
@@ -128,11 +168,11 @@ int launch_local(int nproc, const std::vector<std::string>& child_args, std::ost
   std::vector<std::vector<char*>> envp(static_cast<size_t>(nproc));
   for (int r = 0; r < nproc; ++r) {
     auto& e = env_s[static_cast<size_t>(r)];
-    e.push_back(str("RANK=", r));
-    e.push_back(str("WORLD_SIZE=", nproc));
+    e.push_back(str("RANK=", first_rank + r));
+    e.push_back(str("WORLD_SIZE=", world));
     e.push_back(str("LOCAL_RANK=", r));
     e.push_back(str("LOCAL_WORLD_SIZE=", nproc));
-    e.push_back("MASTER_ADDR=127.0.0.1");
+    e.push_back("MASTER_ADDR=" + options.master_addr);
     e.push_back(str("MASTER_PORT=", port));
     e.push_back("FLASHTRAIN_JOB_ID=" + job_id);
     e.push_back("FLASHTRAIN_LAUNCHER=flashtrain");
@@ -208,7 +248,7 @@ int launch_local(int nproc, const std::vector<std::string>& child_args, std::ost
       if (failed && !stopping) {
         const std::string how = WIFSIGNALED(st) ? str("signal ", signal_text(WTERMSIG(st))) : str("status ", WEXITSTATUS(st));
         rc = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
-        log << "flashtrain: rank " << i << " exited with " << how;
+        log << "flashtrain: rank " << first_rank + static_cast<int>(i) << " exited with " << how;
         if (n_alive > 0) log << "; stopping the other ranks";
         log << std::endl;
         begin_stop();

@@ -97,12 +97,22 @@ class NcclCommunicator final : public Communicator {
   const char* backend() const override { return "nccl"; }
 
   void all_reduce_sum_(const Tensor& t) override {
-    check_collective_tensor("all_reduce_sum_", t, device_);
+    check_collective_tensor("all_reduce_sum_", t, device_, /*allow_bf16=*/true);
     if (t.numel() == 0) return;
-    NCCL_CHECK_RANK(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), ncclFloat, ncclSum,
+    NCCL_CHECK_RANK(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), nccl_type(t), ncclSum,
                                   comm_, comm_stream_),
                     comm_, rank_);
-    track("all-reduce of " + std::to_string(t.numel()) + " floats");
+    track("all-reduce of " + std::to_string(t.numel()) + type_words(t));
+  }
+
+  void reduce_sum_(const Tensor& t, int root) override {
+    check_collective_tensor("reduce_sum_", t, device_, /*allow_bf16=*/true);
+    FT_CHECK_ARG(root >= 0 && root < world_, "[dist] reduce_sum_: root ", root, " of ", world_, " ranks");
+    if (t.numel() == 0) return;
+    NCCL_CHECK_RANK(ncclReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), nccl_type(t), ncclSum, root,
+                               comm_, comm_stream_),
+                    comm_, rank_);
+    track("reduce to rank " + std::to_string(root) + " of " + std::to_string(t.numel()) + type_words(t));
   }
 
   void reduce_scatter_sum(const Tensor& in, const Tensor& out) override {
@@ -138,6 +148,8 @@ class NcclCommunicator final : public Communicator {
     CUDA_CHECK(cudaStreamWaitEvent(compute_, comm_mark_, 0));
   }
 
+  void watch_compute_stream(const std::string& what) override { track(what, compute_); }
+
   void barrier() override {
     if (!barrier_word_.defined()) barrier_word_ = Tensor::zeros({1}, DType::F32, device_);
     comm_waits_for_compute();
@@ -153,6 +165,17 @@ class NcclCommunicator final : public Communicator {
     std::string what;
   };
 
+  // f32, or bf16 (the half-width gradient wire; NCCL >= 2.10).
+  ncclDataType_t nccl_type(const Tensor& t) const {
+    if (t.dtype() == DType::F32) return ncclFloat;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
+    return ncclBfloat16;
+#else
+    throw Error(str("[dist] rank ", rank_, ": bf16 collectives need NCCL >= 2.10 (grad_reduce_dtype: fp32)"));
+#endif
+  }
+  static const char* type_words(const Tensor& t) { return t.dtype() == DType::F32 ? " floats" : " bf16"; }
+
   void stop_monitor() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -162,8 +185,15 @@ class NcclCommunicator final : public Communicator {
     if (monitor_.joinable()) monitor_.join();
   }
 
-  // Records an event after the collective just enqueued, for the monitor to watch.
-  void track(std::string what) {
+  // Records an event after the collective just enqueued (on `stream`, the comm stream by default),
+  // for the monitor to watch. Not while the stream is being captured into a CUDA graph: an event
+  // recorded there marks a graph node, not a point in time, and querying it from the monitor
+  // would fail; the replays are watched through watch_compute_stream instead.
+  void track(std::string what, cudaStream_t stream = nullptr) {
+    if (!stream) stream = comm_stream_;
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+    if (capturing != cudaStreamCaptureStatusNone) return;
     cudaEvent_t e = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -173,7 +203,7 @@ class NcclCommunicator final : public Communicator {
       }
     }
     if (!e) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventRecord(e, comm_stream_));
+    CUDA_CHECK(cudaEventRecord(e, stream));
     std::lock_guard<std::mutex> lock(mu_);
     pending_.push_back({e, Clock::now(), std::move(what)});
   }

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "data/shard.h"
+#include "tests/train/process_test_util.h"
 #include "tests/train/train_test_util.h"
 #include "train/cli/cli.h"
 #include "train/dist/dist_env.h"
@@ -36,16 +37,7 @@ void expect_contains(const std::string& text, const std::string& part) {
   EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
 }
 
-// KEY=VALUE lines (as `env` prints them) into a map.
-std::map<std::string, std::string> parse_env(const std::string& text) {
-  std::map<std::string, std::string> m;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const size_t eq = line.find('=');
-    if (eq != std::string::npos) m[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return m;
-}
+using test::parse_env;
 
 TEST(LocalLauncher, EveryRankGetsItsEnvironmentAndAllZeroReturnsZero) {
   test::ScratchDir dir;
