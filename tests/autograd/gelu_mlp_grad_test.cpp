@@ -89,7 +89,9 @@ void expect_cuda_matches(DType dt, double tol, bool preset) {
   EXPECT_LT(test::rel_error(y, ref[0]), tol);
   for (size_t i = 0; i < in.size(); ++i) {
     EXPECT_LT(test::rel_error(grad(in[i]), ref[i + 1]), tol) << "input " << i;
-    if (preset && i > 0) EXPECT_TRUE(grad(in[i]).is_same(sinks[i - 1])) << "input " << i;
+    if (preset && i > 0) {
+      EXPECT_TRUE(grad(in[i]).is_same(sinks[i - 1])) << "input " << i;
+    }
   }
 }
 
