@@ -206,16 +206,14 @@ __global__ void __launch_bounds__(kBwdWarps * kWarpSize)
     for (int r = 0; r < 2; ++r) {
       const int64_t row = pair_row(pair, r);
       if (row >= p.rows) break;  // uniform over the warp
-      // gy is loaded with y and gz, before the row sums, so that its latency hides under them.
-      Chunk<T> yr[kIters], gr[kIters], gyr[kIters];
+      Chunk<T> yr[kIters], gr[kIters];
 #pragma unroll
       for (int k = 0; k < kIters; ++k) {
         const int i = lane + k * kWarpSize;
-        yr[k] = gr[k] = gyr[k] = zero_chunk<T>();
+        yr[k] = gr[k] = zero_chunk<T>();
         if (i < nvec) {
           yr[k] = load_raw<T, kChunk>(y + row * p.cols + i * kChunk);
           gr[k] = load_raw<T, kChunk>(gz + row * p.cols + i * kChunk);
-          if constexpr (kGy) gyr[k] = load_raw<T, kChunk>(gy + row * p.cols + i * kChunk);
         }
       }
       const float mu = p.mean[row], rs = p.rstd[row];
@@ -227,7 +225,7 @@ __global__ void __launch_bounds__(kBwdWarps * kWarpSize)
         if (i < nvec) {
           float gyv[kChunk], out[kChunk];
           layernorm_grad_row_dx<T>(yr[k], gr[k], wr[k], mu, rs, mean_g, mean_gx, out);
-          if constexpr (kGy) unpack_vec<T>(gyr[k], gyv);
+          if constexpr (kGy) unpack_vec<T>(load_raw<T, kChunk>(gy + row * p.cols + i * kChunk), gyv);
 #pragma unroll
           for (int j = 0; j < kChunk; ++j) {
             // The LayerNorm gradient rounded to T, then gy added and rounded: the unfused
