@@ -33,13 +33,14 @@ DataParallel::DataParallel(const DistEnv& env, Device device, ParamArena& arena,
   } else {
     comm_ = std::make_unique<CpuCommunicator>(*rendezvous_);
   }
-  // ZeRO-1: the same buckets, each piece reduced to the rank that owns it (train/grad_sync.h).
-  if (options.zero1) zero1_ = std::make_unique<Zero1>(arena, options.adamw, *comm_);
-  grad_sync_ = std::make_unique<GradSync>(arena, model, *comm_, options.bucket_mb, options.grad_wire,
-                                          zero1_ ? zero1_->shard_numel() : 0);
-  // FLASHTRAIN_DP_OVERLAP=0 turns the overlap off: the benchmark's way of measuring what it gains.
-  const char* knob = std::getenv("FLASHTRAIN_DP_OVERLAP");
-  grad_sync_->set_overlap(options.overlap && !(knob && std::string(knob) == "0"));
+  if (options.zero1) {
+    zero1_ = std::make_unique<Zero1>(arena, options.adamw, *comm_);
+  } else {
+    grad_sync_ = std::make_unique<GradSync>(arena, model, *comm_, options.bucket_mb, options.grad_wire);
+    // FLASHTRAIN_DP_OVERLAP=0 turns the overlap off: the benchmark's way of measuring what it gains.
+    const char* knob = std::getenv("FLASHTRAIN_DP_OVERLAP");
+    grad_sync_->set_overlap(options.overlap && !(knob && std::string(knob) == "0"));
+  }
 }
 
 DataParallel::~DataParallel() {
@@ -62,10 +63,13 @@ void DataParallel::share_initial_weights() {
   arena_.refresh_working();
 }
 
-void DataParallel::before_last_backward() { grad_sync_->arm(); }
+void DataParallel::before_last_backward() {
+  if (grad_sync_) grad_sync_->arm();
+}
 
 void DataParallel::after_backward(const Tensor& loss_sum) {
-  grad_sync_->finish();
+  if (grad_sync_) grad_sync_->finish();
+  else zero1_->reduce_gradients();
   comm_->comm_waits_for_compute();
   comm_->all_reduce_sum_(loss_sum);
   comm_->compute_waits_for_comm();

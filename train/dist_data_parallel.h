@@ -10,9 +10,9 @@
 //
 // Per optimizer step (the trainer's train_step):
 //   before_last_backward()   arms the bucket hooks (overlap) for the last micro-batch
-//   after_backward(loss_sum) the gradient sum over ranks (GradSync::finish; with ZeRO-1 each
-//                            rank's shard and the tail) and the loss sum over ranks; the compute
-//                            stream waits for both.
+//   after_backward(loss_sum) the gradient sum over ranks (GradSync::finish, or ZeRO-1's
+//                            reduce-scatter) and the loss sum over ranks; the compute stream
+//                            waits for both.
 //   With compile_model the trainer hands these two to CapturedMicroStep (train/graph_step.h),
 //   which calls them around the last micro-step's backward while capturing it, so the replayed
 //   graph holds the bucket all-reduces (forked to the comm stream by events as each bucket's
@@ -52,7 +52,7 @@ struct DataParallelOptions {
   double bucket_mb = 25;       // allreduce_bucket_mb
   bool zero1 = false;
   bool overlap = true;         // launch buckets during the backward pass
-  DType grad_wire = DType::F32; // grad_reduce_dtype: the gradient collectives' dtype
+  DType grad_wire = DType::F32; // grad_reduce_dtype: the all-reduce's dtype (GradSync; not ZeRO-1)
   AdamWConfig adamw;           // for ZeRO-1
   std::ostream* log = nullptr; // rendezvous refusals (rank 0); null = std::cerr
 };
@@ -70,7 +70,7 @@ class DataParallel {
   bool is_root() const { return env_.rank == 0; }
   const DistEnv& env() const { return env_; }
   Communicator& comm() { return *comm_; }
-  GradSync* grad_sync() { return grad_sync_.get(); }
+  GradSync* grad_sync() { return grad_sync_.get(); }  // null with ZeRO-1
   Zero1* zero1() { return zero1_.get(); }             // null without
 
   void share_initial_weights();

@@ -8,11 +8,8 @@
 
 namespace ft {
 
-GradSync::GradSync(ParamArena& arena, nn::Module& model, Communicator& comm, double bucket_mb, DType wire,
-                   int64_t shard_numel)
-    : arena_(arena), comm_(comm), shard_(shard_numel) {
-  FT_CHECK_ARG(shard_numel >= 0 && shard_numel * comm.world_size() <= arena.numel(), "[grad_sync] shards of ",
-               shard_numel, " elements over ", comm.world_size(), " ranks do not fit the arena of ", arena.numel());
+GradSync::GradSync(ParamArena& arena, nn::Module& model, Communicator& comm, double bucket_mb, DType wire)
+    : arena_(arena), comm_(comm) {
   FT_CHECK_ARG(bucket_mb > 0, "[grad_sync] allreduce_bucket_mb must be positive, got ", bucket_mb);
   FT_CHECK_ARG(wire == DType::F32 || wire == DType::BF16, "[grad_sync] the gradient wire dtype is f32 or bf16, got ",
                wire);
@@ -76,33 +73,19 @@ void GradSync::on_ready(int b) {
 
 void GradSync::launch(int b) {
   const Bucket& k = buckets_[b];
+  const Tensor grads = arena_.grads().slice(0, k.begin, k.end);
+  Tensor sent = grads;
   if (wire_.defined()) {
     // On the compute stream, right behind the bucket's last gradient kernel: a cast of 25 MiB is
     // a few microseconds there, and the comm stream then carries only collectives.
     autograd::NoGradGuard no_grad;
-    ops::cast_into(wire_.slice(0, k.begin, k.end), arena_.grads().slice(0, k.begin, k.end));
+    sent = wire_.slice(0, k.begin, k.end);
+    ops::cast_into(sent, grads);
   }
-  // The bucket was written on the compute stream; the collectives must see it.
+  // The bucket was written on the compute stream; the all-reduce must see it.
   comm_.comm_waits_for_compute();
-  reduce_range(wire_.defined() ? wire_ : arena_.grads(), k.begin, k.end);
+  comm_.all_reduce_sum_(sent);
   launched_[b] = true;
-}
-
-void GradSync::reduce_range(const Tensor& sent, int64_t begin, int64_t end) {
-  if (shard_ == 0) {
-    comm_.all_reduce_sum_(sent.slice(0, begin, end));
-    return;
-  }
-  const int64_t owned = shard_ * comm_.world_size();  // [owned, N) is the tail
-  while (begin < end) {
-    if (begin >= owned) {
-      comm_.all_reduce_sum_(sent.slice(0, begin, end));
-      return;
-    }
-    const int64_t owner = begin / shard_, stop = std::min(end, (owner + 1) * shard_);
-    comm_.reduce_sum_(sent.slice(0, begin, stop), static_cast<int>(owner));
-    begin = stop;
-  }
 }
 
 void GradSync::complete() {

@@ -16,14 +16,6 @@
 //
 // The result is the SUM over ranks; the trainer folds 1/world_size into AdamW's grad_scale.
 //
-// ZeRO-1 (shard_numel n > 0, train/zero1.h): rank k owns arena elements [k n, (k+1) n) and only
-// needs their sum, so a bucket is cut at those boundaries and each piece is reduced to its owner
-// (ncclReduce) instead of all-reduced; the tail [W n, N) that every rank updates is all-reduced.
-// The same bytes as one reduce-scatter, but launched bucket by bucket during the backward pass
-// (and inside the captured step), where ZeRO-1's one reduce-scatter had to wait for its end.
-// Elements outside the rank's shard and tail are unspecified afterwards, as after the
-// reduce-scatter.
-//
 // Wire dtype (grad_reduce_dtype, issue 20). bf16 halves the bytes on the wire: launch() rounds the
 // bucket into its slice of a persistent bf16 buffer (arena-sized, 2 bytes a parameter, allocated
 // once so a CUDA graph can bake its address in) on the compute stream, and all-reduces that slice;
@@ -53,9 +45,7 @@ class GradSync {
  public:
   // Installs the hooks on `model`'s parameters (the arena's leaves, so build the arena first).
   // wire: DType::F32 (sum the arena in place) or DType::BF16 (see above).
-  // shard_numel: 0, or ZeRO-1's shard size n (see above).
-  GradSync(ParamArena& arena, nn::Module& model, Communicator& comm, double bucket_mb, DType wire = DType::F32,
-           int64_t shard_numel = 0);
+  GradSync(ParamArena& arena, nn::Module& model, Communicator& comm, double bucket_mb, DType wire = DType::F32);
   ~GradSync();  // removes the hooks
   GradSync(const GradSync&) = delete;
   GradSync& operator=(const GradSync&) = delete;
@@ -79,9 +69,6 @@ class GradSync {
   int launched_during_backward() const { return launched_early_; }
 
  private:
-  // The collectives of arena range [begin, end) of `sent` (the arena or the bf16 wire): one
-  // all-reduce, or with ZeRO-1 shards one reduce per owner and an all-reduce of the tail.
-  void reduce_range(const Tensor& sent, int64_t begin, int64_t end);
   void on_ready(int bucket);
   void launch(int bucket);
   void complete();  // compute stream waits for the collectives; bf16: widen into the arena
@@ -91,7 +78,6 @@ class GradSync {
   std::vector<Bucket> buckets_;
   std::vector<Tensor> hooked_;     // the leaves whose hooks we set, to remove them
   Tensor wire_;                    // (N) bf16 when the sum travels in bf16, else undefined
-  int64_t shard_ = 0;              // ZeRO-1's n, 0 without
   std::vector<int> remaining_;     // per bucket: tensors not yet final in this pass
   std::vector<bool> launched_;
   bool armed_ = false, overlap_ = true;

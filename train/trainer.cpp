@@ -37,11 +37,11 @@ LoaderOptions loader_options(const TrainConfig& cfg, const std::vector<std::stri
 void print_data_parallel_header(std::ostream& out, DataParallel& dp, const TrainConfig& cfg, bool graph_allreduce) {
   out << "flashtrain: data parallel: " << dp.world_size() << " ranks (" << dp.comm().backend() << "), "
       << dp.world_size() * cfg.tokens_per_step() << " tokens per step in all, "
-      << (dp.zero1() ? "ZeRO-1 (optimizer state sharded), gradients reduced to their owners" : "gradients all-reduced")
-      << " in " << dp.grad_sync()->buckets().size() << " buckets of ~" << cfg.allreduce_bucket_mb << " MiB"
-      << (dp.grad_sync()->overlap() ? " during backward" : "")
-      << (dp.grad_sync()->wire_dtype() == DType::BF16 ? " in bf16" : "")
-      << (graph_allreduce ? " (inside the last micro-step's CUDA graph)" : "")
+      << (dp.zero1() ? "ZeRO-1 (optimizer state sharded)"
+                     : str("gradients all-reduced in ", dp.grad_sync()->buckets().size(), " buckets of ~",
+                           cfg.allreduce_bucket_mb, " MiB", dp.grad_sync()->overlap() ? " during backward" : "",
+                           dp.grad_sync()->wire_dtype() == DType::BF16 ? " in bf16" : "",
+                           graph_allreduce ? " (inside the last micro-step's CUDA graph)" : ""))
       << "\n";
 }
 
@@ -257,8 +257,9 @@ void Trainer::print_header(std::ostream& out) const {
       << train_loader_->steps_per_epoch() << " micro-batches per epoch), out_dir " << cfg_.out_dir << "\n";
   if (dp_) print_data_parallel_header(out, *dp_, cfg_, graph_step_ && graph_step_->reduces());
   if (cfg_.zero1 && !dp_) out << "flashtrain: note: zero1: true has no effect in a single-process run\n";
-  if (cfg_.grad_reduce_dtype == GradReduceDType::BF16 && !dp_)
-    out << "flashtrain: note: grad_reduce_dtype: bf16 has no effect in a single-process run\n";
+  if (cfg_.grad_reduce_dtype == GradReduceDType::BF16 && !(dp_ && dp_->grad_sync()))
+    out << "flashtrain: note: grad_reduce_dtype: bf16 applies to the data-parallel all-reduce only ("
+        << (dp_ ? "ZeRO-1 reduce-scatters in fp32" : "single process") << ")\n";
   if (cfg_.compile_model && !graph_step_)
     out << "flashtrain: compile_model: true is ignored on the CPU (CUDA graphs need a GPU); running eagerly\n";
   else if (graph_step_)

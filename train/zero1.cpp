@@ -23,6 +23,15 @@ std::vector<Zero1::Range> Zero1::update_ranges() const {
   return out;
 }
 
+void Zero1::reduce_gradients() {
+  const int64_t r = comm_.rank(), W = comm_.world_size();
+  const Tensor& g = arena_.grads();
+  comm_.comm_waits_for_compute();
+  comm_.reduce_scatter_sum(g.slice(0, 0, W * n_), g.slice(0, r * n_, (r + 1) * n_));
+  if (tail_numel() > 0) comm_.all_reduce_sum_(g.slice(0, W * n_, arena_.numel()));
+  comm_.compute_waits_for_comm();
+}
+
 ops::GradNorm Zero1::grad_norm() {
   const int64_t r = comm_.rank(), W = comm_.world_size();
   const Tensor& g = arena_.grads();

@@ -7,9 +7,9 @@
 // rank instead of 8 N.
 //
 // One optimizer step:
-//   (GradSync with shard_numel() n, train/grad_sync.h: during the backward pass each gradient
-//   bucket's pieces are reduced to the ranks that own them and the tail is all-reduced, so rank
-//   r's slice becomes the sum over ranks of its slice; the rest of the arena is stale until zeroed)
+//   reduce_gradients()  in-place reduce-scatter of grads[0, W n) (rank r's slice becomes the sum
+//                       over ranks of its slice; the rest of the arena is stale until zeroed) and an
+//                       all-reduce of the tail; the compute stream then waits for both
 //   grad_norm()         the global norm: each rank's norm over what it owns (the last rank also
 //                       counts the tail), all-gathered, and ops::grad_norm of those W norms, i.e.
 //                       sqrt(sum of squares) -- no host round trip
@@ -40,6 +40,7 @@ class Zero1 {
  public:
   Zero1(ParamArena& arena, const AdamWConfig& cfg, Communicator& comm);
 
+  void reduce_gradients();
   ops::GradNorm grad_norm();
   // As AdamW::step; grad_scale must include 1/world_size (the gradients are sums over ranks).
   void step(double lr, int64_t step, double grad_scale, const Tensor& grad_norm);

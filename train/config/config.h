@@ -97,7 +97,7 @@ struct TrainConfig {
   double allreduce_bucket_mb = 25.0;  // gradient all-reduce bucket size, launched during backward
   // The all-reduce's wire format (issue 20). bf16 halves the traffic: each bucket is rounded to
   // bf16, summed over ranks in bf16 and widened back into the fp32 gradient arena, so the sum
-  // carries bf16 rounding (a relative 2^-9 per element and per addition). ZeRO-1's reductions too.
+  // carries bf16 rounding (a relative 2^-9 per element and per addition). ZeRO-1 ignores it.
   GradReduceDType grad_reduce_dtype = GradReduceDType::FP32;
   double dist_timeout_s = 300.0;      // a rank, NCCL op or rendezvous that takes longer ends the job
   std::string out_dir = "runs/gpt2-small";

@@ -37,10 +37,6 @@ class Communicator {
   // partial sum to bf16; the CPU sockets sum the widened values in fp32 and round once. With two
   // ranks both are round(a + b).
   virtual void all_reduce_sum_(const Tensor& t) = 0;
-  // On rank `root`, t = sum over ranks of t, in place; elsewhere t is unspecified afterwards (NCCL
-  // leaves it as it was, the CPU sockets leave the sum). f32 or bf16, as all_reduce_sum_. ZeRO-1's
-  // gradient buckets go to the rank that owns them (train/grad_sync.h).
-  virtual void reduce_sum_(const Tensor& t, int root) = 0;
   // out (numel n) = the rank's n-slice [rank*n, (rank+1)*n) of the sum over ranks of in
   // (numel world_size*n). Contiguous f32. out may be in's own rank-th slice (in place, as ZeRO-1
   // does on the gradient arena); no other overlap.

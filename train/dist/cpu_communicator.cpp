@@ -22,11 +22,6 @@ void CpuCommunicator::all_reduce_sum_(const Tensor& t) {
   for (size_t i = 0; i < wide.size(); ++i) p[i] = float_to_bf16(wide[i]);
 }
 
-void CpuCommunicator::reduce_sum_(const Tensor& t, int root) {
-  FT_CHECK_ARG(root >= 0 && root < world_size(), "[dist] reduce_sum_: root ", root, " of ", world_size(), " ranks");
-  all_reduce_sum_(t);
-}
-
 void CpuCommunicator::reduce_scatter_sum(const Tensor& in, const Tensor& out) {
   check_collective_tensor("reduce_scatter_sum", in, Device::cpu());
   check_collective_tensor("reduce_scatter_sum", out, Device::cpu());

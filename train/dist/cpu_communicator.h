@@ -20,8 +20,6 @@ class CpuCommunicator final : public Communicator {
 
   // f32, or bf16 summed in fp32 and rounded once (communicator.h).
   void all_reduce_sum_(const Tensor& t) override;
-  // An all-reduce: the root gets the same sum, the others keep it too (the contract allows it).
-  void reduce_sum_(const Tensor& t, int root) override;
   // A full all-reduce, then the rank's slice: twice the traffic of a true reduce-scatter, the same
   // numbers (sums are formed once, on rank 0). In place when out is in's rank-th slice.
   void reduce_scatter_sum(const Tensor& in, const Tensor& out) override;

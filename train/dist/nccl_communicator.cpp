@@ -99,20 +99,17 @@ class NcclCommunicator final : public Communicator {
   void all_reduce_sum_(const Tensor& t) override {
     check_collective_tensor("all_reduce_sum_", t, device_, /*allow_bf16=*/true);
     if (t.numel() == 0) return;
-    NCCL_CHECK_RANK(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), nccl_type(t), ncclSum,
-                                  comm_, comm_stream_),
+    const bool half = t.dtype() == DType::BF16;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
+    const ncclDataType_t type = half ? ncclBfloat16 : ncclFloat;
+#else
+    FT_CHECK_ARG(!half, "[dist] rank ", rank_, ": bf16 all-reduce needs NCCL >= 2.10 (grad_reduce_dtype: fp32)");
+    const ncclDataType_t type = ncclFloat;
+#endif
+    NCCL_CHECK_RANK(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), type, ncclSum, comm_,
+                                  comm_stream_),
                     comm_, rank_);
-    track("all-reduce of " + std::to_string(t.numel()) + type_words(t));
-  }
-
-  void reduce_sum_(const Tensor& t, int root) override {
-    check_collective_tensor("reduce_sum_", t, device_, /*allow_bf16=*/true);
-    FT_CHECK_ARG(root >= 0 && root < world_, "[dist] reduce_sum_: root ", root, " of ", world_, " ranks");
-    if (t.numel() == 0) return;
-    NCCL_CHECK_RANK(ncclReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), nccl_type(t), ncclSum, root,
-                               comm_, comm_stream_),
-                    comm_, rank_);
-    track("reduce to rank " + std::to_string(root) + " of " + std::to_string(t.numel()) + type_words(t));
+    track("all-reduce of " + std::to_string(t.numel()) + (half ? " bf16" : " floats"));
   }
 
   void reduce_scatter_sum(const Tensor& in, const Tensor& out) override {
@@ -164,17 +161,6 @@ class NcclCommunicator final : public Communicator {
     Clock::time_point enqueued;
     std::string what;
   };
-
-  // f32, or bf16 (the half-width gradient wire; NCCL >= 2.10).
-  ncclDataType_t nccl_type(const Tensor& t) const {
-    if (t.dtype() == DType::F32) return ncclFloat;
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
-    return ncclBfloat16;
-#else
-    throw Error(str("[dist] rank ", rank_, ": bf16 collectives need NCCL >= 2.10 (grad_reduce_dtype: fp32)"));
-#endif
-  }
-  static const char* type_words(const Tensor& t) { return t.dtype() == DType::F32 ? " floats" : " bf16"; }
 
   void stop_monitor() {
     {
