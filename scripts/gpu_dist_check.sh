@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issues 7 and 20 on a machine with >= 2 GPUs: build (flashtrain, ft_train_tests), the
-# data-parallel tests (CPU ranks and NCCL ranks, the captured step with its all-reduces inside, the
+# data-parallel tests (CPU ranks and NCCL ranks, the compiled step (its all-reduces inside the graph: FLASHTRAIN_GRAPH_ALLREDUCE=1, experimental), the
 # bf16 wire) and the compile_model tests, an end-to-end `--nproc` run of configs/tiny.yaml on the
 # GPUs (compile_model on: the captured path) with a resume, then the scaling benchmark
 # (bench/train/scaling.sh: flashtrain and PyTorch DDP + torch.compile). Every stage prints one

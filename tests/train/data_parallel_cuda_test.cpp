@@ -313,7 +313,10 @@ TEST(DataParallelCuda, KillingOneRankMidGraphReplayEndsTheOtherNamingIt) {
 // the eager data-parallel run of the same job: the same kernels, the same NCCL sums of the same
 // buckets, so the results should agree bit for bit; the test allows rounding (NCCL may pick
 // another protocol inside a graph) and prints whether they are exact.
-TEST(DataParallelCuda, CapturedStepWithAllReducesInsideEqualsTheEagerStep) {
+// Disabled: the in-graph all-reduces are opt-in (FLASHTRAIN_GRAPH_ALLREDUCE=1) since, on 2 H100s
+// in session 10, compiled data-parallel jobs with them did not finish within 300 s (issue 20 stays
+// open). Run with --gtest_also_run_disabled_tests and FLASHTRAIN_GRAPH_ALLREDUCE=1 set.
+TEST(DataParallelCuda, DISABLED_CapturedStepWithAllReducesInsideEqualsTheEagerStep) {
   FT_REQUIRE_TWO_GPUS_AND_BINARY();
   Scratch dir("graph");
   TrainConfig eager = gpu_config(dir.path, 4);
