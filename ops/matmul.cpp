@@ -228,11 +228,18 @@ void matmul_out(const Tensor& a, const Tensor& b, const Tensor& out, const Matmu
 
 namespace {
 
-// x (..., K) a stack of rows, w (N, K): the 2-D view x2 (M, K) and the output shape (..., N).
+// The (M, K) view of a stack of rows x (..., K).
 Tensor rows_2d(const char* op, const Tensor& x) {
   FT_CHECK_ARG(x.dim() >= 2 && rows_collapse(x), "[", op, "] ", x.shape(), " with strides ", x.strides(),
                " must be a stack of rows (..., K): call .contiguous() first");
   return x.view({-1, x.size(-1)});
+}
+
+// Whether the GELU epilogues take this product: on CUDA, with the auxiliary matrix's rows 16-byte
+// aligned (cuBLASLt's requirement for its leading dimension); otherwise matmul and the GELU
+// kernels compute the same in separate passes.
+bool gelu_epilogue_applies(const Tensor& x, int64_t n) {
+  return x.is_cuda() && n * static_cast<int64_t>(dtype_size(x.dtype())) % 16 == 0;
 }
 
 }  // namespace
@@ -242,7 +249,7 @@ LinearGeluOut linear_gelu(const Tensor& x, const Tensor& w, const Tensor& bias) 
   o.trans_b = true;
   o.bias = bias;
   const Shape shape = check_and_shape(x, w, o, x.dtype());  // (..., N), validates w and bias
-  if (!x.is_cuda()) {
+  if (!gelu_epilogue_applies(x, shape.back())) {
     const Tensor pre = matmul(x, w, o);
     return {gelu_forward(pre), pre};
   }
@@ -257,7 +264,7 @@ Tensor matmul_dgelu(const Tensor& dy, const Tensor& w, const Tensor& pre) {
   const Shape shape = check_and_shape(dy, w, MatmulOptions(), dy.dtype());  // (..., N)
   FT_CHECK_ARG(pre.shape() == shape && pre.dtype() == dy.dtype() && pre.device() == dy.device(), "[matmul_dgelu] pre ",
                pre.shape(), " ", pre.dtype(), " must be the product's shape ", shape, " and dy's dtype ", dy.dtype());
-  if (!dy.is_cuda()) return gelu_backward(matmul(dy, w), pre);
+  if (!gelu_epilogue_applies(dy, shape.back())) return gelu_backward(matmul(dy, w), pre);
   const Tensor dy2 = rows_2d("matmul_dgelu", dy), pre2 = rows_2d("matmul_dgelu", pre);
   Tensor out = Tensor::empty(shape, dy.dtype(), dy.device());
   run(dy2, w, out.view({-1, shape.back()}), MatmulOptions(), 0.f, cuda::MatmulEpilogue::kDGelu, pre2);

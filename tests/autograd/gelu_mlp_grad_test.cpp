@@ -69,8 +69,8 @@ TEST(GeluMlpGrad, MatchesUnfusedLayersInF32) {
 // CUDA: the products with GELU in cuBLASLt's epilogues, in f32 (no TF32: close to the reference)
 // and in bf16 with the trainer's preset fp32 parameter gradients (autograd::direct_grad), against
 // the float64 unfused layers.
-void expect_cuda_matches(DType dt, double tol, bool preset) {
-  const Params p = make_params(40, 64, 256, dt, 21);
+void expect_cuda_matches(DType dt, double tol, bool preset, int64_t F = 256) {
+  const Params p = make_params(40, 64, F, dt, 21);
   const Tensor up = randn_tensor({2, 40, 64}, 27, dt);
   const std::vector<Tensor> ref = unfused_f64(p, up);
   std::vector<Tensor> in, sinks;
@@ -103,6 +103,13 @@ TEST(GeluMlpGradCuda, F32MatchesF64Layers) {
 TEST(GeluMlpGradCuda, Bf16WithPresetFp32GradsMatchesF64Layers) {
   FT_REQUIRE_CUDA();
   expect_cuda_matches(DType::BF16, 2e-2, true);
+}
+
+// d_ff = 37: rows of the auxiliary matrix not 16-byte multiples, so the products and the GELU
+// kernels run apart (ops::linear_gelu's fallback); same results.
+TEST(GeluMlpGradCuda, OddHiddenWidthTakesTheUnfusedPath) {
+  FT_REQUIRE_CUDA();
+  expect_cuda_matches(DType::BF16, 2e-2, true, 37);
 }
 
 // The epilogue's GELU is the tanh form (GPT-2's), not the erf form: on pre-activations spread
