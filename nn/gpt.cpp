@@ -64,10 +64,7 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_t
   if (targets.defined()) {
     FT_CHECK_ARG(targets.shape() == idx.shape() && targets.dtype() == DType::I32, "[gpt] targets must be (B, T) = ",
                  idx.shape(), " int32 like idx, got ", targets.shape(), " ", targets.dtype());
-    if (valid_targets < 0) {
-      valid_targets = 0;
-      for (int32_t t : targets.to_vector<int32_t>()) valid_targets += t != -1;
-    }
+    if (valid_targets < 0) valid_targets = autograd::count_valid_rows(targets);
     // Tied head and loss in one op: its backward turns the logits' buffer into dlogits in place.
     const autograd::LinearCrossEntropyOut head = autograd::linear_cross_entropy(x, wte.weight, targets);
     out.logits = head.logits;                                       // (B, T, V)

@@ -36,11 +36,14 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore
 }
 
 Tensor cross_entropy_mean(const Tensor& logits, const Tensor& targets, int32_t ignore_index, int64_t valid_rows) {
-  if (valid_rows < 0) {
-    valid_rows = 0;
-    for (int32_t t : ops::cast(targets, DType::I32).to_vector<int32_t>()) valid_rows += t != ignore_index;
-  }
+  if (valid_rows < 0) valid_rows = count_valid_rows(targets, ignore_index);
   return mean_over_rows(cross_entropy(logits, targets, ignore_index), valid_rows);
+}
+
+int64_t count_valid_rows(const Tensor& targets, int32_t ignore_index) {
+  int64_t n = 0;
+  for (int32_t t : ops::cast(targets, DType::I32).to_vector<int32_t>()) n += t != ignore_index;
+  return n;
 }
 
 Tensor mean_over_rows(const Tensor& losses, int64_t valid_rows) {

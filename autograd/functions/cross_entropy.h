@@ -18,6 +18,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore
 Tensor cross_entropy_mean(const Tensor& logits, const Tensor& targets, int32_t ignore_index = -1,
                           int64_t valid_rows = -1);
 
+// The number of targets that are not ignore_index: cross_entropy_mean's valid_rows when the caller
+// does not know it. Synchronises the device when the targets live on a GPU.
+int64_t count_valid_rows(const Tensor& targets, int32_t ignore_index = -1);
+
 // The reduction of cross_entropy_mean alone: per-row losses (...) summed (leading axis first)
 // and divided by valid_rows (>= 0).
 Tensor mean_over_rows(const Tensor& losses, int64_t valid_rows);

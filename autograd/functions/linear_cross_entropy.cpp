@@ -1,14 +1,12 @@
 #include "autograd/functions/linear_cross_entropy.h"
 
 #include "autograd/function.h"
+#include "autograd/functions/linear_grads.h"
 #include "ops/cross_entropy.h"
 #include "ops/matmul.h"
 
 namespace ft::autograd {
 namespace {
-
-// (prod(...), C) rows of a stack of rows (contiguous or padded): a view.
-Tensor rows_of(const Tensor& t) { return t.view({-1, t.size(-1)}); }
 
 struct LinearCrossEntropyBackward : Node {
   Tensor x;        // (..., C)
@@ -19,41 +17,15 @@ struct LinearCrossEntropyBackward : Node {
   int64_t vocab = 0;
   int32_t ignore_index = -1;
 
-  // out (V, C) (+)= g2^T x2 for g2 (N, V), x2 (N, C). On CUDA as two products, over the first
-  // V - V % 64 rows of out and over the rest: for the whole odd V = 50257 cuBLASLt picks a
-  // Turing-era kernel (2.62 ms on an H100 at N = 16384) where it runs its Hopper kernels for a
-  // multiple of 64 (1.66 ms for 50304 rows; .gpu micro-benchmark, session 10).
-  static void grad_w_into(const Tensor& g2, const Tensor& x2, const Tensor& out, bool accumulate) {
-    ops::MatmulOptions o;
-    o.trans_a = true;
-    const int64_t V = out.size(0), Vm = V / 64 * 64;
-    if (!out.is_cuda() || Vm == 0 || Vm == V) {
-      ops::matmul_out(g2, x2, out, o, accumulate);
-      return;
-    }
-    ops::matmul_out(g2.slice(1, 0, Vm), x2, out.slice(0, 0, Vm), o, accumulate);
-    ops::matmul_out(g2.slice(1, Vm, V), x2, out.slice(0, Vm, V), o, accumulate);
-  }
-
   std::vector<Tensor> backward(const std::vector<Tensor>& go) override {
     if (!go[0].defined()) return {Tensor(), Tensor(), Tensor()};
     const Tensor logits = full.size(-1) == vocab ? full : full.slice(-1, 0, vocab);  // (..., V)
     ops::cross_entropy_backward_(go[0], logits, targets, lse, ignore_index);      // full := dlogits, zero padding
     Tensor dx, dw;
     if (needs_grad[0]) dx = ops::matmul(full, w_used);  // (..., Vp) (Vp, C): the padding adds zeros
-    if (needs_grad[1]) {
-      // dw = dlogits^T x over the V real columns, (V, C); straight into a preset fp32 gradient
-      // when there is one (autograd::direct_grad: the tied wte's arena view in training).
-      const Tensor g2 = rows_of(logits), x2 = rows_of(x);
-      const Tensor sink = is_half(x.dtype()) && !x.is_cuda() ? Tensor() : direct_grad(*this, 1, {vocab, x.size(-1)});
-      if (sink.defined()) {
-        grad_w_into(g2, x2, sink, /*accumulate=*/true);
-        mark_delivered(*this, 1);
-      } else {
-        dw = Tensor::empty({vocab, x.size(-1)}, x.dtype(), x.device());
-        grad_w_into(g2, x2, dw, /*accumulate=*/false);
-      }
-    }
+    // dw = dlogits^T x over the V real columns, (V, C); straight into a preset fp32 gradient when
+    // there is one (the tied wte's arena view in training).
+    if (needs_grad[1]) dw = linear_weight_grad(*this, 1, x, logits);
     return {dx, dw, Tensor()};
   }
   void release() override { x = w_used = full = targets = lse = Tensor(); }

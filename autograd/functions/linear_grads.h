@@ -12,7 +12,18 @@
 
 namespace ft::autograd {
 
-// x (..., K) and g (..., N) stacks of rows; `w_input` is w's input index in `node`.
+// (prod(...), C) rows of t (..., C): a view when the rows collapse, else a contiguous copy.
+Tensor as_rows(const Tensor& t);
+
+// Whether a preset fp32 gradient can take a gradient computed in t's dtype on t's device in place
+// (the CPU reference of the half dtypes rounds through f32 copies and keeps the plain path).
+bool sink_usable(const Tensor& t);
+
+// x (..., K) and g (..., N) stacks of rows; `w_input` is w's input index in `node`. On CUDA, an N
+// that is not a multiple of 64 is two products, over the first N - N % 64 rows of dw and over the
+// rest: for GPT-2's whole odd V = 50257 (the tied head) cuBLASLt picks a Turing-era kernel
+// (2.62 ms on an H100 at M = 16384) where it runs its Hopper kernels for a multiple of 64 (1.66 ms
+// for 50304 rows; bench/train/dev/epilogue_bench.cu).
 Tensor linear_weight_grad(const Node& node, size_t w_input, const Tensor& x, const Tensor& g);
 // g (..., N) a stack of rows; `b_input` is b's input index in `node`.
 Tensor linear_bias_grad(const Node& node, size_t b_input, const Tensor& g);

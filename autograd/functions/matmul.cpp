@@ -14,8 +14,6 @@ Tensor sum_batches(const Tensor& g) {
   return ops::sum(g.reshape({-1, g.size(-2), g.size(-1)}), 0);
 }
 
-// (prod(...) * R, C): a view when the rows collapse, else a contiguous copy.
-Tensor as_rows(const Tensor& t) { return rows_collapse(t) ? t.view({-1, t.size(-1)}) : t.reshape({-1, t.size(-1)}); }
 
 ops::MatmulOptions flags(bool trans_a, bool trans_b, float alpha) {
   ops::MatmulOptions o;
@@ -65,7 +63,7 @@ struct MatmulBackward : Node {
   // product added into it with beta = 1 (autograd::direct_grad). False when that does not apply.
   bool grad_b_in_place(const Tensor& g) const {
     if (b.dim() != 2 || trans_a || !(a.dim() == 2 || rows_collapse(a) || a.is_contiguous())) return false;
-    if (!(a.dtype() == DType::F32 || (is_half(a.dtype()) && a.is_cuda()))) return false;
+    if (!sink_usable(a)) return false;
     const Tensor sink = direct_grad(*this, 1, b.shape());
     if (!sink.defined()) return false;
     const Tensor a2 = as_rows(a);  // (B*M, K)
