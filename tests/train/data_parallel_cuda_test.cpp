@@ -173,8 +173,8 @@ std::string expect_two_gpus_match_one(const TrainConfig& two, const std::string&
   return b.out;
 }
 
-// Eager (buckets launched by the backward pass's hooks) and compile_model (A = 1: only the
-// reducing graph, the all-reduces inside it).
+// Eager (buckets launched by the backward pass's hooks) and compile_model (by default the buckets
+// are all-reduced after the graph replay; FLASHTRAIN_GRAPH_ALLREDUCE=1 moves them inside it).
 TEST(DataParallelCuda, TwoGpusOfBEqualOneGpuOf2BThroughNccl) {
   FT_REQUIRE_TWO_GPUS_AND_BINARY();
   Scratch dir("equal");
