@@ -4,6 +4,9 @@
 #   scripts/gpu_check.sh [build] [test] [bench] [crosscheck] [trainbench]   (default: build test bench)
 # crosscheck: Hugging Face loads our checkpoint; loss, logits and gradients agree (scripts/gpu_cross_check.sh).
 # trainbench: GPT-2-small tokens/s and memory against llm.c (cuDNN), torch.compile and PyTorch eager (bench/train/).
+# sanitize: compute-sanitizer memcheck / racecheck / synccheck / initcheck over every flash kernel path.
+# attnbench: bench/attention/bench_attention.py against PyTorch's flash and cuDNN SDPA (ATTN_ARGS adds
+#            arguments, e.g. "--ds 64,128 --ts 1024,4096,16384 --rounds 2").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/flashtrain-gpu-check}
@@ -27,6 +30,18 @@ if [[ " $steps " == *" build "* ]]; then
     exit 1
   fi
   echo "build: $(( $(date +%s) - t0 )) s"
+fi
+if [[ " $steps " == *" sanitize "* ]]; then
+  scripts/attention_sanitize.sh $build 2>&1 | tee "$OUT/sanitize.log" | tail -20
+  echo "sanitize rc=${PIPESTATUS[0]}"
+fi
+if [[ " $steps " == *" attnbench "* ]]; then
+  # shellcheck disable=SC2086
+  python3 bench/attention/bench_attention.py --lib $build/bench/attention/libft_attention.so \
+    --out "$OUT" --commit "${FT_COMMIT:-unknown}" \
+    --impls flashtrain_flash,flashtrain_flash_det,torch_flash,torch_cudnn ${ATTN_ARGS:-} \
+    >"$OUT/attnbench.log" 2>&1
+  echo "attnbench rc=$?"; grep -E "^(D=|sanity)" "$OUT/attnbench.log" | tail -60
 fi
 if [[ " $steps " == *" test "* ]]; then
   ctest --test-dir $build --output-on-failure -j 4 --timeout 600 >"$OUT/ctest.log" 2>&1

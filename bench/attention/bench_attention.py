@@ -1,6 +1,7 @@
 """Attention benchmark: flashtrain flash / naive against PyTorch SDPA (flash, cuDNN, math).
 
-One process, one GPU, the same inputs for everyone: bf16, D=64, H=12, causal, B*T=32768,
+One process, one GPU, the same inputs for everyone: bf16, D=64, H=12 (--ds 64,128: also D=128 with
+H=6, so H*D stays GPT-2-small's 768), causal, B*T=32768,
 T = 512 ... 16384, dropout 0 and 0.1. Times forward, backward and forward+backward (median of
 CUDA-event timings after warm-up; --timing call, the default: one synchronised call per timing, so
 host latency up to the first kernel counts; --timing stream: calls back to back, GPU time), counts forward FLOPs as 4*B*H*T^2*D (halved when causal) and
@@ -26,7 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-H, D = 12, 64
+H, D = 12, 64  # set per head dim by main (--ds): H = HIDDEN // D
+HIDDEN = 768
 TOKENS = 32768
 
 
@@ -266,18 +268,20 @@ def write_outputs(args, card, rows, quiet=True):
              "backward (bit-identical dq; what training uses by default). "
              f"{REPEATED_IMPLS} measured in {args.rounds} interleaved round(s), median. Timing: {args.timing} "
              "(call: one synchronised call per timing, host latency to the first kernel included; stream: "
-             "calls back to back, GPU time).", "", "bf16, D=64, H=12, causal, B*T=32768. TF = TFLOP/s (fwd 4BHT^2D/2, bwd 2.5x). "
-             "Ratio = fwd+bwd time of torch_flash / ours (>1: we are faster).", "",
-             "| T | p | impl | fwd ms | bwd ms | fwd+bwd ms | fwd TF | fwd+bwd TF | peak MiB | vs torch_flash |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        ref = next((x for x in rows if x["impl"] == "torch_flash" and x["T"] == r["T"]
+             "calls back to back, GPU time).", "", f"bf16, H*D={HIDDEN}, causal, B*T={TOKENS}. TF = TFLOP/s (fwd 4BHT^2D/2, bwd 2.5x). "
+             "Ratios = fwd+bwd time of torch_flash (torch_cudnn) / this row's (>1: this row is faster).", "",
+             "| D | H | T | p | impl | fwd ms | bwd ms | fwd+bwd ms | fwd TF | fwd+bwd TF | peak MiB | vs torch_flash | vs torch_cudnn |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    def ratio_to(r, impl):
+        ref = next((x for x in rows if x["impl"] == impl and x["T"] == r["T"] and x["D"] == r["D"]
                     and x["dropout"] == r["dropout"]), None)
-        ratio = (ref["fwdbwd_ms"] / r["fwdbwd_ms"]) if ref and ref["fwdbwd_ms"] and r["fwdbwd_ms"] else None
-        lines.append(f"| {r['T']} | {r['dropout']} | {r['impl']} | {fmt(r['fwd_ms'], '.3f')} | "
+        return (ref["fwdbwd_ms"] / r["fwdbwd_ms"]) if ref and ref["fwdbwd_ms"] and r["fwdbwd_ms"] else None
+    for r in rows:
+        lines.append(f"| {r['D']} | {r['H']} | {r['T']} | {r['dropout']} | {r['impl']} | {fmt(r['fwd_ms'], '.3f')} | "
                      f"{fmt(r['bwd_ms'], '.3f')} | {fmt(r['fwdbwd_ms'], '.3f')} | "
                      f"{fmt(r['fwd_tflops'], '.0f')} | {fmt(r['fwdbwd_tflops'], '.0f')} | "
-                     f"{fmt(r['peak_mib'], '.0f')} | {fmt(ratio, '.2f')} |")
+                     f"{fmt(r['peak_mib'], '.0f')} | {fmt(ratio_to(r, 'torch_flash'), '.2f')} | "
+                     f"{fmt(ratio_to(r, 'torch_cudnn'), '.2f')} |")
     with open(os.path.join(args.out, f"attention-{card}.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
     if not quiet:
@@ -290,12 +294,13 @@ def fmt(x, spec):
 
 
 def main():
-    global BUDGET_MS, TIMING
+    global BUDGET_MS, TIMING, H, D
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--dev", action="store_true", help="time flash tile variants only")
     ap.add_argument("--ts", default="512,1024,2048,4096,8192,16384")
+    ap.add_argument("--ds", default="64", help=f"head dims, each with H = {HIDDEN} / D (e.g. 64,128)")
     ap.add_argument("--impls", default=",".join(IMPLS))
     ap.add_argument("--variants", default="0,4", help="--dev: flash variants (attention_capi.cu)")
     ap.add_argument("--dev-ts", default=None, help="--dev: sequence lengths (default 1024,4096)")
@@ -351,7 +356,8 @@ def main():
         return
 
     rows = []
-    for T in [int(t) for t in args.ts.split(",")]:
+    for T, D_ in [(int(t), int(d)) for d in args.ds.split(",") for t in args.ts.split(",")]:
+        D, H = D_, HIDDEN // D_
         B = TOKENS // T
         qkv, dout = make_inputs(B, T)
         fl = 4 * B * H * T * T * D / 2
@@ -371,7 +377,7 @@ def main():
                         errors[name] = str(e).splitlines()[0][:200]
                     torch.cuda.empty_cache()
             for name in names:
-                row = {"impl": name, "T": T, "B": B, "dropout": p, "fwd_ms": None, "bwd_ms": None,
+                row = {"impl": name, "D": D, "H": H, "T": T, "B": B, "dropout": p, "fwd_ms": None, "bwd_ms": None,
                        "fwdbwd_ms": None, "fwd_tflops": None, "fwdbwd_tflops": None,
                        "peak_mib": None}
                 if runs[name]:
@@ -381,7 +387,7 @@ def main():
                 if name in errors:
                     row["error"] = errors[name]
                 rows.append(row)
-                print(f"T={T:5d} B={B:2d} p={p} {name:17s} fwd {fmt(row['fwd_ms'], '.3f')} ms "
+                print(f"D={D} T={T:5d} B={B:2d} p={p} {name:17s} fwd {fmt(row['fwd_ms'], '.3f')} ms "
                       f"bwd {fmt(row['bwd_ms'], '.3f')} fwdbwd {fmt(row['fwdbwd_ms'], '.3f')} ms "
                       f"{fmt(row['fwdbwd_tflops'], '.0f')} TF peak {fmt(row['peak_mib'], '.0f')} MiB "
                       f"({len(runs[name])} rounds) {row.get('error', '')}", flush=True)
