@@ -199,6 +199,12 @@ TEST(DataParallelCuda, ZeroOneMatchesPlainAndUsesLessMemory) {
   plain.n_heads = 8;
   plain.n_layers = 4;
   plain.d_ff = 2048;
+  // Clipping off: ZeRO-1's global norm is sqrt(sum of the shards' squared norms), summed in another
+  // order than the plain norm over the whole arena, so with clipping the two runs differ by a
+  // rounding of the clip factor that bf16 training amplifies (params rel L2 3.5e-4 after 6 steps on
+  // 2 H100s, session 11). Without it, 2 ranks add the same two values either way (a + b = b + a)
+  // and AdamW is elementwise: the parameters must agree to the last bit.
+  plain.grad_clip = 0;
   plain.out_dir = dir.path + "/plain";
   TrainConfig z = plain;
   z.out_dir = dir.path + "/zero1";
@@ -208,7 +214,7 @@ TEST(DataParallelCuda, ZeroOneMatchesPlainAndUsesLessMemory) {
   ASSERT_EQ(a.status, 0) << a.err;
   ASSERT_EQ(b.status, 0) << b.err;
   const double e = rel_l2(params_of(z.out_dir + "/ckpt-6"), params_of(plain.out_dir + "/ckpt-6"));
-  EXPECT_LT(e, 1e-4);
+  EXPECT_EQ(e, 0.0);
   const double pa = peak_mib(a.out), pb = peak_mib(b.out);
   std::cout << "ZeRO-1 vs plain on 2 GPUs: params rel L2 " << e << "; peak " << pb << " vs " << pa << " MiB\n";
   EXPECT_GT(pa, 0);
