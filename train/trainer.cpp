@@ -94,6 +94,7 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
     if (!dp_->is_root()) options_.out = nullptr;  // rank 0 alone prints
     model_->generator().set_lane(static_cast<uint64_t>(dp_->rank()));  // dropout masks differ per rank
   }
+  step_timer_ = std::make_unique<StepTimer>(device_);
   if (!(dp_ && dp_->zero1())) optimizer_ = std::make_unique<AdamW>(*arena_, ac);  // ZeRO-1 keeps its own shard
 
   LoaderOptions train_lo = loader_options(cfg, cfg.train_data, "train", cfg.shuffle);
@@ -176,6 +177,7 @@ void Trainer::restore(const std::string& dir) {
 
 double Trainer::train_step() {
   const int64_t A = cfg_.gradient_accumulation_steps;
+  step_timer_->mark(StepTimer::kStart);
   arena_->zero_grads();
   if (graph_step_) graph_step_->begin_step();
   const Tensor loss_sum = graph_step_ ? graph_step_->loss_sum() : Tensor::zeros({1}, DType::F32, device_);
@@ -198,7 +200,9 @@ double Trainer::train_step() {
   }
   // Data parallel: gradients and loss become sums over the W ranks; 1/W joins the scale below.
   // With compile_model the last micro-step did it (inside its graph).
+  step_timer_->mark(StepTimer::kMicroSteps);
   if (dp_ && !(graph_step_ && graph_step_->reduces())) dp_->after_backward(loss_sum);
+  step_timer_->mark(StepTimer::kReduced);
   const double W = world_size();
   const double loss = loss_sum.item() / (static_cast<double>(A) * W);
   if (!std::isfinite(loss)) throw Error(stop_message(loss));
@@ -208,6 +212,7 @@ double Trainer::train_step() {
   const double grad_scale = 1.0 / (static_cast<double>(A) * scaler_.scale() * W);
   if (optimizer_) optimizer_->step(last_lr_, step_ + 1, grad_scale, norm.norm);
   else dp_->optimizer_step(last_lr_, step_ + 1, grad_scale, norm.norm);
+  step_timer_->mark(StepTimer::kOptimized);
   if (scaler_.enabled() && !scaler_.update(norm.nonfinite.item() == 0.0)) ++skipped_steps_;
   ++step_;
   return loss;
@@ -326,6 +331,7 @@ TrainSummary Trainer::run() {
   }
   s.end_step = step_;
   s.seconds = seconds_since(t0);
+  if (out && !step_timer_->summary().empty()) *out << "flashtrain: " << step_timer_->summary() << "\n" << std::flush;
   s.tokens_per_s = s.seconds > 0 ? static_cast<double>((s.end_step - s.start_step) * cfg_.tokens_per_step() *
                                                        world_size()) / s.seconds
                                  : 0;

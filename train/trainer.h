@@ -34,6 +34,7 @@
 #include "train/metrics.h"
 #include "train/param_arena.h"
 #include "train/precision.h"
+#include "train/step_timer.h"
 
 namespace ft {
 
@@ -108,6 +109,7 @@ class Trainer {
   LrSchedule schedule_;
   std::unique_ptr<MetricsLog> metrics_;  // null on ranks other than 0
   std::unique_ptr<DataParallel> dp_;     // after what it references, so destroyed first
+  std::unique_ptr<StepTimer> step_timer_;  // FLASHTRAIN_STEP_TIMING=1: GPU time per step phase
   int64_t step_ = 0, total_steps_ = 0;
   int64_t skipped_steps_ = 0;  // fp16 overflow skips
   double last_lr_ = 0;
