@@ -204,7 +204,7 @@ void cpu_backward(bool flash, const AttentionParams& cfg, const Tensor& q, const
   if (is_half(q.dtype())) {
     const Tensor qf = contiguous_as(q, DType::F32), kf = contiguous_as(k, DType::F32),
                  vf = contiguous_as(v, DType::F32), of = contiguous_as(out, DType::F32),
-                 dof = contiguous_as(dout, DType::F32);  // (B, T, H or H_kv, D)
+                 dof = contiguous_as(dout, DType::F32);  // q, out, dout (B, T, H, D); k, v (B, T, H_kv, D)
     Tensor dqf = Tensor::empty(bthd, DType::F32);  // (B, T, H, D)
     Tensor dkf = Tensor::empty(bthd_kv, DType::F32), dvf = Tensor::empty(bthd_kv, DType::F32);  // (B, T, H_kv, D)
     if (flash)
@@ -220,8 +220,8 @@ void cpu_backward(bool flash, const AttentionParams& cfg, const Tensor& q, const
     return;
   }
   // The float64 reference recomputes P from q and k; out and lse are not needed.
-  const Tensor qd = contiguous_as(q, DType::F64), kd = contiguous_as(k, DType::F64),
-               vd = contiguous_as(v, DType::F64), dod = contiguous_as(dout, DType::F64);  // (B, T, H or H_kv, D)
+  const Tensor qd = contiguous_as(q, DType::F64), dod = contiguous_as(dout, DType::F64);  // (B, T, H, D)
+  const Tensor kd = contiguous_as(k, DType::F64), vd = contiguous_as(v, DType::F64);     // (B, T, H_kv, D)
   Tensor dqd = Tensor::empty(bthd, DType::F64);  // (B, T, H, D)
   Tensor dkd = Tensor::empty(bthd_kv, DType::F64), dvd = Tensor::empty(bthd_kv, DType::F64);  // (B, T, H_kv, D)
   cpu::attention_reference_backward(cfg, qd.data<double>(), kd.data<double>(), vd.data<double>(), dod.data<double>(),
