@@ -5,9 +5,10 @@
 namespace ft::nn {
 
 CausalSelfAttention::CausalSelfAttention(const GPTConfig& cfg, Generator& gen)
-    : c_attn(cfg.d_model, 3 * cfg.d_model),
+    : c_attn(cfg.d_model, cfg.qkv_dim()),
       c_proj(cfg.d_model, cfg.d_model),
       n_heads_(static_cast<int>(cfg.n_heads)),
+      n_kv_heads_(static_cast<int>(cfg.kv_heads())),
       dropout_(cfg.dropout),
       use_flash_(cfg.use_flash_attention),
       gen_(gen) {
@@ -21,13 +22,13 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& cfg, Generator& gen)
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x) const {
-  const Tensor qkv = c_attn.forward(x);  // (B, T, 3C)
+  const Tensor qkv = c_attn.forward(x);  // (B, T, (H + 2 H_kv) D)
   ops::AttentionOptions opts = base_opts_;
   if (is_training() && dropout_ > 0) {
     opts.dropout_p = static_cast<float>(dropout_);
     opts.philox = gen_.next(ops::attention_philox_offsets(x.size(0), n_heads_));
   }
-  const Tensor y = autograd::attention(qkv, n_heads_, opts, use_flash_);  // (B, T, C)
+  const Tensor y = autograd::attention(qkv, n_heads_, opts, use_flash_, n_kv_heads_);  // (B, T, C)
   return c_proj.forward(y);                                              // (B, T, C)
 }
 

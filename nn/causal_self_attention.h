@@ -1,5 +1,6 @@
-// Multi-head causal self-attention: c_attn (C -> 3C, the fused q|k|v projection), attention (flash
-// or naive by config, with dropout on the probabilities in training mode), c_proj (C -> C).
+// Multi-head causal self-attention: c_attn (C -> (H + 2 H_kv) D, the fused q|k|v projection; 3C
+// for multi-head attention), attention (flash or naive by config, grouped-query when H_kv < H, with
+// dropout on the probabilities in training mode), c_proj (C -> C).
 #pragma once
 
 #include "core/random.h"
@@ -15,11 +16,13 @@ class CausalSelfAttention : public Module {
   CausalSelfAttention(const GPTConfig& cfg, Generator& gen);
   Tensor forward(const Tensor& x) const;  // (B, T, C) -> (B, T, C)
 
-  Linear c_attn;  // weight (3C, C): rows [q; k; v], head h owning rows h*D .. h*D+D-1 of each
+  // weight ((H + 2 H_kv) D, C): rows [q (H D); k (H_kv D); v (H_kv D)], head h owning rows
+  // h*D .. h*D+D-1 of each
+  Linear c_attn;
   Linear c_proj;  // weight (C, C), a residual projection (init scaled by 1/sqrt(2L))
 
  private:
-  int n_heads_;
+  int n_heads_, n_kv_heads_;
   double dropout_;
   bool use_flash_;
   ops::AttentionOptions base_opts_;  // causal, determinism, the block-sparse pattern; dropout per call

@@ -10,6 +10,8 @@ void GPTConfig::validate() const {
   FT_CHECK_ARG(n_layers >= 1, "[gpt] n_layers must be >= 1, got ", n_layers);
   FT_CHECK_ARG(n_heads >= 1 && d_model >= 1 && d_model % n_heads == 0, "[gpt] n_heads = ", n_heads,
                " must divide d_model = ", d_model);
+  FT_CHECK_ARG(n_kv_heads >= 0 && n_heads % kv_heads() == 0, "[gpt] n_heads = ", n_heads,
+               " must be a multiple of n_kv_heads = ", n_kv_heads, " (0 means n_heads)");
   FT_CHECK_ARG(d_ff >= 1, "[gpt] d_ff must be >= 1, got ", d_ff);
   FT_CHECK_ARG(dropout >= 0 && dropout < 1, "[gpt] dropout must be in [0, 1), got ", dropout);
   FT_CHECK_ARG(initializer_range >= 0, "[gpt] initializer_range must be >= 0, got ", initializer_range);

@@ -13,6 +13,9 @@ struct GPTConfig {
   int64_t max_seq_len = 1024;  // rows of the learned position embedding (HF n_positions)
   int64_t n_layers = 12;       // L
   int64_t n_heads = 12;        // H; must divide d_model
+  // H_kv: key/value heads, each shared by n_heads / n_kv_heads query heads (grouped-query
+  // attention; 1 is multi-query attention). 0 means n_heads: GPT-2's multi-head attention.
+  int64_t n_kv_heads = 0;
   int64_t d_model = 768;       // C
   int64_t d_ff = 3072;         // MLP hidden width
   double dropout = 0.1;        // embeddings, attention probabilities, residual branches
@@ -31,6 +34,9 @@ struct GPTConfig {
   int64_t sparse_global_blocks = 0;
 
   int64_t head_dim() const { return d_model / n_heads; }  // D
+  int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }  // H_kv
+  // Columns of the fused q|k|v projection: (H + 2 H_kv) D (3C for multi-head attention).
+  int64_t qkv_dim() const { return (n_heads + 2 * kv_heads()) * head_dim(); }
   // Throws ft::Error naming the field and value ("[gpt] n_heads = 5 must divide d_model = 768").
   void validate() const;
 };

@@ -15,6 +15,7 @@
 #include "ops/cuda/attention/flash_attention.h"
 #include "ops/cuda/naive_attention.h"
 #endif
+#include "ops/cuda/attention_kv_sum.h"
 
 namespace ft::ops {
 namespace {
@@ -26,6 +27,7 @@ constexpr int kCpuBlockN = 64;
 
 struct Dims {
   int B, T, H, D;
+  int H_kv;  // K/V heads: H for multi-head attention, a divisor of H for grouped-query attention
 };
 
 // "(2, 5, 4, 8) strides (480, 96, 8, 1) bf16 on cuda:0": what every layout error shows.
@@ -35,12 +37,12 @@ std::string describe(const Tensor& t) {
 
 bool aligned16(const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
 
-// A (B, T, H, D) operand: the shape, dtype and device of q, a contiguous last dim, and on CUDA the
-// kernels' stride and alignment rules.
-void check_operand(const char* op, const char* name, const Tensor& t, const Tensor& q) {
+// A (B, T, H, D) or (B, T, H_kv, D) operand: `shape`, the dtype and device of q, a contiguous last
+// dim, and on CUDA the kernels' stride and alignment rules.
+void check_operand(const char* op, const char* name, const Tensor& t, const Tensor& q, const Shape& shape) {
   FT_CHECK_ARG(t.defined(), "[", op, "] ", name, " is undefined");
-  FT_CHECK_ARG(t.shape() == q.shape() && t.dtype() == q.dtype() && t.device() == q.device(), "[", op, "] ",
-               name, " ", describe(t), " does not match q ", describe(q));
+  FT_CHECK_ARG(t.shape() == shape && t.dtype() == q.dtype() && t.device() == q.device(), "[", op, "] ", name,
+               " ", describe(t), " does not match q ", describe(q), " (expected shape ", shape, ")");
   FT_CHECK_ARG(t.stride(3) == 1 || t.size(3) == 1, "[", op, "] ", name, " needs a contiguous last dim (D), got ",
                describe(t));
   if (!t.is_cuda()) return;
@@ -68,14 +70,19 @@ Dims check_inputs(const char* op, bool flash, const Tensor& q, const Tensor& k, 
   } else {
     FT_CHECK_ARG(is_floating(t), "[", op, "] takes f32, f64, bf16 or f16 on the CPU, got q ", describe(q));
   }
-  check_operand(op, "q", q, q);
-  check_operand(op, "k", k, q);
-  check_operand(op, "v", v, q);
+  check_operand(op, "q", q, q, q.shape());
   for (int axis = 0; axis < 4; ++axis)
     FT_CHECK_ARG(q.size(axis) >= 1 && q.size(axis) <= INT_MAX, "[", op, "] every dim of q must be in [1, 2^31), got ",
                  describe(q));
+  // Grouped-query attention: k and v carry H_kv heads, a divisor of q's H (H_kv = 1: multi-query).
+  FT_CHECK_ARG(k.dim() == 4 && k.size(2) >= 1, "[", op, "] k must be (B, T, H_kv, D), got ", describe(k));
+  FT_CHECK_ARG(q.size(2) % k.size(2) == 0, "[", op, "] n_heads (q) must be a multiple of n_kv_heads (k, v): q ",
+               describe(q), ", k ", describe(k));
+  const Shape kv_shape{q.size(0), q.size(1), k.size(2), q.size(3)};
+  check_operand(op, "k", k, q, kv_shape);
+  check_operand(op, "v", v, q, kv_shape);
   const Dims d{static_cast<int>(q.size(0)), static_cast<int>(q.size(1)), static_cast<int>(q.size(2)),
-               static_cast<int>(q.size(3))};
+               static_cast<int>(q.size(3)), static_cast<int>(k.size(2))};
   FT_CHECK_ARG(opts.dropout_p >= 0.f && opts.dropout_p <= 1.f, "[", op, "] dropout_p must be in [0, 1], got ",
                opts.dropout_p);
   FT_CHECK_ARG(std::isfinite(opts.softmax_scale) && opts.softmax_scale >= 0.f, "[", op,
@@ -90,11 +97,11 @@ Dims check_inputs(const char* op, bool flash, const Tensor& q, const Tensor& k, 
 
 void check_gradients(const char* op, const Tensor& q, const Tensor& out, const Tensor& lse, const Tensor& dout,
                      const Tensor& dq, const Tensor& dk, const Tensor& dv, const Dims& d) {
-  check_operand(op, "out", out, q);
-  check_operand(op, "dout", dout, q);
-  check_operand(op, "dq", dq, q);
-  check_operand(op, "dk", dk, q);
-  check_operand(op, "dv", dv, q);
+  check_operand(op, "out", out, q, q.shape());
+  check_operand(op, "dout", dout, q, q.shape());
+  check_operand(op, "dq", dq, q, q.shape());
+  check_operand(op, "dk", dk, q, Shape{d.B, d.T, d.H_kv, d.D});
+  check_operand(op, "dv", dv, q, Shape{d.B, d.T, d.H_kv, d.D});
   const DType lse_dtype = is_half(q.dtype()) ? DType::F32 : q.dtype();
   FT_CHECK_ARG(lse.defined() && lse.shape() == Shape({d.B, d.H, d.T}) && lse.dtype() == lse_dtype &&
                    lse.device() == q.device() && lse.is_contiguous(),
@@ -107,6 +114,7 @@ AttentionParams make_params(const Dims& d, const AttentionOptions& opts, DType d
   p.B = d.B;
   p.T = d.T;
   p.H = d.H;
+  p.H_kv = d.H_kv;
   p.D = d.D;
   p.softmax_scale = opts.softmax_scale > 0.f ? opts.softmax_scale : 1.f / std::sqrt(static_cast<float>(d.D));
   p.causal = opts.causal;
@@ -166,7 +174,7 @@ AttentionForward cpu_forward(bool flash, const AttentionParams& cfg, const Tenso
   AttentionForward r;
   if (is_half(q.dtype())) {  // the references that reproduce the CUDA kernels' rounding
     const Tensor qf = contiguous_as(q, DType::F32), kf = contiguous_as(k, DType::F32),
-                 vf = contiguous_as(v, DType::F32);  // (B, T, H, D), values exact in q's dtype
+                 vf = contiguous_as(v, DType::F32);  // q (B, T, H, D), k, v (B, T, H_kv, D); exact
     Tensor of = Tensor::empty(bthd, DType::F32);     // (B, T, H, D), rounded to q's dtype
     r.lse = Tensor::empty(bht, DType::F32);          // (B, H, T)
     if (flash)
@@ -192,13 +200,13 @@ AttentionForward cpu_forward(bool flash, const AttentionParams& cfg, const Tenso
 void cpu_backward(bool flash, const AttentionParams& cfg, const Tensor& q, const Tensor& k, const Tensor& v,
                   const Tensor& out, const Tensor& lse, const Tensor& dout, const Tensor& dq, const Tensor& dk,
                   const Tensor& dv) {
-  const Shape bthd{cfg.B, cfg.T, cfg.H, cfg.D};
+  const Shape bthd{cfg.B, cfg.T, cfg.H, cfg.D}, bthd_kv{cfg.B, cfg.T, cfg.H_kv, cfg.D};
   if (is_half(q.dtype())) {
     const Tensor qf = contiguous_as(q, DType::F32), kf = contiguous_as(k, DType::F32),
                  vf = contiguous_as(v, DType::F32), of = contiguous_as(out, DType::F32),
-                 dof = contiguous_as(dout, DType::F32);  // (B, T, H, D)
-    Tensor dqf = Tensor::empty(bthd, DType::F32), dkf = Tensor::empty(bthd, DType::F32),
-           dvf = Tensor::empty(bthd, DType::F32);  // (B, T, H, D)
+                 dof = contiguous_as(dout, DType::F32);  // q, out, dout (B, T, H, D); k, v (B, T, H_kv, D)
+    Tensor dqf = Tensor::empty(bthd, DType::F32);  // (B, T, H, D)
+    Tensor dkf = Tensor::empty(bthd_kv, DType::F32), dvf = Tensor::empty(bthd_kv, DType::F32);  // (B, T, H_kv, D)
     if (flash)
       cpu::flash_tiled_backward(cfg, kCpuBlockM, kCpuBlockN, qf.data<float>(), kf.data<float>(), vf.data<float>(),
                                 of.data<float>(), lse.data<float>(), dof.data<float>(), dqf.data<float>(),
@@ -212,10 +220,10 @@ void cpu_backward(bool flash, const AttentionParams& cfg, const Tensor& q, const
     return;
   }
   // The float64 reference recomputes P from q and k; out and lse are not needed.
-  const Tensor qd = contiguous_as(q, DType::F64), kd = contiguous_as(k, DType::F64),
-               vd = contiguous_as(v, DType::F64), dod = contiguous_as(dout, DType::F64);  // (B, T, H, D)
-  Tensor dqd = Tensor::empty(bthd, DType::F64), dkd = Tensor::empty(bthd, DType::F64),
-         dvd = Tensor::empty(bthd, DType::F64);  // (B, T, H, D)
+  const Tensor qd = contiguous_as(q, DType::F64), dod = contiguous_as(dout, DType::F64);  // (B, T, H, D)
+  const Tensor kd = contiguous_as(k, DType::F64), vd = contiguous_as(v, DType::F64);     // (B, T, H_kv, D)
+  Tensor dqd = Tensor::empty(bthd, DType::F64);  // (B, T, H, D)
+  Tensor dkd = Tensor::empty(bthd_kv, DType::F64), dvd = Tensor::empty(bthd_kv, DType::F64);  // (B, T, H_kv, D)
   cpu::attention_reference_backward(cfg, qd.data<double>(), kd.data<double>(), vd.data<double>(), dod.data<double>(),
                                     dqd.data<double>(), dkd.data<double>(), dvd.data<double>());
   write_into(dq, dqd);
@@ -266,6 +274,17 @@ void cuda_naive_backward(const AttentionParams&, const cuda::NaiveAttentionBuffe
 }
 #endif
 
+// dk or dv (B, T, H_kv, D) = the group sums of the kernels' per-query-head partials (B, T, H, D).
+void sum_kv_groups(const Dims& d, const Tensor& partial, const Tensor& out, Stream s) {
+  ft::cuda::AttentionKvSumParams kp;
+  kp.partial = partial.data_ptr();
+  kp.out = out.data_ptr();
+  strides_of(out, kp.out_batch_stride, kp.out_row_stride, kp.out_head_stride);
+  kp.B = d.B, kp.T = d.T, kp.H = d.H, kp.H_kv = d.H_kv, kp.D = d.D;
+  kp.dtype = out.dtype();
+  ft::cuda::attention_kv_sum(kp, s);
+}
+
 AttentionForward forward(const char* op, bool flash, const Tensor& q, const Tensor& k, const Tensor& v,
                          const AttentionOptions& opts) {
   const Dims d = check_inputs(op, flash, q, k, v, opts);
@@ -295,6 +314,39 @@ AttentionForward forward(const char* op, bool flash, const Tensor& q, const Tens
       });
 }
 
+// The CUDA backward kernels of one call; p holds every pointer (dk, dv: where the kernels write).
+void run_backward_kernels(const char* op, bool flash, AttentionParams& p, const Dims& d, const Tensor& q,
+                          const Tensor& probs, const AttentionOptions& opts, Stream s) {
+  if (flash) {
+    const Tensor dsum = Tensor::empty({d.B, d.H, d.T}, DType::F32, q.device());  // (B, H, T)
+    p.dsum = dsum.data<float>();
+    // fp32 dQ sums (their own layout, T rounded up to whole tiles: flash_dq_accum.cuh) and
+    // (B, H, ceil(T / 32), 4) dQ order counters, each only where the mode uses it (the
+    // deterministic backward without dropout needs neither); sizes from the launcher
+    const auto [accum_n, semaphore_n] = flash_dq_workspace(p, opts.deterministic);
+    const Tensor dq_accum = accum_n ? Tensor::empty({accum_n}, DType::F32, q.device()) : Tensor();
+    const Tensor dq_semaphore = semaphore_n ? Tensor::empty({semaphore_n}, DType::I32, q.device()) : Tensor();
+    p.dq_accum = dq_accum.defined() ? dq_accum.data<float>() : nullptr;
+    cuda_flash_backward(p, s, opts.deterministic, dq_semaphore.defined() ? dq_semaphore.data<int32_t>() : nullptr);
+    return;
+  }
+  const Shape bhtt{d.B, d.H, d.T, d.T};
+  FT_CHECK_ARG(probs.defined() && probs.shape() == bhtt && probs.dtype() == q.dtype() &&
+                   probs.device() == q.device() && probs.is_contiguous(),
+               "[", op, "] needs the forward's probabilities P, contiguous (B, H, T, T) ", q.dtype(), " on ",
+               q.device(), ", got ", probs.defined() ? describe(probs) : std::string("undefined"));
+  const Tensor scores = Tensor::empty(bhtt, DType::F32, q.device());  // (B, H, T, T) dP scratch
+  const Tensor dscores = Tensor::empty(bhtt, q.dtype(), q.device());  // (B, H, T, T) dS
+  // (B, H, T, T) P o Z scratch, only with dropout
+  const Tensor dropped = p.dropout.threshold ? Tensor::empty(bhtt, q.dtype(), q.device()) : Tensor();
+  cuda::NaiveAttentionBuffers buf;
+  buf.scores = scores.data<float>();
+  buf.probs = probs.data_ptr();
+  buf.probs_dropped = dropped.defined() ? dropped.data_ptr() : nullptr;
+  buf.dscores = dscores.data_ptr();
+  cuda_naive_backward(p, buf, q.device(), s);
+}
+
 void backward(const char* op, bool flash, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
               const Tensor& lse, const Tensor& probs, const Tensor& dout, const AttentionOptions& opts,
               const Tensor& dq, const Tensor& dk, const Tensor& dv) {
@@ -304,37 +356,19 @@ void backward(const char* op, bool flash, const Tensor& q, const Tensor& k, cons
   dispatch(
       q.device(), [&] { cpu_backward(flash, p, q, k, v, out, lse, dout, dq, dk, dv); },
       [&](Stream s) {
+        // Grouped K/V heads: the kernels write each query head's dK, dV into (B, T, H, D) workspaces
+        // that sum_kv_groups folds into dk, dv (a fixed order: deterministic); multi-head attention
+        // writes dk, dv directly and allocates nothing more.
+        const bool grouped = d.H_kv != d.H;
+        const Shape bthd{d.B, d.T, d.H, d.D};
+        const Tensor dk_part = grouped ? Tensor::empty(bthd, q.dtype(), q.device()) : dk;  // (B, T, H, D)
+        const Tensor dv_part = grouped ? Tensor::empty(bthd, q.dtype(), q.device()) : dv;  // (B, T, H, D)
         set_forward_pointers(p, q, k, v, out, lse);
-        set_backward_pointers(p, dout, dq, dk, dv);
-        if (flash) {
-          const Tensor dsum = Tensor::empty({d.B, d.H, d.T}, DType::F32, q.device());  // (B, H, T)
-          p.dsum = dsum.data<float>();
-          // fp32 dQ sums (their own layout, T rounded up to whole tiles: flash_dq_accum.cuh) and
-          // (B, H, ceil(T / 32), 4) dQ order counters, each only where the mode uses it (the
-          // deterministic backward without dropout needs neither); sizes from the launcher
-          const auto [accum_n, semaphore_n] = flash_dq_workspace(p, opts.deterministic);
-          const Tensor dq_accum = accum_n ? Tensor::empty({accum_n}, DType::F32, q.device()) : Tensor();
-          const Tensor dq_semaphore = semaphore_n ? Tensor::empty({semaphore_n}, DType::I32, q.device()) : Tensor();
-          p.dq_accum = dq_accum.defined() ? dq_accum.data<float>() : nullptr;
-          cuda_flash_backward(p, s, opts.deterministic,
-                              dq_semaphore.defined() ? dq_semaphore.data<int32_t>() : nullptr);
-          return;
-        }
-        const Shape bhtt{d.B, d.H, d.T, d.T};
-        FT_CHECK_ARG(probs.defined() && probs.shape() == bhtt && probs.dtype() == q.dtype() &&
-                         probs.device() == q.device() && probs.is_contiguous(),
-                     "[", op, "] needs the forward's probabilities P, contiguous (B, H, T, T) ", q.dtype(), " on ",
-                     q.device(), ", got ", probs.defined() ? describe(probs) : std::string("undefined"));
-        const Tensor scores = Tensor::empty(bhtt, DType::F32, q.device());  // (B, H, T, T) dP scratch
-        const Tensor dscores = Tensor::empty(bhtt, q.dtype(), q.device());  // (B, H, T, T) dS
-        // (B, H, T, T) P o Z scratch, only with dropout
-        const Tensor dropped = p.dropout.threshold ? Tensor::empty(bhtt, q.dtype(), q.device()) : Tensor();
-        cuda::NaiveAttentionBuffers buf;
-        buf.scores = scores.data<float>();
-        buf.probs = probs.data_ptr();
-        buf.probs_dropped = dropped.defined() ? dropped.data_ptr() : nullptr;
-        buf.dscores = dscores.data_ptr();
-        cuda_naive_backward(p, buf, q.device(), s);
+        set_backward_pointers(p, dout, dq, dk_part, dv_part);
+        run_backward_kernels(op, flash, p, d, q, probs, opts, s);
+        if (!grouped) return;
+        sum_kv_groups(d, dk_part, dk, s);
+        sum_kv_groups(d, dv_part, dv, s);
       });
 }
 

@@ -2,10 +2,16 @@
 // at the Tensor level: validate, allocate, dispatch. Kernels: ops/cuda/attention/flash_attention.h,
 // ops/cuda/naive_attention.h; CPU references: ops/cpu/attention_reference.h.
 //
-// Layout: q, k, v, out, dout, dq, dk, dv are (B, T, H, D) with any batch, time and head strides
-// and a contiguous last dim, so q, k, v (and dq, dk, dv) can be strided slices of one fused
-// (B, T, 3C) buffer, C = H * D, without a copy. out is returned contiguous (B, T, H, D), so it
-// views as (B, T, C) for free. lse is (B, H, T), contiguous.
+// Layout: q, out, dout, dq are (B, T, H, D) and k, v, dk, dv (B, T, H_kv, D) with any batch, time
+// and head strides and a contiguous last dim, so q, k, v (and dq, dk, dv) can be strided slices of
+// one fused (B, T, (H + 2 H_kv) D) buffer without a copy. out is returned contiguous (B, T, H, D),
+// so it views as (B, T, H D) for free. lse is (B, H, T), contiguous.
+//
+// Grouped-query attention: H_kv (k's head count) must divide H; query head h reads K/V head
+// h / (H / H_kv) (H_kv = H: multi-head attention; H_kv = 1: multi-query attention). dk and dv are
+// the sums over each group's query heads: on CUDA the kernels write per-query-head partials into a
+// (B, T, H, D) workspace (only allocated when H_kv < H) and a fixed-order fp32 sum folds them, so
+// dk, dv stay deterministic.
 //
 // Dtypes and devices:
 //   CUDA: flash: bf16 or f16, D in {64, 128} (its tensor-core mma.sync tiles take 16-bit operands;
@@ -18,7 +24,8 @@
 //         reproduce the CUDA kernels' rounding -- the tiled flash algorithm for flash, the
 //         low-precision naive for naive. lse has q's dtype for f32/f64 and is f32 for bf16/f16.
 //
-// Randomness: dropout on P draws its mask from opts.philox at slice b * H + h (core/dropout_mask.h),
+// Randomness: dropout on P draws its mask from opts.philox at slice b * H + h, h the query head
+// (core/dropout_mask.h; grouping K/V heads does not change the mask),
 // so one call consumes attention_philox_offsets(B, H) offsets; the backward regenerates the mask
 // from the same state. Flash and naive draw identical masks.
 #pragma once
@@ -59,8 +66,8 @@ struct AttentionForward {
 
 AttentionForward flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
                                          const AttentionOptions& opts);
-// Writes the gradients into dq, dk, dv (given, (B, T, H, D), q's dtype; they may be strided slices
-// of one dqkv buffer). out and lse are the forward's; opts must equal the forward's.
+// Writes the gradients into dq (B, T, H, D), dk, dv (B, T, H_kv, D) (given, q's dtype; they may be
+// strided slices of one dqkv buffer). out and lse are the forward's; opts must equal the forward's.
 // On CUDA dq is accumulated with fp32 atomics: reproducible to rounding only unless
 // opts.deterministic (dk, dv are always exact).
 void flash_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,

@@ -1,11 +1,18 @@
 // Plain-old-data arguments of the attention kernels (flash and naive, CUDA and CPU references),
 // and the one definition of which (query, key) pairs attend, shared by all of them.
 //
-// Layout: q, k, v, o, dout, dq, dk, dv are (B, T, H, D) with arbitrary element strides for batch,
-// time (row) and head; the last dim D is contiguous. So q, k, v may be strided slices of a fused
+// Layout: q, o, dout, dq are (B, T, H, D) and k, v, dk, dv (B, T, H_kv, D) with arbitrary element
+// strides for batch, time (row) and head; the last dim D is contiguous. So q, k, v may be strided slices of a fused
 // (B, T, 3*H*D) qkv buffer. lse and dsum are fp32 (B, H, T) contiguous. dq_accum is an fp32
 // workspace of the flash backward (dQ is accumulated there; its own tile layout and size:
 // ops/cuda/attention/flash_dq_accum.cuh, flash_attention_backward_workspace).
+//
+// Grouped-query attention (GQA; multi-query attention is H_kv = 1): H is a multiple of H_kv and
+// query head h reads K/V head attention_kv_head(p, h) = h / (H / H_kv). The kernels themselves only
+// read K/V through that map; dK and dV of a group are sums over its query heads, which the ops front
+// door forms (ops/attention.cpp: the kernels write per-query-head partials into a (B, T, H, D)
+// workspace, then a fixed-order fp32 sum). H_kv = 0 means H_kv = H, so code that fills the struct
+// without knowing GQA keeps meaning multi-head attention.
 //
 // Kernels assert, they do not validate: the ops front door checks D in {64, 128}, strides that are
 // multiples of 8 elements (16-byte rows for cp.async), 16-byte aligned base pointers, T >= 1.
@@ -25,19 +32,19 @@ enum class AttentionDType : int { kBF16 = 0, kF16 = 1, kF32 = 2 };
 struct AttentionParams {
   // Forward.
   const void* q = nullptr;  // (B, T, H, D)
-  const void* k = nullptr;  // (B, T, H, D)
-  const void* v = nullptr;  // (B, T, H, D)
+  const void* k = nullptr;  // (B, T, H_kv, D)
+  const void* v = nullptr;  // (B, T, H_kv, D)
   void* o = nullptr;        // (B, T, H, D)
   float* lse = nullptr;     // (B, H, T) natural-log log-sum-exp of the scaled, masked, undropped scores
   // Backward.
   const void* dout = nullptr;  // (B, T, H, D)
   void* dq = nullptr;          // (B, T, H, D)
-  void* dk = nullptr;          // (B, T, H, D)
-  void* dv = nullptr;          // (B, T, H, D)
+  void* dk = nullptr;          // (B, T, H_kv, D); the kernels: (B, T, H, D) per-query-head partials
+  void* dv = nullptr;          // (B, T, H_kv, D); the kernels: (B, T, H, D) per-query-head partials
   float* dsum = nullptr;       // (B, H, T) D = rowsum(dO * O), written by the backward preprocess
   float* dq_accum = nullptr;   // fp32 workspace (flash_dq_accum.cuh), zeroed by the backward preprocess
 
-  // Element strides (batch, time, head) of each (B, T, H, D) tensor.
+  // Element strides (batch, time, head) of each (B, T, H or H_kv, D) tensor.
   int64_t q_batch_stride = 0, q_row_stride = 0, q_head_stride = 0;
   int64_t k_batch_stride = 0, k_row_stride = 0, k_head_stride = 0;
   int64_t v_batch_stride = 0, v_row_stride = 0, v_head_stride = 0;
@@ -48,6 +55,7 @@ struct AttentionParams {
   int64_t dv_batch_stride = 0, dv_row_stride = 0, dv_head_stride = 0;
 
   int B = 0, H = 0, T = 0, D = 0;
+  int H_kv = 0;  // K/V heads; 0 means H (multi-head attention). H % H_kv == 0.
   float softmax_scale = 1.f;
   bool causal = false;
   AttentionDType dtype = AttentionDType::kBF16;
@@ -69,6 +77,14 @@ struct BthdStrides {
 };
 inline BthdStrides contiguous_bthd_strides(int T, int H, int D) {
   return {static_cast<int64_t>(T) * H * D, static_cast<int64_t>(H) * D, static_cast<int64_t>(D)};
+}
+
+// K/V heads of p (H_kv, or H when H_kv is 0) and query heads per K/V head.
+FT_HOST_DEVICE int attention_kv_heads(const AttentionParams& p) { return p.H_kv > 0 ? p.H_kv : p.H; }
+FT_HOST_DEVICE int attention_group_size(const AttentionParams& p) { return p.H / attention_kv_heads(p); }
+// The K/V head that query head h reads. Multi-head attention skips the division.
+FT_HOST_DEVICE int attention_kv_head(const AttentionParams& p, int h) {
+  return p.H_kv > 0 && p.H_kv != p.H ? h / (p.H / p.H_kv) : h;
 }
 
 // Whether query `row` attends to key `col` (both < T).

@@ -31,6 +31,7 @@ TrainConfig config_of(const std::string& dir) {
   c.d_model = d.n_embd;
   c.n_layers = d.n_layer;
   c.n_heads = d.n_head;
+  c.n_kv_heads = d.grouped() ? d.kv_heads() : 0;
   c.d_ff = d.n_inner;
   c.dropout = 0.0;
   const Json* act = j.find("activation_function");

@@ -8,6 +8,7 @@ nn::GPTConfig gpt_config_from(const TrainConfig& cfg) {
   g.max_seq_len = cfg.max_seq_len;
   g.n_layers = cfg.n_layers;
   g.n_heads = cfg.n_heads;
+  g.n_kv_heads = cfg.n_kv_heads;
   g.d_model = cfg.d_model;
   g.d_ff = cfg.d_ff;
   g.dropout = cfg.dropout;

@@ -252,8 +252,9 @@ std::string Trainer::save_checkpoint() {
 
 void Trainer::print_header(std::ostream& out) const {
   const char* dtype = to_string(cfg_.mixed_precision);
-  out << "flashtrain: GPT-2 " << cfg_.n_layers << "L x " << cfg_.d_model << "C x " << cfg_.n_heads << "H, "
-      << arena_->num_parameters() << " parameters, " << dtype << ", attention "
+  out << "flashtrain: GPT-2 " << cfg_.n_layers << "L x " << cfg_.d_model << "C x " << cfg_.n_heads << "H"
+      << (cfg_.n_kv_heads > 0 && cfg_.n_kv_heads != cfg_.n_heads ? str(" (", cfg_.n_kv_heads, " K/V heads)") : "")
+      << ", " << arena_->num_parameters() << " parameters, " << dtype << ", attention "
       << (cfg_.use_flash_attention ? "flash" : "naive") << ", on " << device_name(device_) << "\n";
   const std::string why = device_note(cfg_, device_);  // device: auto fell back to the CPU: why
   if (!why.empty()) out << "flashtrain: note: " << why << "\n";

@@ -2,7 +2,7 @@
 // and PyTorch's run in one process on the same tensors, timed and memory-counted the same way.
 // Build: nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I. -Xcompiler -fPIC -shared
 //        bench/attention/attention_capi.cu ops/cuda/attention/*.cu ops/cuda/naive_attention.cu
-//        -lcublas -o libft_attention.so
+//        ops/cuda/attention_kv_sum.cu -lcublas -o libft_attention.so
 // Variants (flash D = 64, bf16 only) are experiments kept for tuning; variant 0 is the shipped one.
 #include <cublas_v2.h>
 
@@ -21,6 +21,7 @@
 #endif
 #include "ops/cuda/attention/flash_fwd_wgmma_kernel.cuh"
 #include "ops/cuda/attention/flash_launch.cuh"
+#include "ops/cuda/attention_kv_sum.h"
 #include "ops/cuda/naive_attention.h"
 
 namespace {
@@ -161,25 +162,19 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
   }
 }
 
-}  // namespace
-
-extern "C" {
-
-const char* ft_attn_last_error() { return g_error.c_str(); }
-
-// op: 0 forward, 1 backward. impl: 0 flash, 1 naive. Layout: q, k, v, dq, dk, dv share
-// (batch, row, head) strides qkv_strides[3]; o, dout are contiguous (B, T, H, D).
-// naive_bufs: scores (fp32), probs, probs_dropped, dscores, each B*H*T*T.
-int ft_attn_run(int op, int impl, int variant, void* q, void* k, void* v, void* o, float* lse,
-                void* dout, void* dq, void* dk, void* dv, float* dsum, float* dq_accum,
-                void** naive_bufs, int B, int T, int H, int D, const long long* qkv_strides,
-                int causal, float dropout_p, unsigned long long seed, unsigned long long offset,
-                int dtype, float softmax_scale, void* stream) {
+// One call of ft_attn_run / ft_attn_run_gqa. H_kv < H: grouped-query attention, whose backward
+// writes per-query-head dK, dV into dkv_partial (2 x (B, T, H, D) contiguous: dK's, then dV's) and
+// sums each group into dk, dv as the ops front door does (ops/attention.cpp).
+int run_attention(int op, int impl, int variant, void* q, void* k, void* v, void* o, float* lse, void* dout,
+                  void* dq, void* dk, void* dv, float* dsum, float* dq_accum, void** naive_bufs, int B, int T,
+                  int H, int H_kv, int D, const long long* qkv_strides, int causal, float dropout_p,
+                  unsigned long long seed, unsigned long long offset, int dtype, float softmax_scale,
+                  void* dkv_partial, void* stream) {
   try {
     AttentionParams p;
     p.q = q, p.k = k, p.v = v, p.o = o, p.lse = lse, p.dout = dout, p.dq = dq, p.dk = dk, p.dv = dv;
     p.dsum = dsum, p.dq_accum = dq_accum;
-    p.B = B, p.T = T, p.H = H, p.D = D;
+    p.B = B, p.T = T, p.H = H, p.H_kv = H_kv, p.D = D;
     p.softmax_scale = softmax_scale;
     p.causal = causal != 0;
     p.dtype = dtype == 0 ? AttentionDType::kBF16 : AttentionDType::kF16;
@@ -197,6 +192,15 @@ int ft_attn_run(int op, int impl, int variant, void* q, void* k, void* v, void* 
     p.o_batch_stride = p.do_batch_stride = c.batch;
     p.o_row_stride = p.do_row_stride = c.row;
     p.o_head_stride = p.do_head_stride = c.head;
+    const bool grouped = op == 1 && H_kv != H;
+    if (grouped) {
+      if (dkv_partial == nullptr) throw Error("grouped-query backward needs dkv_partial");
+      p.dk = dkv_partial;
+      p.dv = static_cast<char*>(dkv_partial) + static_cast<int64_t>(B) * T * H * D * 2;
+      p.dk_batch_stride = p.dv_batch_stride = c.batch;
+      p.dk_row_stride = p.dv_row_stride = c.row;
+      p.dk_head_stride = p.dv_head_stride = c.head;
+    }
     auto s = static_cast<cudaStream_t>(stream);
     if (impl == 0) {
       run_flash_variant(op == 0, variant, p, s);
@@ -207,11 +211,52 @@ int ft_attn_run(int op, int impl, int variant, void* q, void* k, void* v, void* 
       op == 0 ? ft::cuda::naive_attention_forward(p, buf, g_cublas, s)
               : ft::cuda::naive_attention_backward(p, buf, g_cublas, s);
     }
+    if (grouped) {
+      ft::cuda::AttentionKvSumParams kp;
+      kp.out_batch_stride = qkv_strides[0], kp.out_row_stride = qkv_strides[1], kp.out_head_stride = qkv_strides[2];
+      kp.B = B, kp.T = T, kp.H = H, kp.H_kv = H_kv, kp.D = D;
+      kp.dtype = dtype == 0 ? DType::BF16 : DType::F16;
+      kp.partial = p.dk, kp.out = dk;
+      ft::cuda::attention_kv_sum(kp, s);
+      kp.partial = p.dv, kp.out = dv;
+      ft::cuda::attention_kv_sum(kp, s);
+    }
     return 0;
   } catch (const std::exception& e) {
     g_error = e.what();
     return 1;
   }
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* ft_attn_last_error() { return g_error.c_str(); }
+
+// op: 0 forward, 1 backward. impl: 0 flash, 1 naive. Layout: q, k, v, dq, dk, dv share
+// (batch, row, head) strides qkv_strides[3]; o, dout are contiguous (B, T, H, D).
+// naive_bufs: scores (fp32), probs, probs_dropped, dscores, each B*H*T*T.
+int ft_attn_run(int op, int impl, int variant, void* q, void* k, void* v, void* o, float* lse,
+                void* dout, void* dq, void* dk, void* dv, float* dsum, float* dq_accum,
+                void** naive_bufs, int B, int T, int H, int D, const long long* qkv_strides,
+                int causal, float dropout_p, unsigned long long seed, unsigned long long offset,
+                int dtype, float softmax_scale, void* stream) {
+  return run_attention(op, impl, variant, q, k, v, o, lse, dout, dq, dk, dv, dsum, dq_accum, naive_bufs, B, T, H, H,
+                       D, qkv_strides, causal, dropout_p, seed, offset, dtype, softmax_scale, nullptr, stream);
+}
+
+// ft_attn_run with grouped-query attention: k, v, dk, dv have H_kv heads (a divisor of H), with the
+// same (batch, row, head) strides as q (slices of one (B, T, (H + 2 H_kv) D) buffer). The backward
+// needs dkv_partial when H_kv < H: 2 * B * T * H * D elements of the dtype.
+int ft_attn_run_gqa(int op, int impl, int variant, void* q, void* k, void* v, void* o, float* lse,
+                    void* dout, void* dq, void* dk, void* dv, float* dsum, float* dq_accum,
+                    void** naive_bufs, int B, int T, int H, int H_kv, int D, const long long* qkv_strides,
+                    int causal, float dropout_p, unsigned long long seed, unsigned long long offset,
+                    int dtype, float softmax_scale, void* dkv_partial, void* stream) {
+  return run_attention(op, impl, variant, q, k, v, o, lse, dout, dq, dk, dv, dsum, dq_accum, naive_bufs, B, T, H,
+                       H_kv, D, qkv_strides, causal, dropout_p, seed, offset, dtype, softmax_scale, dkv_partial,
+                       stream);
 }
 
 }  // extern "C"

@@ -9,9 +9,16 @@ backward as 2.5x forward, and measures extra peak memory (torch's allocator peak
 our kernels get every buffer from torch too: outputs, lse, workspaces, naive's T x T matrices).
 
 Our kernels are loaded through ctypes from libft_attention.so (bench/attention/attention_capi.cu).
-Writes <out>/attention-<card>.json (rows {impl, T, B, dropout, fwd_ms, bwd_ms, fwdbwd_ms,
-fwd_tflops, fwdbwd_tflops, peak_mib}) and <out>/attention-<card>.md.
+Writes <out>/attention-<card>.json (rows {impl, T, B, H, H_kv, D, dropout, fwd_ms, bwd_ms,
+fwdbwd_ms, fwd_tflops, fwdbwd_tflops, peak_mib}) and <out>/attention-<card>.md.
   python3 bench/attention/bench_attention.py --lib ./libft_attention.so --out DIR [--dev]
+
+--kv-heads N: grouped-query attention, the 12 query heads sharing N K/V heads (N divides 12; 1 is
+multi-query attention): our flash / naive (ft_attn_run_gqa) against PyTorch SDPA with
+enable_gqa=True on whichever of its flash, cuDNN, efficient and math backends take it (a backend
+that refuses leaves an error in its row). FLOPs count the query heads, as without GQA. Writes
+<out>/attention-gqa<N>-<card>.{json,md}.
+  python3 bench/attention/bench_attention.py --lib ./libft_attention.so --out DIR --kv-heads 4
 """
 import argparse
 import ctypes
@@ -30,41 +37,53 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 H, D = 12, 64  # set per head dim by main (--ds): H = HIDDEN // D
 HIDDEN = 768
 TOKENS = 32768
+KV_HEADS = None  # --kv-heads: grouped-query mode, K/V heads (None: multi-head attention)
+
+
+def kv_heads():
+    return KV_HEADS or H
 
 
 class Flashtrain:
-    """Our flash (impl 0) or naive (impl 1) attention through the C ABI."""
+    """Our flash (impl 0) or naive (impl 1) attention through the C ABI (ft_attn_run_gqa in the
+    grouped-query mode)."""
 
     def __init__(self, lib, impl, variant=0):
         self.lib, self.impl, self.variant = lib, impl, variant
+        head = [ctypes.c_int] * 3 + [ctypes.c_void_p] * 11 + [ctypes.c_void_p]
+        tail = [ctypes.c_int, ctypes.c_float, ctypes.c_ulonglong, ctypes.c_ulonglong, ctypes.c_int, ctypes.c_float]
         f = lib.ft_attn_run
         f.restype = ctypes.c_int
-        f.argtypes = ([ctypes.c_int] * 3 + [ctypes.c_void_p] * 11 + [ctypes.c_void_p] +
-                      [ctypes.c_int] * 4 + [ctypes.c_void_p] +
-                      [ctypes.c_int, ctypes.c_float, ctypes.c_ulonglong, ctypes.c_ulonglong,
-                       ctypes.c_int, ctypes.c_float, ctypes.c_void_p])
+        f.argtypes = head + [ctypes.c_int] * 4 + [ctypes.c_void_p] + tail + [ctypes.c_void_p]
+        if KV_HEADS:
+            g = lib.ft_attn_run_gqa
+            g.restype = ctypes.c_int
+            g.argtypes = head + [ctypes.c_int] * 5 + [ctypes.c_void_p] + tail + [ctypes.c_void_p] * 2
         lib.ft_attn_last_error.restype = ctypes.c_char_p
 
     def setup(self, qkv, dout, causal, p):
         self.qkv, self.dout, self.causal, self.p = qkv, dout, causal, p
         self.B, self.T = qkv.shape[0], qkv.shape[1]
-        s = qkv.stride()  # (B, T, 3, H, D)
-        self.strides = (ctypes.c_longlong * 3)(s[0], s[1], s[3])
+        s = qkv.stride()  # (B, T, 3, H, D), or (B, T, H + 2 H_kv, D) with --kv-heads
+        self.strides = (ctypes.c_longlong * 3)(s[0], s[1], D)
         self.seed = 1234
 
-    def _call(self, op, o, lse, dqkv=None, dsum=None, dq_accum=None):
+    def _call(self, op, o, lse, dqkv=None, dsum=None, dq_accum=None, dkv_partial=None):
         qkv = self.qkv
         ptr = lambda t: ctypes.c_void_p(t.data_ptr()) if t is not None else None
-        hd = H * D * qkv.element_size()
+        hd, kvd = H * D * qkv.element_size(), kv_heads() * D * qkv.element_size()
         base = qkv.data_ptr()
         dbase = dqkv.data_ptr() if dqkv is not None else 0
         bufs = (ctypes.c_void_p * 4)(*[b.data_ptr() if b is not None else 0 for b in self.naive])
-        rc = self.lib.ft_attn_run(
-            op, self.impl, self.variant, base, base + hd, base + 2 * hd, ptr(o), ptr(lse),
-            ptr(self.dout), dbase or None, (dbase + hd) if dbase else None,
-            (dbase + 2 * hd) if dbase else None, ptr(dsum), ptr(dq_accum), bufs,
-            self.B, self.T, H, D, self.strides, int(self.causal), self.p, self.seed, 0, 0,
-            1.0 / math.sqrt(D), ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        args = [op, self.impl, self.variant, base, base + hd, base + hd + kvd, ptr(o), ptr(lse),
+                ptr(self.dout), dbase or None, (dbase + hd) if dbase else None,
+                (dbase + hd + kvd) if dbase else None, ptr(dsum), ptr(dq_accum), bufs]
+        tail = [self.strides, int(self.causal), self.p, self.seed, 0, 0, 1.0 / math.sqrt(D)]
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        if KV_HEADS:
+            rc = self.lib.ft_attn_run_gqa(*args, self.B, self.T, H, KV_HEADS, D, *tail, ptr(dkv_partial), stream)
+        else:
+            rc = self.lib.ft_attn_run(*args, self.B, self.T, H, D, *tail, stream)
         if rc != 0:
             raise RuntimeError(self.lib.ft_attn_last_error().decode())
 
@@ -94,7 +113,10 @@ class Flashtrain:
             dq_accum = torch.empty(B * H * ((T + 127) // 128) * 128 * D, dtype=torch.float32, device="cuda")
         else:
             self.naive[3] = torch.empty(B * H * T * T, dtype=self.qkv.dtype, device="cuda")
-        self._call(1, o, lse, dqkv, dsum, dq_accum)
+        # grouped-query: per-query-head dK, dV before the group sum (as ops/attention.cpp allocates)
+        dkv_partial = (torch.empty(2 * B * T * H * D, dtype=self.qkv.dtype, device="cuda")
+                       if kv_heads() != H else None)
+        self._call(1, o, lse, dqkv, dsum, dq_accum, dkv_partial)
         self.naive[3] = None
         return dqkv
 
@@ -104,14 +126,17 @@ class TorchSdpa:
         self.backend = backend
 
     def setup(self, qkv, dout, causal, p):
-        self.q, self.k, self.v = [qkv[:, :, i].detach().transpose(1, 2).requires_grad_() for i in range(3)]
+        self.q, self.k, self.v = [x.detach().transpose(1, 2).requires_grad_() for x in split_qkv(qkv)]
         self.dout = dout.transpose(1, 2)
         self.causal, self.p = causal, p
 
     def forward(self):
+        # enable_gqa (torch >= 2.5) only where K/V have fewer heads, so the multi-head runs are
+        # the calls they always were.
+        gqa = {"enable_gqa": True} if kv_heads() != H else {}
         with sdpa_kernel(self.backend):
             return F.scaled_dot_product_attention(self.q, self.k, self.v, is_causal=self.causal,
-                                                  dropout_p=self.p)
+                                                  dropout_p=self.p, **gqa)
 
     def backward(self, out):
         return torch.autograd.grad(out, (self.q, self.k, self.v), self.dout, retain_graph=True)
@@ -206,10 +231,20 @@ REPEATED_IMPLS = ("flashtrain_flash", "flashtrain_flash_det", "torch_flash", "to
 
 
 def make_inputs(B, T, seed=0):
+    """qkv (B, T, 3, H, D), or (B, T, H + 2 H_kv, D) with --kv-heads: q, k, v slices of one buffer
+    as the model's projection lays them out; dout (B, T, H, D)."""
     g = torch.Generator(device="cuda").manual_seed(seed)
-    qkv = torch.randn(B, T, 3, H, D, device="cuda", dtype=torch.bfloat16, generator=g)
+    shape = (B, T, 3, H, D) if kv_heads() == H else (B, T, H + 2 * kv_heads(), D)
+    qkv = torch.randn(*shape, device="cuda", dtype=torch.bfloat16, generator=g)
     dout = torch.randn(B, T, H, D, device="cuda", dtype=torch.bfloat16, generator=g)
     return qkv, dout
+
+
+def split_qkv(t):
+    """q (B, T, H, D), k, v (B, T, H_kv, D) views of a make_inputs buffer (or of its gradient)."""
+    if t.dim() == 5:
+        return [t[:, :, i] for i in range(3)]
+    return [t[:, :, :H], t[:, :, H:H + kv_heads()], t[:, :, H + kv_heads():]]
 
 
 def sanity(lib):
@@ -223,7 +258,7 @@ def sanity(lib):
         grads = impl.backward(out)
         if isinstance(impl, Flashtrain):
             o = out[0].float()
-            g = [grads[:, :, i].float() for i in range(3)]
+            g = [x.float() for x in split_qkv(grads)]
         else:
             o = out.transpose(1, 2).float()
             g = [x.transpose(1, 2).float() for x in grads]
@@ -260,7 +295,8 @@ def check_variants(lib, variants, shapes=((4, 1024, True), (3, 1000, True), (3, 
 
 def write_outputs(args, card, rows, quiet=True):
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, f"attention-{card}.json"), "w") as fh:
+    stem = f"attention-{card}" if not KV_HEADS else f"attention-gqa{KV_HEADS}-{card}"
+    with open(os.path.join(args.out, f"{stem}.json"), "w") as fh:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                    "date": args.date, "commit": args.commit, "rows": rows}, fh, indent=1)
     lines = [f"# Attention benchmark on {torch.cuda.get_device_name()} (torch {torch.__version__})",
@@ -268,7 +304,8 @@ def write_outputs(args, card, rows, quiet=True):
              "backward (bit-identical dq; what training uses by default). "
              f"{REPEATED_IMPLS} measured in {args.rounds} interleaved round(s), median. Timing: {args.timing} "
              "(call: one synchronised call per timing, host latency to the first kernel included; stream: "
-             "calls back to back, GPU time).", "", f"bf16, H*D={HIDDEN}, causal, B*T={TOKENS}. TF = TFLOP/s (fwd 4BHT^2D/2, bwd 2.5x). "
+             "calls back to back, GPU time).", "", f"bf16, H*D={HIDDEN} (D, H per row), H_kv={KV_HEADS or 'H'}, causal, B*T={TOKENS}. "
+             "TF = TFLOP/s (fwd 4BHT^2D/2, bwd 2.5x). "
              "Ratios = fwd+bwd time of torch_flash (torch_cudnn) / this row's (>1: this row is faster).", "",
              "| D | H | T | p | impl | fwd ms | bwd ms | fwd+bwd ms | fwd TF | fwd+bwd TF | peak MiB | vs torch_flash | vs torch_cudnn |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -282,7 +319,7 @@ def write_outputs(args, card, rows, quiet=True):
                      f"{fmt(r['fwd_tflops'], '.0f')} | {fmt(r['fwdbwd_tflops'], '.0f')} | "
                      f"{fmt(r['peak_mib'], '.0f')} | {fmt(ratio_to(r, 'torch_flash'), '.2f')} | "
                      f"{fmt(ratio_to(r, 'torch_cudnn'), '.2f')} |")
-    with open(os.path.join(args.out, f"attention-{card}.md"), "w") as fh:
+    with open(os.path.join(args.out, f"{stem}.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
     if not quiet:
         print("\n".join(lines))
@@ -294,14 +331,14 @@ def fmt(x, spec):
 
 
 def main():
-    global BUDGET_MS, TIMING, H, D
+    global BUDGET_MS, TIMING, H, D, KV_HEADS
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--dev", action="store_true", help="time flash tile variants only")
     ap.add_argument("--ts", default="512,1024,2048,4096,8192,16384")
     ap.add_argument("--ds", default="64", help=f"head dims, each with H = {HIDDEN} / D (e.g. 64,128)")
-    ap.add_argument("--impls", default=",".join(IMPLS))
+    ap.add_argument("--impls", default=None, help="comma-separated (default: all of IMPLS)")
     ap.add_argument("--variants", default="0,4", help="--dev: flash variants (attention_capi.cu)")
     ap.add_argument("--dev-ts", default=None, help="--dev: sequence lengths (default 1024,4096)")
     ap.add_argument("--dev-refs", default="torch_flash,torch_cudnn", help="--dev: torch backends")
@@ -317,7 +354,18 @@ def main():
     ap.add_argument("--base-lib", default=None,
                     help="--dev: a second build (e.g. of the previous commit) timed in the same process "
                          "as the refs base_flash and base_flash_det")
+    ap.add_argument("--kv-heads", type=int, default=0,
+                    help="grouped-query attention: K/V heads shared by the H = 768 / D query heads (a divisor of H)")
     args = ap.parse_args()
+    if args.kv_heads:
+        for d in (int(x) for x in args.ds.split(",")):
+            if (HIDDEN // d) % args.kv_heads != 0:
+                ap.error(f"--kv-heads {args.kv_heads} does not divide H = {HIDDEN // d} (D = {d})")
+        if args.dev:
+            ap.error("--kv-heads times the shipped kernels only (no --dev)")
+        KV_HEADS = args.kv_heads
+        IMPLS["torch_efficient"] = lambda lib: TorchSdpa(SDPBackend.EFFICIENT_ATTENTION)
+    args.impls = args.impls or ",".join(IMPLS)
     if args.base_lib:
         base = ctypes.CDLL(os.path.abspath(args.base_lib))
         IMPLS["base_flash"] = lambda lib: Flashtrain(base, 0)
@@ -377,7 +425,8 @@ def main():
                         errors[name] = str(e).splitlines()[0][:200]
                     torch.cuda.empty_cache()
             for name in names:
-                row = {"impl": name, "D": D, "H": H, "T": T, "B": B, "dropout": p, "fwd_ms": None, "bwd_ms": None,
+                row = {"impl": name, "T": T, "B": B, "H": H, "H_kv": kv_heads(), "D": D, "dropout": p,
+                       "fwd_ms": None, "bwd_ms": None,
                        "fwdbwd_ms": None, "fwd_tflops": None, "fwdbwd_tflops": None,
                        "peak_mib": None}
                 if runs[name]:

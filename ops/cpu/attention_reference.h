@@ -1,6 +1,8 @@
 // CPU references for attention, used by tests (no GPU needed).
 //
-// All arrays are contiguous: q, k, v, o, dout, dq, dk, dv (B, T, H, D); lse (B, H, T). The
+// All arrays are contiguous: q, o, dout, dq (B, T, H, D); k, v, dk, dv (B, T, H_kv, D) with
+// H_kv = attention_kv_heads(cfg) (grouped-query attention: query head h reads K/V head
+// attention_kv_head(cfg, h); dk, dv sum over the query heads of a group); lse (B, H, T). The
 // configuration (B, H, T, D, scale, causal, dropout, block-sparse mask) comes from an
 // AttentionParams whose pointers and strides are ignored. Masks and dropout use the same
 // attention_allowed / dropout_keep_at functions as the CUDA kernels.
@@ -11,6 +13,8 @@
 // 3. flash_tiled_*: the flash algorithm itself -- tiles of block_m x block_n, online softmax,
 //    skipped empty tiles, recompute from lse in the backward, D = rowsum(dO o O) -- with the
 //    rounding of the CUDA flash kernels, so the algorithm is tested without a GPU.
+// 2 and 3 with grouped K/V heads form dK, dV as the CUDA path does: each query head's share rounded
+// to the dtype, then each group summed in fp32 in head order and rounded once.
 #pragma once
 
 #include <vector>

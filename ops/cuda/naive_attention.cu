@@ -148,19 +148,31 @@ __global__ void naive_softmax_bwd_kernel(const AttentionParams p, const float* d
 // CUBLAS_COMPUTE_32F: fp32 accumulation for every dtype. With f32 operands it is full fp32 (fp32
 // products and sums, no TF32): TF32 would need CUBLAS_COMPUTE_32F_FAST_TF32 or the handle's
 // CUBLAS_TF32_TENSOR_OP_MATH mode, and the context's handle keeps the default math mode.
+// A is K or V where `a_per_kv_head`: with grouped K/V heads (H_kv < H) one call per K/V head, its
+// H / H_kv query heads batched against that one A (stride 0); multi-head attention keeps one call.
 struct Operand {
   const void* ptr;
   int64_t ld, head_stride;
   cudaDataType_t type;
 };
+int type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
 void gemm_heads(cublasHandle_t handle, const AttentionParams& p, cublasOperation_t opa,
                 cublasOperation_t opb, int m, int n, int k, float alpha, Operand a, Operand b,
-                void* c, int64_t ldc, int64_t c_head_stride, cudaDataType_t ctype) {
+                void* c, int64_t ldc, int64_t c_head_stride, cudaDataType_t ctype,
+                bool a_per_kv_head = false) {
   const float beta = 0.f;
-  CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, opa, opb, m, n, k, &alpha, a.ptr, a.type, a.ld,
-                                          a.head_stride, b.ptr, b.type, b.ld, b.head_stride, &beta,
-                                          c, ctype, ldc, c_head_stride, p.H, CUBLAS_COMPUTE_32F,
-                                          CUBLAS_GEMM_DEFAULT));
+  const int group = a_per_kv_head ? attention_group_size(p) : 1;
+  const int calls = group == 1 ? 1 : p.H / group;  // K/V heads
+  const int batch = p.H / calls;                  // query heads per call
+  for (int i = 0; i < calls; ++i) {
+    const char* ai = static_cast<const char*>(a.ptr) + i * a.head_stride * type_bytes(a.type);
+    const char* bi = static_cast<const char*>(b.ptr) + i * batch * b.head_stride * type_bytes(b.type);
+    char* ci = static_cast<char*>(c) + i * batch * c_head_stride * type_bytes(ctype);
+    CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, opa, opb, m, n, k, &alpha, ai, a.type, a.ld,
+                                            group == 1 ? a.head_stride : 0, bi, b.type, b.ld, b.head_stride,
+                                            &beta, ci, ctype, ldc, c_head_stride, batch, CUBLAS_COMPUTE_32F,
+                                            CUBLAS_GEMM_DEFAULT));
+  }
 }
 
 const char* offset(const void* base, int64_t elements, int elem_bytes) {
@@ -202,7 +214,7 @@ void naive_attention_forward(const AttentionParams& p, const NaiveAttentionBuffe
     gemm_heads(handle, p, CUBLAS_OP_T, CUBLAS_OP_N, p.T, p.T, p.D, 1.f,
                {offset(p.k, b * p.k_batch_stride, eb), p.k_row_stride, p.k_head_stride, dt},
                {offset(p.q, b * p.q_batch_stride, eb), p.q_row_stride, p.q_head_stride, dt},
-               buf.scores + b * p.H * TT, p.T, TT, CUDA_R_32F);
+               buf.scores + b * p.H * TT, p.T, TT, CUDA_R_32F, true);
   }
   const unsigned rows = static_cast<unsigned>(static_cast<int64_t>(p.B) * p.H * p.T);
   auto launch = [&](auto kernel) {
@@ -219,7 +231,7 @@ void naive_attention_forward(const AttentionParams& p, const NaiveAttentionBuffe
                {offset(p.v, b * p.v_batch_stride, eb), p.v_row_stride, p.v_head_stride, dt},
                {offset(pv, b * p.H * TT, eb), p.T, TT, dt},
                const_cast<char*>(offset(p.o, b * p.o_batch_stride, eb)), p.o_row_stride,
-               p.o_head_stride, dt);
+               p.o_head_stride, dt, true);
   }
 }
 
@@ -234,7 +246,7 @@ void naive_attention_backward(const AttentionParams& p, const NaiveAttentionBuff
     gemm_heads(handle, p, CUBLAS_OP_T, CUBLAS_OP_N, p.T, p.T, p.D, 1.f,
                {offset(p.v, b * p.v_batch_stride, eb), p.v_row_stride, p.v_head_stride, dt},
                {offset(p.dout, b * p.do_batch_stride, eb), p.do_row_stride, p.do_head_stride, dt},
-               buf.scores + b * p.H * TT, p.T, TT, CUDA_R_32F);
+               buf.scores + b * p.H * TT, p.T, TT, CUDA_R_32F, true);
   }
   const unsigned rows = static_cast<unsigned>(static_cast<int64_t>(p.B) * p.H * p.T);
   auto launch = [&](auto kernel) {
@@ -258,7 +270,7 @@ void naive_attention_backward(const AttentionParams& p, const NaiveAttentionBuff
     gemm_heads(handle, p, CUBLAS_OP_N, CUBLAS_OP_N, p.D, p.T, p.T, p.softmax_scale,
                {offset(p.k, b * p.k_batch_stride, eb), p.k_row_stride, p.k_head_stride, dt}, ds,
                const_cast<char*>(offset(p.dq, b * p.dq_batch_stride, eb)), p.dq_row_stride,
-               p.dq_head_stride, dt);
+               p.dq_head_stride, dt, true);
     // dK = scale dS^T Q
     gemm_heads(handle, p, CUBLAS_OP_N, CUBLAS_OP_T, p.D, p.T, p.T, p.softmax_scale,
                {offset(p.q, b * p.q_batch_stride, eb), p.q_row_stride, p.q_head_stride, dt}, ds,

@@ -13,7 +13,10 @@
 // GEMM operands with CUBLAS_COMPUTE_32F and no TF32, P / P o Z / dS stored in f32, lse f32. Flash
 // has no f32 twin: its tiles are mma.sync m16n8k16 tensor-core products, which take 16-bit operands.
 // All GEMMs are strided-batched over heads, one call per batch index (q, k, v may be strided
-// slices of a fused qkv buffer, so (b, h) is not one stride).
+// slices of a fused qkv buffer, so (b, h) is not one stride). Grouped K/V heads (p.H_kv < p.H): the
+// products that read K or V take one call per (batch index, K/V head), batched over its query heads
+// with a zero K/V stride; p.dk, p.dv receive per-query-head partials (B, T, H, D), which the front
+// door sums (attention_kv_sum.h).
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "autograd/functions/attention.h"
 #include "autograd/functions/elementwise.h"
@@ -107,6 +108,37 @@ TEST(AttentionGrad, DeterministicFlashGradientIsBitIdenticalOnGpu) {
 TEST(AttentionGrad, RejectsAQkvThatDoesNotSplitIntoHeads) {
   const Tensor qkv = randn_tensor({1, 4, 10}, 9);
   EXPECT_THROW(attention(qkv, 2, {}, true), Error);
+  // (B, T, (H + 2 H_kv) D) with H = 4, H_kv = 3: 3 does not divide 4.
+  const std::string e = test::error_of([&] { attention(randn_tensor({1, 4, 20}, 9), 4, {}, true, 3); });
+  EXPECT_NE(e.find("n_heads = 4 must be a multiple of n_kv_heads = 3"), std::string::npos) << e;
+  EXPECT_THROW(attention(randn_tensor({1, 4, 21}, 9), 4, {}, true, 2), Error);  // 21 is not 8 D
+}
+
+// Grouped-query (H = 4, H_kv = 2) and multi-query (H_kv = 1) attention: float64 finite differences
+// through the fused (B, T, (H + 2 H_kv) D) buffer, flash and naive, with and without dropout.
+TEST(AttentionGrad, GroupedQueryFloat64Gradcheck) {
+  const int B = 2, T = 5, H = 4, D = 3;
+  for (const int H_kv : {2, 1})
+    for (const bool flash : {true, false})
+      for (const float p : {0.f, 0.3f}) {
+        ops::AttentionOptions o;
+        o.dropout_p = p;
+        o.philox = {2024, 7};
+        const auto fn = [&](const std::vector<Tensor>& in) { return attention(in[0], H, o, flash, H_kv); };
+        const GradcheckResult r = gradcheck(fn, {randn_tensor({B, T, (H + 2 * H_kv) * D}, 31)});
+        EXPECT_TRUE(r.ok) << "H_kv " << H_kv << " flash " << flash << " p " << p << ": " << r.message;
+      }
+}
+
+TEST(AttentionGrad, GroupedQueryOutputIsBTHDAndGradientIsShapedLikeQkv) {
+  const int B = 2, T = 4, H = 4, H_kv = 2, D = 4;
+  const Tensor qkv = randn_tensor({B, T, (H + 2 * H_kv) * D}, 32, DType::F64);
+  set_requires_grad(qkv);
+  const Tensor y = attention(qkv, H, {}, true, H_kv);
+  EXPECT_EQ(y.shape(), Shape({B, T, H * D}));
+  backward(y, randn_tensor({B, T, H * D}, 33, DType::F64));
+  ASSERT_TRUE(grad(qkv).defined());
+  EXPECT_EQ(grad(qkv).shape(), qkv.shape());
 }
 
 }  // namespace

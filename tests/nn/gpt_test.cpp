@@ -64,8 +64,9 @@ TEST(Gpt, ForwardRejectsBadInputs) {
 // Finite differences through the whole model on a few parameters (the tied embedding included, so
 // both its uses are checked). With dropout the generator is reset before each forward: the masks
 // are a function of its state, so every evaluation sees the same ones.
-void gradcheck_model(bool flash, double dropout) {
+void gradcheck_model(bool flash, double dropout, int64_t n_kv_heads = 0) {
   GPTConfig c = small_config(13, 8, 2);
+  c.n_kv_heads = n_kv_heads;
   c.max_seq_len = 6;
   c.d_ff = 12;
   c.dropout = dropout;
@@ -87,7 +88,8 @@ void gradcheck_model(bool flash, double dropout) {
     return model.forward(idx, targets).loss;
   };
   const autograd::GradcheckResult r = autograd::gradcheck(fn, inputs);
-  EXPECT_TRUE(r.ok) << "flash " << flash << " dropout " << dropout << ": " << r.message << " (inputs: wte, wpe, "
+  EXPECT_TRUE(r.ok) << "flash " << flash << " dropout " << dropout << " n_kv_heads " << n_kv_heads << ": "
+                    << r.message << " (inputs: wte, wpe, "
                     << "c_attn.weight, c_proj.bias, mlp.c_proj.weight, ln_f.weight)";
 }
 
@@ -97,6 +99,34 @@ TEST(Gpt, Float64GradcheckWithoutDropout) {
 }
 
 TEST(Gpt, Float64GradcheckWithDropout) { gradcheck_model(true, 0.2); }
+
+// Multi-query attention (2 query heads sharing 1 K/V head) through the whole model.
+TEST(Gpt, Float64GradcheckMultiQueryAttention) {
+  gradcheck_model(true, 0.0, 1);
+  gradcheck_model(false, 0.2, 1);
+}
+
+TEST(Gpt, GroupedQueryAttentionShapesTheQkvProjection) {
+  GPTConfig c = small_config(64, 32, 4);  // D = 8
+  c.n_kv_heads = 2;
+  const GPT model(c);
+  EXPECT_EQ(model.h[0]->attn.c_attn.weight.shape(), Shape({(4 + 2 * 2) * 8, 32}));
+  EXPECT_EQ(model.h[0]->attn.c_proj.weight.shape(), Shape({32, 32}));
+  const Tensor idx = random_ids(2, 16, c.vocab_size, 1), targets = random_ids(2, 16, c.vocab_size, 2);
+  const GPTOutput out = model.forward(idx, targets);
+  EXPECT_EQ(out.logits.shape(), Shape({2, 16, 64}));
+  EXPECT_NEAR(out.loss.item(), std::log(64.0), 0.06);  // 32 tokens, half ForwardShapes...: a wider bound
+
+  // n_kv_heads = n_heads is today's model: the same parameters, the same loss to the bit.
+  GPTConfig mha = small_config(64, 32, 4);
+  GPTConfig explicit_mha = mha;
+  explicit_mha.n_kv_heads = 4;
+  EXPECT_EQ(GPT(explicit_mha, 3).forward(idx, targets).loss.item(), GPT(mha, 3).forward(idx, targets).loss.item());
+
+  c.n_kv_heads = 3;  // does not divide 4
+  const std::string e = test::error_of([&] { GPT bad(c); });
+  EXPECT_NE(e.find("[gpt] n_heads = 4 must be a multiple of n_kv_heads = 3"), std::string::npos) << e;
+}
 
 struct LossAndGrads {
   double loss;
@@ -238,10 +268,10 @@ TEST(Gpt, InitialisationFollowsGpt2) {
 
 // D = 64 so the CUDA flash kernel takes it; bf16 on both sides (the CPU emulates the kernels'
 // rounding), so the two agree to bf16 noise.
-TEST(GptCuda, MatchesTheCpuInBf16) {
-  FT_REQUIRE_CUDA();
+void expect_cuda_matches_cpu_in_bf16(int64_t n_heads, int64_t n_kv_heads) {
   for (const bool flash : {true, false}) {
-    GPTConfig c = small_config(64, 128, 2);
+    GPTConfig c = small_config(64, 64 * n_heads, n_heads);
+    c.n_kv_heads = n_kv_heads;
     c.use_flash_attention = flash;
     c.dropout = 0.1;
     const Tensor idx = random_ids(2, 16, c.vocab_size, 13), targets = random_ids(2, 16, c.vocab_size, 14);
@@ -258,9 +288,21 @@ TEST(GptCuda, MatchesTheCpuInBf16) {
       loss[on_gpu] = out.loss.item();
       g[on_gpu] = autograd::grad(model.h[0]->attn.c_attn.weight).to(Device::cpu());
     }
-    EXPECT_NEAR(loss[1], loss[0], 1e-2 * loss[0]) << "flash " << flash;
-    EXPECT_LE(test::rel_error(g[1], g[0]), 5e-2) << "flash " << flash;
+    EXPECT_NEAR(loss[1], loss[0], 1e-2 * loss[0]) << "flash " << flash << " n_kv_heads " << n_kv_heads;
+    EXPECT_LE(test::rel_error(g[1], g[0]), 5e-2) << "flash " << flash << " n_kv_heads " << n_kv_heads;
   }
+}
+
+TEST(GptCuda, MatchesTheCpuInBf16) {
+  FT_REQUIRE_CUDA();
+  expect_cuda_matches_cpu_in_bf16(2, 0);
+}
+
+// Grouped-query (4 query heads on 2 K/V heads) and multi-query attention.
+TEST(GptCuda, GroupedQueryMatchesTheCpuInBf16) {
+  FT_REQUIRE_CUDA();
+  expect_cuda_matches_cpu_in_bf16(4, 2);
+  expect_cuda_matches_cpu_in_bf16(4, 1);
 }
 
 // On the GPU at bf16 the fused kernels give the unfused ops' activations and activation

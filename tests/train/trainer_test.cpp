@@ -105,6 +105,16 @@ TEST(Trainer, ResumeIsBitExact) {
   test::expect_exact_resume(test::synthetic_config(dir.path()), dir.path());
 }
 
+// Grouped-query attention end to end: 4 query heads on 2 K/V heads train, checkpoint (the
+// flashtrain_gpt2_gqa layout) and resume bit for bit.
+TEST(Trainer, ResumeIsBitExactWithGroupedQueryAttention) {
+  test::ScratchDir dir;
+  TrainConfig c = test::synthetic_config(dir.path());
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  test::expect_exact_resume(c, dir.path());
+}
+
 TEST(Trainer, ResumeWithoutACheckpointIsAnError) {
   test::ScratchDir dir;
   const TrainConfig c = test::synthetic_config(dir.path());
@@ -366,6 +376,17 @@ TEST(TrainerCuda, ResumeWithFlashAttentionIsBitExact) {
   FT_REQUIRE_CUDA();
   test::ScratchDir dir;
   TrainConfig c = gpu_config(dir.path());
+  c.deterministic = true;
+  test::expect_exact_resume(c, dir.path());
+}
+
+// Multi-query attention (2 query heads of D = 64 on one K/V head) with the deterministic flash
+// backward: the dK, dV group sums are fixed-order too, so the resume is still bit-exact.
+TEST(TrainerCuda, ResumeWithMultiQueryFlashAttentionIsBitExact) {
+  FT_REQUIRE_CUDA();
+  test::ScratchDir dir;
+  TrainConfig c = gpu_config(dir.path());
+  c.n_kv_heads = 1;
   c.deterministic = true;
   test::expect_exact_resume(c, dir.path());
 }

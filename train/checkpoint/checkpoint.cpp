@@ -54,6 +54,9 @@ std::string dims_differences(const Gpt2Dims& found, const Gpt2Dims& want) {
     if (found.*f.value == want.*f.value) continue;
     out += str(out.empty() ? "" : ", ", f.hf, " = ", found.*f.value, " (config ", f.ours, " = ", want.*f.value, ")");
   }
+  if (found.kv_heads() != want.kv_heads())  // 0 and n_head are the same: compare the head counts
+    out += str(out.empty() ? "" : ", ", "n_kv_head = ", found.kv_heads(), " (config n_kv_heads = ", want.kv_heads(),
+               want.grouped() ? "" : ", i.e. n_heads", ")");
   return out;
 }
 

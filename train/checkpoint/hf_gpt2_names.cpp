@@ -18,9 +18,9 @@ struct BlockRule {
   Shape (*shape)(const Gpt2Dims&);
 };
 Shape vec_c(const Gpt2Dims& d) { return {d.n_embd}; }
-Shape vec_3c(const Gpt2Dims& d) { return {3 * d.n_embd}; }
+Shape vec_3c(const Gpt2Dims& d) { return {d.qkv_dim()}; }
 Shape vec_f(const Gpt2Dims& d) { return {d.n_inner}; }
-Shape mat_3c_c(const Gpt2Dims& d) { return {3 * d.n_embd, d.n_embd}; }
+Shape mat_3c_c(const Gpt2Dims& d) { return {d.qkv_dim(), d.n_embd}; }
 Shape mat_c_c(const Gpt2Dims& d) { return {d.n_embd, d.n_embd}; }
 Shape mat_f_c(const Gpt2Dims& d) { return {d.n_inner, d.n_embd}; }
 Shape mat_c_f(const Gpt2Dims& d) { return {d.n_embd, d.n_inner}; }
@@ -71,12 +71,12 @@ bool bitwise_equal(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Gpt2Dims Gpt2Dims::from_config(const TrainConfig& cfg) {
-  return Gpt2Dims{cfg.vocab_size, cfg.max_seq_len, cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff};
+  return Gpt2Dims{cfg.vocab_size, cfg.max_seq_len, cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.n_kv_heads};
 }
 
 bool Gpt2Dims::operator==(const Gpt2Dims& o) const {
   return vocab_size == o.vocab_size && n_positions == o.n_positions && n_embd == o.n_embd && n_layer == o.n_layer &&
-         n_head == o.n_head && n_inner == o.n_inner;
+         n_head == o.n_head && n_inner == o.n_inner && kv_heads() == o.kv_heads();
 }
 
 std::vector<std::string> gpt2_param_names(int64_t n_layers) {
@@ -177,7 +177,8 @@ std::vector<NamedTensor> from_hf_gpt2(const std::vector<NamedTensor>& hf, const 
 Json hf_gpt2_config_json(const TrainConfig& cfg) {
   // GPT2Config field names; bos/eos are GPT-2's <|endoftext|> when the vocabulary has it.
   const bool has_eot = cfg.vocab_size > 50256;
-  return Json::object({
+  const Gpt2Dims dims = Gpt2Dims::from_config(cfg);
+  Json j = Json::object({
       {"architectures", Json::array({"GPT2LMHeadModel"})},
       {"model_type", "gpt2"},
       {"vocab_size", cfg.vocab_size},
@@ -201,13 +202,21 @@ Json hf_gpt2_config_json(const TrainConfig& cfg) {
       {"eos_token_id", has_eot ? Json(50256) : Json()},
       {"torch_dtype", "float32"},
   });
+  if (dims.grouped()) {  // not GPT-2: see kGqaModelType
+    j.set("architectures", Json::array({}));
+    j.set("model_type", kGqaModelType);
+    j.set("n_kv_head", dims.kv_heads());
+  }
+  return j;
 }
 
 Gpt2Dims gpt2_dims_from_hf_config(const Json& c, const std::string& source) {
   FT_CHECK_ARG(c.is_object(), source, ": expected a JSON object");
   const Json* type = c.find("model_type");
-  FT_CHECK_ARG(type && type->is_string() && type->as_string() == "gpt2", source, ": model_type is ",
-               type ? type->dump() : std::string("missing"), ", expected \"gpt2\"");
+  const bool gqa = type && type->is_string() && type->as_string() == kGqaModelType;
+  FT_CHECK_ARG(gqa || (type && type->is_string() && type->as_string() == "gpt2"), source, ": model_type is ",
+               type ? type->dump() : std::string("missing"), ", expected \"gpt2\" (or \"", kGqaModelType,
+               "\", flashtrain's grouped-query attention)");
   auto get = [&](const char* key, int64_t fallback) -> int64_t {
     const Json* v = c.find(key);
     if (!v || v->is_null()) {
@@ -225,6 +234,14 @@ Gpt2Dims gpt2_dims_from_hf_config(const Json& c, const std::string& source) {
   d.n_layer = get("n_layer", 0);
   d.n_head = get("n_head", 0);
   d.n_inner = get("n_inner", 4 * d.n_embd);
+  if (gqa) {
+    d.n_kv_head = get("n_kv_head", 0);
+    FT_CHECK_ARG(d.n_head % d.n_kv_head == 0, source, ": n_head = ", d.n_head, " is not a multiple of n_kv_head = ",
+                 d.n_kv_head);
+  } else {
+    FT_CHECK_ARG(!c.find("n_kv_head"), source, ": n_kv_head in a \"gpt2\" config; grouped-query attention models are "
+                 "model_type \"", kGqaModelType, "\"");
+  }
   const Json* tie = c.find("tie_word_embeddings");
   FT_CHECK_ARG(!tie || (tie->is_bool() && tie->as_bool()), source,
                ": tie_word_embeddings is false; flashtrain ties the output head to the token embedding");

@@ -6,6 +6,7 @@
 //   h.{i}.ln_1.weight|bias    (C)          -> transformer.h.{i}.ln_1.weight|bias
 //   h.{i}.attn.c_attn.weight     (3C, C)      -> transformer.h.{i}.attn.c_attn.weight (C, 3C)
 //   h.{i}.attn.c_attn.bias       (3C)         -> transformer.h.{i}.attn.c_attn.bias
+//     (3C is (H + 2 H_kv) D with grouped-query attention, below)
 //   h.{i}.attn.c_proj.weight    (C, C)       -> transformer.h.{i}.attn.c_proj.weight (C, C)^T
 //   h.{i}.attn.c_proj.bias      (C)          -> transformer.h.{i}.attn.c_proj.bias
 //   h.{i}.ln_2.weight|bias    (C)          -> transformer.h.{i}.ln_2.weight|bias
@@ -33,9 +34,20 @@
 
 namespace ft {
 
+// Grouped-query attention (n_kv_head < n_head): GPT-2 has none, so such a model is written with the
+// same names and layout (c_attn (H + 2 H_kv) D wide) but a config.json whose model_type is
+// kGqaModelType, not "gpt2": Hugging Face refuses it by name ("does not recognize this
+// architecture") instead of failing on a c_attn shape, and flashtrain reads it back (resume,
+// sample, eval). Its n_kv_head key holds H_kv.
+inline constexpr const char* kGqaModelType = "flashtrain_gpt2_gqa";
+
 // The shape facts both sides must agree on.
 struct Gpt2Dims {
   int64_t vocab_size = 0, n_positions = 0, n_embd = 0, n_layer = 0, n_head = 0, n_inner = 0;
+  int64_t n_kv_head = 0;  // 0 means n_head (GPT-2)
+  int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
+  bool grouped() const { return kv_heads() != n_head; }
+  int64_t qkv_dim() const { return n_embd + 2 * kv_heads() * (n_embd / n_head); }  // c_attn rows
   static Gpt2Dims from_config(const TrainConfig& cfg);
   bool operator==(const Gpt2Dims& o) const;
 };

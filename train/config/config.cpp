@@ -210,6 +210,7 @@ const std::vector<KeySpec>& key_table() {
       FT_INT_KEY(d_model, positive_int),
       FT_INT_KEY(n_layers, positive_int),
       FT_INT_KEY(n_heads, positive_int),
+      FT_INT_KEY(n_kv_heads, non_negative_int),
       FT_INT_KEY(d_ff, positive_int),
       FT_DOUBLE_KEY(dropout, unit_interval_open),
       FT_INT_KEY(max_seq_len, positive_int),
@@ -427,6 +428,9 @@ void validate_config(const TrainConfig& cfg) {
   const std::string src = "config";
   if (cfg.d_model % cfg.n_heads != 0)
     throw Error(str(src, ": n_heads = ", cfg.n_heads, " must divide d_model = ", cfg.d_model));
+  if (cfg.n_kv_heads > 0 && cfg.n_heads % cfg.n_kv_heads != 0)
+    throw Error(str(src, ": n_heads = ", cfg.n_heads, " must be a multiple of n_kv_heads = ", cfg.n_kv_heads,
+                    " (grouped-query attention; 0 means n_heads)"));
   if (cfg.block_size > cfg.max_seq_len)
     throw Error(str(src, ": block_size = ", cfg.block_size, " must be <= max_seq_len = ", cfg.max_seq_len,
                     " (a sparse attention block cannot be longer than the sequence)"));

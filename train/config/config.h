@@ -40,6 +40,10 @@ struct TrainConfig {
   int64_t d_model = 768;      // C
   int64_t n_layers = 12;      // L
   int64_t n_heads = 12;       // H; must divide d_model
+  // Extra: H_kv key/value heads for grouped-query attention (1: multi-query), a divisor of
+  // n_heads; 0 (the default) means n_heads, GPT-2's multi-head attention. Checkpoints of such a
+  // model are not Hugging Face GPT-2 files (GPT-2 has no grouped-query attention).
+  int64_t n_kv_heads = 0;
   int64_t d_ff = 3072;        // MLP hidden width
   double dropout = 0.1;       // embeddings, attention probabilities, residual branches
   int64_t max_seq_len = 512;  // T: tokens per training sequence, and the learned position embeddings

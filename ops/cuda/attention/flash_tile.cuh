@@ -35,9 +35,9 @@ __device__ __forceinline__ T* head_rows(T* base, int b, int h, int64_t batch_str
 }
 
 // The work of a query-major CTA (forwards, the dQ kernel): query rows [m0, m1) of (batch b, head h),
-// picked in grouped_block_order with the longest causal blocks first, that head's q, k, v and o
-// rows, and the key tiles of kBlockN keys it visits: next_key_tile(n) is the first tile >= n that
-// the mask leaves non-empty (n_end when none is left).
+// picked in grouped_block_order with the longest causal blocks first, that head's q and o rows and
+// the k, v rows of its K/V head (attention_kv_head), and the key tiles of kBlockN keys it visits:
+// next_key_tile(n) is the first tile >= n that the mask leaves non-empty (n_end when none is left).
 template <int kBlockM, int kBlockN>
 struct QueryBlock {
   int bh, b, h, m0, m1, n_end;
@@ -52,8 +52,9 @@ struct QueryBlock {
     const int n_blocks = (p.T + kBlockN - 1) / kBlockN;
     n_end = p.causal ? min(n_blocks, (m1 - 1) / kBlockN + 1) : n_blocks;
     q = head_rows(static_cast<const uint16_t*>(p.q), b, h, p.q_batch_stride, p.q_head_stride);
-    k = head_rows(static_cast<const uint16_t*>(p.k), b, h, p.k_batch_stride, p.k_head_stride);
-    v = head_rows(static_cast<const uint16_t*>(p.v), b, h, p.v_batch_stride, p.v_head_stride);
+    const int hk = attention_kv_head(p, h);  // grouped-query attention: the shared K/V head
+    k = head_rows(static_cast<const uint16_t*>(p.k), b, hk, p.k_batch_stride, p.k_head_stride);
+    v = head_rows(static_cast<const uint16_t*>(p.v), b, hk, p.v_batch_stride, p.v_head_stride);
     o = head_rows(static_cast<uint16_t*>(p.o), b, h, p.o_batch_stride, p.o_head_stride);
   }
   __device__ __forceinline__ int next_key_tile(const AttentionParams& p, int n) const {
@@ -63,9 +64,10 @@ struct QueryBlock {
   }
 };
 
-// The work of a key-major CTA (the backward kernels): keys [n0, n1) of (batch b, head h), picked in
-// grouped_block_order (descending: the shortest causal block first, else the longest), that
-// head's rows, and the query tiles of kBlockM rows the CTA visits: next_query_tile(m) is the first
+// The work of a key-major CTA (the backward kernels): keys [n0, n1) of (batch b, query head h),
+// picked in grouped_block_order (descending: the shortest causal block first, else the longest),
+// that head's rows (k, v: those of its K/V head; the dK, dV it writes are this query head's
+// partials), and the query tiles of kBlockM rows the CTA visits: next_query_tile(m) is the first
 // tile >= m the mask leaves non-empty (m_blocks when none is left). load_query_tile issues the
 // cp.async copies of tile m's Q, dO (kSmemStride-padded rows), lse and D into one stage.
 template <int kBlockM, int kBlockN, int kHeadDim, int kSmemStride, int kThreads>
@@ -83,8 +85,9 @@ struct KeyBlock {
     m_blocks = (p.T + kBlockM - 1) / kBlockM;
     m_begin = p.causal ? n0 / kBlockM : 0;
     q = head_rows(static_cast<const uint16_t*>(p.q), b, h, p.q_batch_stride, p.q_head_stride);
-    k = head_rows(static_cast<const uint16_t*>(p.k), b, h, p.k_batch_stride, p.k_head_stride);
-    v = head_rows(static_cast<const uint16_t*>(p.v), b, h, p.v_batch_stride, p.v_head_stride);
+    const int hk = attention_kv_head(p, h);  // grouped-query attention: the shared K/V head
+    k = head_rows(static_cast<const uint16_t*>(p.k), b, hk, p.k_batch_stride, p.k_head_stride);
+    v = head_rows(static_cast<const uint16_t*>(p.v), b, hk, p.v_batch_stride, p.v_head_stride);
     dout = head_rows(static_cast<const uint16_t*>(p.dout), b, h, p.do_batch_stride, p.do_head_stride);
     lse = p.lse + static_cast<int64_t>(bh) * p.T;
     dsum = p.dsum + static_cast<int64_t>(bh) * p.T;

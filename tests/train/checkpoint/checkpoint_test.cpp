@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "tests/test_util.h"
 #include "tests/train/train_test_util.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/checkpoint/file_util.h"
@@ -121,6 +122,38 @@ TEST(Checkpoint, ModelFileIsHuggingFaceGpt2) {
   Gpt2Dims other = Gpt2Dims::from_config(ck.config);
   other.n_layer = 3;
   EXPECT_THROW(load_hf_gpt2_weights(dir, other), Error);
+}
+
+// Grouped-query attention (n_kv_heads < n_heads) is not GPT-2: the checkpoint keeps the layout
+// with a c_attn of (H + 2 H_kv) D rows, under model_type flashtrain_gpt2_gqa so Hugging Face
+// refuses it by name, and flashtrain reads it back; a GPT-2 model cannot be read as one.
+TEST(Checkpoint, GroupedQueryAttentionModelsRoundTripButAreNotGpt2) {
+  test::ScratchDir out;
+  Checkpoint ck = make_checkpoint(2);
+  ck.config.d_model = 8;  // H = 4 heads of D = 2
+  ck.config.n_heads = 4;
+  ck.config.n_kv_heads = 2;
+  ck.model = tiny_model(ck.config, 0.25f);
+  ASSERT_EQ(ck.model[2 + 2].name, "h.0.attn.c_attn.weight");
+  EXPECT_EQ(ck.model[2 + 2].tensor.shape(), (Shape{(4 + 2 * 2) * 2, 8}));
+  const std::string dir = save_checkpoint(out.path(), ck);
+  const Json config = Json::parse(read_file_contents(dir + "/config.json"));
+  EXPECT_EQ(config.at("model_type").as_string(), "flashtrain_gpt2_gqa");
+  EXPECT_EQ(config.at("n_kv_head").as_int64(), 2);
+  EXPECT_EQ(config.at("architectures").size(), 0u);
+  const SafetensorsFile model = load_safetensors(dir + "/model.safetensors");
+  EXPECT_EQ(model.at("transformer.h.0.attn.c_attn.weight").shape(), (Shape{8, 16}));  // Conv1D (in, out)
+
+  const Checkpoint back = load_checkpoint(dir);
+  EXPECT_EQ(back.config.n_kv_heads, 2);
+  ASSERT_EQ(back.model.size(), ck.model.size());
+  for (size_t i = 0; i < ck.model.size(); ++i) EXPECT_TRUE(same_bits(back.model[i].tensor, ck.model[i].tensor)) << i;
+
+  // The same dims with multi-head attention do not read it, and say which count differs.
+  Gpt2Dims mha = Gpt2Dims::from_config(ck.config);
+  mha.n_kv_head = 0;
+  const std::string e = test::error_of([&] { load_hf_gpt2_weights(dir, mha); });
+  EXPECT_NE(e.find("n_kv_head = 2 (config n_kv_heads = 4, i.e. n_heads)"), std::string::npos) << e;
 }
 
 TEST(Checkpoint, FindLatestSkipsTemporaryAndIncomplete) {

@@ -186,6 +186,25 @@ TEST(HfGpt2Names, ConfigJsonForGpt2Small) {
   EXPECT_EQ(gpt2_dims_from_hf_config(j), Gpt2Dims::from_config(cfg));
 }
 
+// A gpt2 config that carries n_kv_head is refused; the grouped-query model type needs it.
+TEST(HfGpt2Names, GroupedQueryConfigsAreTheirOwnModelType) {
+  Json c = Json::object({{"model_type", "gpt2"}, {"vocab_size", 11}, {"n_positions", 8}, {"n_embd", 8},
+                         {"n_layer", 2}, {"n_head", 4}, {"n_kv_head", 2}});
+  std::string e = test::error_of([&] { gpt2_dims_from_hf_config(c); });
+  EXPECT_NE(e.find("n_kv_head in a \"gpt2\" config"), std::string::npos) << e;
+  c.set("model_type", kGqaModelType);
+  const Gpt2Dims d = gpt2_dims_from_hf_config(c);
+  EXPECT_EQ(d.kv_heads(), 2);
+  EXPECT_EQ(gpt2_param_shape("h.1.attn.c_attn.weight", d), (Shape{8 + 2 * 2 * 2, 8}));
+  EXPECT_EQ(gpt2_param_shape("h.1.attn.c_attn.bias", d), (Shape{16}));
+  c.set("n_kv_head", 3);
+  e = test::error_of([&] { gpt2_dims_from_hf_config(c); });
+  EXPECT_NE(e.find("n_head = 4 is not a multiple of n_kv_head = 3"), std::string::npos) << e;
+  c.set("model_type", "llama");
+  e = test::error_of([&] { gpt2_dims_from_hf_config(c); });
+  EXPECT_NE(e.find("expected \"gpt2\""), std::string::npos) << e;
+}
+
 TEST(HfGpt2Names, ReadsHubConfigJson) {
   // The hub's gpt2 config.json (abridged): n_inner null means 4 * n_embd.
   const Json hub = Json::parse(R"({"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"],

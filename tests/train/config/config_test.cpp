@@ -8,6 +8,7 @@
 #include "tests/test_util.h"
 #include "tests/train/train_test_util.h"
 #include "train/config/config.h"
+#include "train/model_config.h"
 
 namespace ft {
 namespace {
@@ -149,6 +150,17 @@ TEST(Config, CrossKeyRules) {
   EXPECT_EQ(parse_error("val_data: []\n"),
             "config: eval_interval = 250 needs val_data (set val_data, or eval_interval: 0 to train without evaluation)");
   EXPECT_EQ(parse_error("val_data: []\neval_interval: 0\n"), "");
+}
+
+// n_kv_heads (grouped-query attention): 0, the default, is n_heads; otherwise a divisor of n_heads.
+TEST(Config, NKvHeads) {
+  EXPECT_EQ(parse_config("", "t").n_kv_heads, 0);
+  EXPECT_EQ(parse_config("n_kv_heads: 4\n", "t").n_kv_heads, 4);
+  EXPECT_EQ(parse_error("n_kv_heads: 5\n"),
+            "config: n_heads = 12 must be a multiple of n_kv_heads = 5 (grouped-query attention; 0 means n_heads)");
+  EXPECT_NE(parse_error("n_kv_heads: -1\n"), "");
+  EXPECT_EQ(gpt_config_from(parse_config("n_kv_heads: 3\n", "t")).kv_heads(), 3);
+  EXPECT_EQ(gpt_config_from(parse_config("", "t")).kv_heads(), 12);
 }
 
 TEST(Config, FileLevelErrors) {
