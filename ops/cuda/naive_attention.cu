@@ -114,7 +114,6 @@ __global__ void naive_softmax_bwd_kernel(const AttentionParams p, const float* d
   const int64_t row_id = blockIdx.x;
   const int T = p.T, i = static_cast<int>(row_id % T);
   const int64_t bh = row_id / T;
-  const int b = static_cast<int>(bh / p.H);
   const float* dp = dprobs + row_id * T;
   const int call_groups = 4 * ((T + 15) / 16);
   const float keep_scale = kDropout ? p.dropout.keep_scale : 1.f;
