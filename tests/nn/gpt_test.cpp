@@ -218,10 +218,11 @@ TEST(Gpt, DocumentMaskChangesOnlyPositionsInLaterDocuments) {
     for (int64_t t = 0; t < T; ++t) {
       const std::vector<float> pa(a.begin() + (r * T + t) * V, a.begin() + (r * T + t + 1) * V);
       const std::vector<float> pb(b.begin() + (r * T + t) * V, b.begin() + (r * T + t + 1) * V);
-      if (r == 1 && t >= 5)
+      if (r == 1 && t >= 5) {
         EXPECT_NE(pa, pb) << "row " << r << " position " << t;
-      else
+      } else {
         EXPECT_EQ(pa, pb) << "row " << r << " position " << t;
+      }
     }
   // The loss over rows 0 and 2 only (row 1's targets -1) is unchanged; over all rows it changes.
   std::vector<int32_t> tg = random_ids(B, T, V, 22).to_vector<int32_t>();

@@ -102,7 +102,7 @@ struct Case {
 TEST(DocMaskCuda, FlashAndNaiveAgainstBruteForce) {
   FT_REQUIRE_CUDA();
   const int B = 3, H = 2;
-  for (const Case c : {Case{200, 64, 0}, Case{200, 128, 0}, Case{333, 64, 0}, Case{333, 128, 0}, Case{300, 64, 64},
+  for (const Case& c : {Case{200, 64, 0}, Case{200, 128, 0}, Case{333, 64, 0}, Case{333, 128, 0}, Case{300, 64, 64},
                        Case{300, 128, 32}}) {
     const int T = c.T, D = c.D;
     // Row 0: documents from 0, 5, inside the second tile and near the end; row 1: no eot; row 2:

@@ -95,7 +95,7 @@ TEST(AttentionDocMask, TiledFlashAndLowPrecisionNaiveWithinTwiceNaiveOfBruteForc
   struct Sparse {
     int bs, window, global;
   };
-  for (const Sparse sp : {Sparse{0, 0, 0}, Sparse{16, 2, 1}}) {
+  for (const Sparse& sp : {Sparse{0, 0, 0}, Sparse{16, 2, 1}}) {
     const DocCase c = mixed_case(75);
     AttentionCase ac{c.B, c.H, c.T, c.D, true, 0.f};
     ac.block_size = sp.bs, ac.window_blocks = sp.window, ac.global_blocks = sp.global;
@@ -118,7 +118,7 @@ TEST(AttentionDocMask, TiledFlashAndLowPrecisionNaiveWithinTwiceNaiveOfBruteForc
     cpu::naive_lowp_forward(cfg, in.q.data(), in.k.data(), in.v.data(), naive.o.data(), naive.lse.data());
     cpu::naive_lowp_backward(cfg, in.q.data(), in.k.data(), in.v.data(), in.dout.data(), naive.dq.data(),
                              naive.dk.data(), naive.dv.data());
-    for (const auto [bm, bn] : {std::pair{16, 16}, std::pair{16, 32}, std::pair{32, 16}, std::pair{64, 64}}) {
+    for (const auto& [bm, bn] : {std::pair{16, 16}, std::pair{16, 32}, std::pair{32, 16}, std::pair{64, 64}}) {
       Outputs f = naive;
       cpu::flash_tiled_forward(cfg, bm, bn, in.q.data(), in.k.data(), in.v.data(), f.o.data(), f.lse.data());
       cpu::flash_tiled_backward(cfg, bm, bn, in.q.data(), in.k.data(), in.v.data(), f.o.data(), f.lse.data(),
@@ -180,9 +180,12 @@ TEST(AttentionDocMask, TileKindsAreConservativeAndSkipOtherDocuments) {
                   visible += want;
                 }
               const int kind = attention_tile_kind(p, b, m0, m1, n0, n1);
-              if (kind == kTileEmpty) EXPECT_EQ(visible, 0) << b << " " << m0 << " " << n0 << " " << bm << "x" << bn;
-              if (kind == kTileFull)
+              if (kind == kTileEmpty) {
+                EXPECT_EQ(visible, 0) << b << " " << m0 << " " << n0 << " " << bm << "x" << bn;
+              }
+              if (kind == kTileFull) {
                 EXPECT_EQ(visible, (m1 - m0) * (n1 - n0)) << b << " " << m0 << " " << n0 << " " << bm << "x" << bn;
+              }
             }
   }
   AttentionParams p;
