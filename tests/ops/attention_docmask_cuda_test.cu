@@ -2,7 +2,8 @@
 // and naive attention against a brute-force float64 attention whose mask comes from the tokens
 // (tests/ops/docmask_test_util.h), flash within twice naive's error, for several documents per
 // row, boundaries inside tiles, back-to-back eots and rows with no eot, dense and block-sparse,
-// both head dims; with dropout against the float64 CPU reference (which the CPU suite checks
+// both head dims, through every flash kernel path (wgmma and mma.sync forwards, both wgmma tiles,
+// the 4-warp and wide backwards, the dQ kernel and the ordered dQ); with dropout against the float64 CPU reference (which the CPU suite checks
 // against the brute force); the deterministic backward stays bit-identical (and finishes: its dQ
 // order counts only the key blocks the mask leaves).
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "ops/attention.h"
+#include "ops/cuda/attention/flash_attention.h"
 #include "ops/document_mask.h"
 #include "ops/elementwise.h"
 #include "tests/ops/docmask_test_util.h"
@@ -68,12 +70,35 @@ struct Expected {
   std::vector<double> o, dq, dk, dv;
 };
 
-// Flash and naive on the GPU in bf16 against `ref`: flash within twice naive's error (naive itself
-// within bf16 noise, so a wrong mask in both cannot pass).
-void expect_flash_within_twice_naive(const Tensor& qkv, const Tensor& dout, int B, int T, int H, int D,
-                                     const AttentionOptions& o, const Expected& ref, const std::string& name) {
-  const Result f = run(true, qkv, dout, B, T, H, D, o), n = run(false, qkv, dout, B, T, H, D, o);
-  const std::vector<double> fo = f.fwd.out.to_doubles(), no = n.fwd.out.to_doubles();
+// The flash kernel paths (ops/cuda/attention/flash_attention.h), set process-wide for one run.
+struct FlashPath {
+  const char* name;
+  bool wgmma;
+  int small_tile_max_t, wide_min_t;  // -1: the defaults
+};
+// The defaults at these T: the wgmma 64-row forward tile (D = 64) and the 4-warp backward.
+constexpr FlashPath kPaths[] = {{"default", true, -1, -1},
+                                {"mma.sync", false, -1, -1},
+                                {"wgmma 128-row tile, wide bwd", true, 0, 1},
+                                {"mma.sync, wide bwd", false, -1, 1}};
+struct PathGuard {
+  explicit PathGuard(const FlashPath& p) {
+    cuda::set_flash_wgmma_allowed(p.wgmma);
+    cuda::set_flash_fwd_small_tile_max_t(p.small_tile_max_t);
+    cuda::set_flash_bwd_wide_min_t(p.wide_min_t);
+  }
+  ~PathGuard() {
+    cuda::set_flash_wgmma_allowed(true);
+    cuda::set_flash_fwd_small_tile_max_t(-1);
+    cuda::set_flash_bwd_wide_min_t(-1);
+  }
+};
+
+// One flash run `f` and the naive run `n` against `ref`: flash within twice naive's error (naive
+// itself within bf16 noise, so a wrong mask in both cannot pass).
+void expect_within_twice_naive(const Result& f, const Result& n, int B, int T, int H, int D, const Expected& ref,
+                               const std::string& name) {
+  const std::vector<double> fo = f.fwd.out.to_doubles(), no = n.fwd.out.to_doubles();  // (B, T, H, D)
   const std::vector<double>* fs[] = {&fo, nullptr, nullptr, nullptr};
   const std::vector<double>* ns[] = {&no, nullptr, nullptr, nullptr};
   std::vector<double> fg[3], ng[3];
@@ -87,6 +112,16 @@ void expect_flash_within_twice_naive(const Tensor& qkv, const Tensor& dout, int 
     const double ef = test::rel_error(*fs[i], *rs[i]), en = test::rel_error(*ns[i], *rs[i]);
     EXPECT_LE(en, 5e-2) << name << " " << names[i] << " naive against the reference";
     EXPECT_LE(ef, 2 * en + 1e-5) << name << " " << names[i] << ": flash " << ef << " naive " << en;
+  }
+}
+
+// Flash through every kernel path, and naive, on the GPU in bf16 against `ref`.
+void expect_flash_within_twice_naive(const Tensor& qkv, const Tensor& dout, int B, int T, int H, int D,
+                                     const AttentionOptions& o, const Expected& ref, const std::string& name) {
+  const Result n = run(false, qkv, dout, B, T, H, D, o);
+  for (const FlashPath& path : kPaths) {
+    const PathGuard guard(path);
+    expect_within_twice_naive(run(true, qkv, dout, B, T, H, D, o), n, B, T, H, D, ref, name + " " + path.name);
   }
 }
 
