@@ -52,6 +52,19 @@ TEST(DocumentMask, WithoutEndOfTextTheLossesAreThoseWithoutTheMask) {
   EXPECT_EQ(losses(c, true), losses(c, false));
 }
 
+TEST(DocumentMask, TheHeaderSaysSo) {
+  test::ScratchDir dir;
+  TrainConfig c = doc_config(dir.path(), 0);
+  c.document_mask = true;
+  c.max_steps = 1;
+  std::ostringstream log;
+  TrainerOptions o;
+  o.out = &log;
+  Trainer t(c, o);
+  t.run();
+  EXPECT_NE(log.str().find("attention flash (document mask), on "), std::string::npos) << log.str();
+}
+
 TEST(DocumentMask, EndOfTextTokensChangeTheLoss) {
   test::ScratchDir dir;
   const TrainConfig c = doc_config(dir.path(), 5);  // about three documents per 16-token row
