@@ -35,34 +35,28 @@ TrainConfig doc_config(const std::string& dir, int every) {
   return c;
 }
 
-std::vector<double> losses(TrainConfig c, bool document_mask) {
+struct Trained {
+  std::vector<double> losses;  // of every step
+  std::string log;
+};
+Trained train(TrainConfig c, bool document_mask) {
   c.document_mask = document_mask;
   std::ostringstream log;
   TrainerOptions o;
   o.out = &log;
   Trainer t(c, o);
-  std::vector<double> r;
-  for (int64_t s = 0; s < c.max_steps; ++s) r.push_back(t.train_step());
-  return r;
+  const TrainSummary s = t.run();
+  return {s.losses, log.str()};
 }
+std::vector<double> losses(const TrainConfig& c, bool document_mask) { return train(c, document_mask).losses; }
 
 TEST(DocumentMask, WithoutEndOfTextTheLossesAreThoseWithoutTheMask) {
   test::ScratchDir dir;
   const TrainConfig c = doc_config(dir.path(), 0);
-  EXPECT_EQ(losses(c, true), losses(c, false));
-}
-
-TEST(DocumentMask, TheHeaderSaysSo) {
-  test::ScratchDir dir;
-  TrainConfig c = doc_config(dir.path(), 0);
-  c.document_mask = true;
-  c.max_steps = 1;
-  std::ostringstream log;
-  TrainerOptions o;
-  o.out = &log;
-  Trainer t(c, o);
-  t.run();
-  EXPECT_NE(log.str().find("attention flash (document mask), on "), std::string::npos) << log.str();
+  const Trained masked = train(c, true);
+  EXPECT_EQ(masked.losses.size(), 3u);
+  EXPECT_EQ(masked.losses, losses(c, false));
+  EXPECT_NE(masked.log.find("attention flash (document mask), on "), std::string::npos) << masked.log;
 }
 
 TEST(DocumentMask, EndOfTextTokensChangeTheLoss) {
