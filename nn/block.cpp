@@ -15,10 +15,10 @@ Block::Block(const GPTConfig& cfg, Generator& gen)
   register_module("resid_dropout", resid_dropout_);
 }
 
-Block::Output Block::forward(const Tensor& x, const Tensor& z, const LayerNorm& next) const {
+Block::Output Block::forward(const Tensor& x, const Tensor& z, const LayerNorm& next, const Tensor& doc_start) const {
   // The branches run before their fused add draws its dropout state: the unfused order (attention
   // dropout, then the residual dropout), so the masks are those of x + dropout(branch).
-  const Tensor attn_out = attn.forward(z);                                              // (B, T, C)
+  const Tensor attn_out = attn.forward(z, doc_start);                                   // (B, T, C)
   const autograd::ResidualLayerNorm a = ln_2.forward_residual(x, attn_out, resid_dropout_);  // a, ln_2(a)
   const Tensor mlp_out = mlp.forward(a.z);                                              // (B, T, C)
   const autograd::ResidualLayerNorm out = next.forward_residual(a.y, mlp_out, resid_dropout_);

@@ -25,8 +25,8 @@ class Block : public Module {
     Tensor x;  // (B, T, C): the residual stream after the block
     Tensor z;  // (B, T, C): next(x)
   };
-  // x, z (B, T, C) with z = ln_1(x).
-  Output forward(const Tensor& x, const Tensor& z, const LayerNorm& next) const;
+  // x, z (B, T, C) with z = ln_1(x); doc_start (B, T) int32 or undefined (CausalSelfAttention).
+  Output forward(const Tensor& x, const Tensor& z, const LayerNorm& next, const Tensor& doc_start = Tensor()) const;
 
   LayerNorm ln_1;
   CausalSelfAttention attn;

@@ -21,9 +21,10 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& cfg, Generator& gen)
   base_opts_.global_blocks = static_cast<int>(cfg.sparse_global_blocks);
 }
 
-Tensor CausalSelfAttention::forward(const Tensor& x) const {
+Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& doc_start) const {
   const Tensor qkv = c_attn.forward(x);  // (B, T, (H + 2 H_kv) D)
   ops::AttentionOptions opts = base_opts_;
+  opts.doc_start = doc_start;
   if (is_training() && dropout_ > 0) {
     opts.dropout_p = static_cast<float>(dropout_);
     opts.philox = gen_.next(ops::attention_philox_offsets(x.size(0), n_heads_));

@@ -14,7 +14,9 @@ class CausalSelfAttention : public Module {
  public:
   // `gen` (the model's) must outlive the module; it is drawn from only when dropout is active.
   CausalSelfAttention(const GPTConfig& cfg, Generator& gen);
-  Tensor forward(const Tensor& x) const;  // (B, T, C) -> (B, T, C)
+  // (B, T, C) -> (B, T, C). doc_start (B, T) int32 or undefined: the document mask
+  // (ops::AttentionOptions::doc_start), made once per batch by the model.
+  Tensor forward(const Tensor& x, const Tensor& doc_start = Tensor()) const;
 
   // weight ((H + 2 H_kv) D, C): rows [q (H D); k (H_kv D); v (H_kv D)], head h owning rows
   // h*D .. h*D+D-1 of each

@@ -8,6 +8,7 @@
 #include "autograd/functions/linear_cross_entropy.h"
 #include "autograd/functions/matmul.h"
 #include "nn/init.h"
+#include "ops/document_mask.h"
 
 namespace ft::nn {
 namespace {
@@ -51,11 +52,15 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_t
   const Tensor tok = wte.forward(idx);                        // (B, T, C)
   const Tensor pos = wpe.forward(positions_.slice(0, 0, T));  // (T, C), broadcast over B
   Tensor x = emb_dropout_.forward(autograd::add(tok, pos));   // (B, T, C)
+  // The document mask's starts, once per batch for every layer; made on the device from idx, so a
+  // captured step recomputes them from the token buffer on each replay.
+  const Tensor doc_start =
+      cfg_.document_mask ? ops::document_starts(idx, static_cast<int32_t>(cfg_.eot_token)) : Tensor();  // (B, T)
   // Each residual add is fused with the LayerNorm after it (nn/block.h); the last block's applies
   // ln_f, so after the loop z is ln_f of the final residual stream.
   Tensor z = h.front()->ln_1.forward(x);  // (B, T, C)
   for (size_t i = 0; i < h.size(); ++i) {
-    const Block::Output out = h[i]->forward(x, z, i + 1 < h.size() ? h[i + 1]->ln_1 : ln_f);
+    const Block::Output out = h[i]->forward(x, z, i + 1 < h.size() ? h[i + 1]->ln_1 : ln_f, doc_start);
     x = out.x;
     z = out.z;
   }

@@ -1,5 +1,7 @@
 #include "nn/gpt_config.h"
 
+#include <cstdint>
+
 #include "core/error.h"
 
 namespace ft::nn {
@@ -20,6 +22,8 @@ void GPTConfig::validate() const {
     FT_CHECK_ARG(sparse_window_blocks >= 1 && sparse_global_blocks >= 0, "[gpt] sparse attention (block size ",
                  sparse_block_size, ") needs sparse_window_blocks >= 1 and sparse_global_blocks >= 0, got ",
                  sparse_window_blocks, " and ", sparse_global_blocks);
+  FT_CHECK_ARG(eot_token >= 0 && eot_token <= INT32_MAX, "[gpt] eot_token must be a token id in [0, 2^31), got ",
+               eot_token);
 }
 
 }  // namespace ft::nn

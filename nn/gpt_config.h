@@ -32,6 +32,10 @@ struct GPTConfig {
   int64_t sparse_block_size = 0;
   int64_t sparse_window_blocks = 0;
   int64_t sparse_global_blocks = 0;
+  // Document mask (ops/document_mask.h): each token attends only within its own document of its
+  // row, a document starting at an eot_token. false: plain causal (or block-sparse) attention.
+  bool document_mask = false;
+  int64_t eot_token = 50256;  // GPT-2's <|endoftext|>; a token id outside the vocabulary never matches
 
   int64_t head_dim() const { return d_model / n_heads; }  // D
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }  // H_kv

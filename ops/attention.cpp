@@ -53,6 +53,27 @@ void check_operand(const char* op, const char* name, const Tensor& t, const Tens
                " at element offset ", t.offset());
 }
 
+// The document mask's contract (ops/attention.h); its values only where they are on the CPU.
+void check_doc_start(const char* op, const AttentionOptions& opts, const Tensor& q, const Dims& d) {
+  const Tensor& ds = opts.doc_start;
+  if (!ds.defined()) return;
+  FT_CHECK_ARG(opts.causal, "[", op, "] a document mask (doc_start) needs causal attention: it holds where each ",
+               "query's document starts, not where it ends");
+  FT_CHECK_ARG(ds.shape() == Shape({d.B, d.T}) && ds.dtype() == DType::I32 && ds.device() == q.device() &&
+                   ds.is_contiguous(),
+               "[", op, "] doc_start must be contiguous (B, T) = (", d.B, ", ", d.T, ") i32 on ", q.device(),
+               ", got ", describe(ds));
+  if (ds.is_cuda()) return;
+  const int32_t* v = ds.data<int32_t>();
+  for (int b = 0; b < d.B; ++b)
+    for (int t = 0; t < d.T; ++t) {
+      const int32_t s = v[static_cast<int64_t>(b) * d.T + t];
+      const int32_t prev = t > 0 ? v[static_cast<int64_t>(b) * d.T + t - 1] : 0;
+      FT_CHECK_ARG(s >= prev && s <= t, "[", op, "] doc_start[", b, ", ", t, "] = ", s, " must be in [doc_start[",
+                   b, ", ", t - 1, "] = ", prev, ", ", t, "] (non-decreasing, at most the position)");
+    }
+}
+
 Dims check_inputs(const char* op, bool flash, const Tensor& q, const Tensor& k, const Tensor& v,
                   const AttentionOptions& opts) {
   FT_CHECK_ARG(q.defined() && k.defined() && v.defined(), "[", op, "] q, k and v must be defined");
@@ -92,6 +113,7 @@ Dims check_inputs(const char* op, bool flash, const Tensor& q, const Tensor& k, 
     FT_CHECK_ARG(opts.window_blocks >= 1 && opts.global_blocks >= 0, "[", op, "] block-sparse mode (block_size ",
                  opts.block_size, ") needs window_blocks >= 1 and global_blocks >= 0, got ", opts.window_blocks,
                  " and ", opts.global_blocks);
+  check_doc_start(op, opts, q, d);
   return d;
 }
 
@@ -125,6 +147,7 @@ AttentionParams make_params(const Dims& d, const AttentionOptions& opts, DType d
   p.block_size = opts.block_size;
   p.window_blocks = opts.window_blocks;
   p.global_blocks = opts.global_blocks;
+  p.doc_start = opts.doc_start.defined() ? opts.doc_start.data<int32_t>() : nullptr;
   return p;
 }
 

@@ -52,6 +52,14 @@ struct AttentionOptions {
   // arrival order (dq reproducible to rounding only). dk, dv, out and the CPU paths are always
   // deterministic; naive ignores it. Cost on an H200: bench/attention/NOTES.md.
   bool deterministic = false;
+  // Document mask (attention_params.h); undefined = off. (B, T) int32, contiguous, on q's device:
+  // doc_start[b, t] is the first position of the document holding position t of row b
+  // (ops/document_mask.h computes it from tokens), and query t sees key s only when
+  // s >= doc_start[b, t]. Needs causal (a key after the document would need its end as well).
+  // Contract: 0 <= doc_start[b, t] <= t and non-decreasing in t (the flash kernels skip tiles by
+  // it). Checked in full on the CPU; on CUDA only the shape, dtype and device (a check would
+  // cost a device sync per call), so a GPU caller must pass what document_starts made.
+  Tensor doc_start;
 };
 
 // Philox offsets one attention call consumes: one per (batch, head) slice.

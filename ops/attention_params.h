@@ -69,6 +69,13 @@ struct AttentionParams {
   // block and the window_blocks - 1 before it -- or kb < global_blocks. `causal` additionally
   // masks col > row elementwise.
   int block_size = 0, window_blocks = 0, global_blocks = 0;
+
+  // Document mask; nullptr = off. (B, T) int32, contiguous: doc_start[b * T + row] is the first
+  // token of the document holding query `row` of batch b, so key col is visible only when
+  // col >= doc_start[b * T + row]. Contract (the front door checks what it cheaply can): causal
+  // (a key after the row's document would need a document end as well), every value in [0, row],
+  // and non-decreasing along each row of the batch -- the tile kinds below rely on that.
+  const int* doc_start = nullptr;
 };
 
 // Sets the strides of a contiguous (B, T, H, D) tensor.
@@ -87,9 +94,15 @@ FT_HOST_DEVICE int attention_kv_head(const AttentionParams& p, int h) {
   return p.H_kv > 0 && p.H_kv != p.H ? h / (p.H / p.H_kv) : h;
 }
 
-// Whether query `row` attends to key `col` (both < T).
-FT_HOST_DEVICE bool attention_allowed(const AttentionParams& p, int row, int col) {
+// The first key of query `row`'s document in batch b (0 without a document mask).
+FT_HOST_DEVICE int attention_doc_start(const AttentionParams& p, int b, int row) {
+  return p.doc_start ? p.doc_start[static_cast<int64_t>(b) * p.T + row] : 0;
+}
+
+// Whether query `row` of batch b attends to key `col` (both < T).
+FT_HOST_DEVICE bool attention_allowed(const AttentionParams& p, int b, int row, int col) {
   if (p.causal && col > row) return false;
+  if (p.doc_start && col < attention_doc_start(p, b, row)) return false;
   if (p.block_size > 0) {
     const int qb = row / p.block_size, kb = col / p.block_size;
     return (kb <= qb && kb > qb - p.window_blocks) || kb < p.global_blocks;
@@ -97,14 +110,20 @@ FT_HOST_DEVICE bool attention_allowed(const AttentionParams& p, int row, int col
   return true;
 }
 
-// What a tile of rows [m0, m1) x cols [n0, n1) (non-empty, clamped to T) looks like under the mask.
-// Conservative: kTileFull means every pair attends (no elementwise mask needed); kTileEmpty means no
-// pair attends (the tile is skipped); kTilePartial may in rare cases be full or empty.
+// What a tile of rows [m0, m1) x cols [n0, n1) (non-empty, clamped to T) of batch b looks like under
+// the mask. Conservative: kTileFull means every pair attends (no elementwise mask needed); kTileEmpty
+// means no pair attends (the tile is skipped); kTilePartial may in rare cases be full or empty.
+// With a document mask it reads two doc_start values (rows m0 and m1 - 1: the smallest and largest
+// start of the tile's rows, doc_start being non-decreasing); without one, nothing.
 enum AttentionTileKind : int { kTileEmpty = 0, kTilePartial = 1, kTileFull = 2 };
 
-FT_HOST_DEVICE int attention_tile_kind(const AttentionParams& p, int m0, int m1, int n0, int n1) {
+FT_HOST_DEVICE int attention_tile_kind(const AttentionParams& p, int b, int m0, int m1, int n0, int n1) {
   if (p.causal && n0 > m1 - 1) return kTileEmpty;
   bool full = !(p.causal && n1 - 1 > m0);
+  if (p.doc_start) {
+    if (n1 - 1 < attention_doc_start(p, b, m0)) return kTileEmpty;  // every key before every row's document
+    full = full && n0 >= attention_doc_start(p, b, m1 - 1);          // every key inside every row's document
+  }
   if (p.block_size > 0) {
     const int bs = p.block_size, W = p.window_blocks, G = p.global_blocks;
     const int qa = m0 / bs, qz = (m1 - 1) / bs, ka = n0 / bs, kz = (n1 - 1) / bs;

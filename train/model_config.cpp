@@ -1,6 +1,11 @@
 #include "train/model_config.h"
 
+#include "data/bpe_tokenizer.h"
+#include "ops/document_mask.h"
+
 namespace ft {
+
+static_assert(BpeTokenizer::kEndOfText == ops::kGpt2EotToken, "one <|endoftext|> id for data/ and the document mask");
 
 nn::GPTConfig gpt_config_from(const TrainConfig& cfg) {
   nn::GPTConfig g;
@@ -16,6 +21,8 @@ nn::GPTConfig gpt_config_from(const TrainConfig& cfg) {
   g.initializer_range = cfg.initializer_range;
   g.use_flash_attention = cfg.use_flash_attention;
   g.deterministic = cfg.deterministic;
+  g.document_mask = cfg.document_mask;
+  g.eot_token = BpeTokenizer::kEndOfText;
   if (cfg.sparse_window_blocks > 0) {
     g.sparse_block_size = cfg.block_size;
     g.sparse_window_blocks = cfg.sparse_window_blocks;

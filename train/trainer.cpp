@@ -255,7 +255,8 @@ void Trainer::print_header(std::ostream& out) const {
   out << "flashtrain: GPT-2 " << cfg_.n_layers << "L x " << cfg_.d_model << "C x " << cfg_.n_heads << "H"
       << (cfg_.n_kv_heads > 0 && cfg_.n_kv_heads != cfg_.n_heads ? str(" (", cfg_.n_kv_heads, " K/V heads)") : "")
       << ", " << arena_->num_parameters() << " parameters, " << dtype << ", attention "
-      << (cfg_.use_flash_attention ? "flash" : "naive") << ", on " << device_name(device_) << "\n";
+      << (cfg_.use_flash_attention ? "flash" : "naive") << (cfg_.document_mask ? " (document mask)" : "") << ", on "
+      << device_name(device_) << "\n";
   const std::string why = device_note(cfg_, device_);  // device: auto fell back to the CPU: why
   if (!why.empty()) out << "flashtrain: note: " << why << "\n";
   if (!init_note_.empty()) out << "flashtrain: " << init_note_ << "\n";

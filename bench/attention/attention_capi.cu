@@ -32,6 +32,7 @@ using namespace ft::cuda::flash;
 std::string g_error;
 cublasHandle_t g_cublas = nullptr;
 int* g_dq_semaphore = nullptr;  // the deterministic backward's counters, grown on demand
+const int* g_doc_start = nullptr;  // the document mask of the following calls (null: off)
 int64_t g_dq_semaphore_ints = 0;
 
 int* dq_semaphore_for(const AttentionParams& p) {
@@ -179,6 +180,7 @@ int run_attention(int op, int impl, int variant, void* q, void* k, void* v, void
     p.causal = causal != 0;
     p.dtype = dtype == 0 ? AttentionDType::kBF16 : AttentionDType::kF16;
     p.dropout = make_dropout_params(PhiloxState{seed, offset}, dropout_p);
+    p.doc_start = g_doc_start;
     for (int64_t* s : {&p.q_batch_stride, &p.k_batch_stride, &p.v_batch_stride,
                          &p.dq_batch_stride, &p.dk_batch_stride, &p.dv_batch_stride})
       *s = qkv_strides[0];
@@ -233,6 +235,10 @@ int run_attention(int op, int impl, int variant, void* q, void* k, void* v, void
 extern "C" {
 
 const char* ft_attn_last_error() { return g_error.c_str(); }
+
+// The document mask (ops/attention_params.h) of the calls that follow: doc_start (B, T) int32 on the
+// device, or null for none. Kept apart from ft_attn_run so that call's signature stays as it was.
+void ft_attn_set_doc_start(const int* doc_start) { g_doc_start = doc_start; }
 
 // op: 0 forward, 1 backward. impl: 0 flash, 1 naive. Layout: q, k, v, dq, dk, dv share
 // (batch, row, head) strides qkv_strides[3]; o, dout are contiguous (B, T, H, D).

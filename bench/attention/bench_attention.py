@@ -9,6 +9,9 @@ backward as 2.5x forward, and measures extra peak memory (torch's allocator peak
 our kernels get every buffer from torch too: outputs, lse, workspaces, naive's T x T matrices).
 
 Our kernels are loaded through ctypes from libft_attention.so (bench/attention/attention_capi.cu).
+--doc-len N: the document mask instead (documents of N tokens, causal): flashtrain flash with the
+mask against itself without it (dense causal), after a check against torch's math backend with
+the same mask as an explicit boolean attn_mask.
 Writes <out>/attention-<card>.json (rows {impl, T, B, H, H_kv, D, dropout, fwd_ms, bwd_ms,
 fwdbwd_ms, fwd_tflops, fwdbwd_tflops, peak_mib}) and <out>/attention-<card>.md.
   python3 bench/attention/bench_attention.py --lib ./libft_attention.so --out DIR [--dev]
@@ -48,8 +51,9 @@ class Flashtrain:
     """Our flash (impl 0) or naive (impl 1) attention through the C ABI (ft_attn_run_gqa in the
     grouped-query mode)."""
 
-    def __init__(self, lib, impl, variant=0):
-        self.lib, self.impl, self.variant = lib, impl, variant
+    def __init__(self, lib, impl, variant=0, doc_start=None):
+        # doc_start: (B, T) int32 CUDA tensor of the document mask (ops/attention_params.h), or None
+        self.lib, self.impl, self.variant, self.doc_start = lib, impl, variant, doc_start
         head = [ctypes.c_int] * 3 + [ctypes.c_void_p] * 11 + [ctypes.c_void_p]
         tail = [ctypes.c_int, ctypes.c_float, ctypes.c_ulonglong, ctypes.c_ulonglong, ctypes.c_int, ctypes.c_float]
         f = lib.ft_attn_run
@@ -75,6 +79,10 @@ class Flashtrain:
         base = qkv.data_ptr()
         dbase = dqkv.data_ptr() if dqkv is not None else 0
         bufs = (ctypes.c_void_p * 4)(*[b.data_ptr() if b is not None else 0 for b in self.naive])
+        if hasattr(self.lib, "ft_attn_set_doc_start"):  # a --base-lib of an older commit may lack it
+            self.lib.ft_attn_set_doc_start(ptr(self.doc_start))
+        elif self.doc_start is not None:
+            raise RuntimeError("this libft_attention.so has no document mask (ft_attn_set_doc_start)")
         args = [op, self.impl, self.variant, base, base + hd, base + hd + kvd, ptr(o), ptr(lse),
                 ptr(self.dout), dbase or None, (dbase + hd) if dbase else None,
                 (dbase + hd + kvd) if dbase else None, ptr(dsum), ptr(dq_accum), bufs]
@@ -293,6 +301,57 @@ def check_variants(lib, variants, shapes=((4, 1024, True), (3, 1000, True), (3, 
                       " ".join(f"{e:.2e}" for e in errs) + (" OK" if ok else " FAIL"), flush=True)
 
 
+def doc_starts(B, T, doc_len):
+    """(B, T) int32: documents of doc_len tokens, each row cut at the same places."""
+    row = (torch.arange(T, device="cuda", dtype=torch.int32) // doc_len) * doc_len
+    return row.expand(B, T).contiguous()
+
+
+def doc_mode(lib, args):
+    """--doc-len: flashtrain flash with the document mask against torch math with the same mask (one
+    shape), then timed against dense causal (the tile skipping should make it faster)."""
+    N = args.doc_len
+    qkv, dout = make_inputs(2, 4 * N + N // 2 + 3, seed=3)  # documents cut inside tiles, a partial last one
+    B, T = qkv.shape[0], qkv.shape[1]
+    ds = doc_starts(B, T, N)
+    pos = torch.arange(T, device="cuda")
+    mask = (pos[None, :] <= pos[:, None]) & (pos[None, :] >= ds[0][:, None].long())  # (T, T): query row, key col
+    ours = Flashtrain(lib, 0, 0, ds)
+    ours.setup(qkv, dout, True, 0.0)
+    o, lse, naive = ours.forward()
+    g = ours.backward((o, lse, naive))
+    ref = TorchSdpa(SDPBackend.MATH)
+    ref.setup(qkv, dout, True, 0.0)
+    with sdpa_kernel(SDPBackend.MATH):
+        ro = F.scaled_dot_product_attention(ref.q, ref.k, ref.v, attn_mask=mask)
+    rg = torch.autograd.grad(ro, (ref.q, ref.k, ref.v), ref.dout)
+    errs = [((a.float() - b.float()).norm() / b.float().norm()).item()
+            for a, b in zip([o] + [g[:, :, i] for i in range(3)], [ro.transpose(1, 2)] + [x.transpose(1, 2) for x in rg])]
+    print(f"doc check T={T} doc_len={N} vs torch math with the mask: o/dq/dk/dv rel diff " +
+          " ".join(f"{e:.2e}" for e in errs) + (" OK" if all(e < 2e-2 for e in errs) else " FAIL"), flush=True)
+    rows = []
+    for T in [int(t) for t in args.ts.split(",")]:
+        B = TOKENS // T
+        qkv, dout = make_inputs(B, T)
+        ds = doc_starts(B, T, N)
+        for p in (0.0, 0.1):
+            for name, impl in (("flashtrain_flash", Flashtrain(lib, 0)),
+                               ("flashtrain_flash_doc", Flashtrain(lib, 0, 0, ds)),
+                               ("flashtrain_flash_det_doc", Flashtrain(lib, 0, 4, ds))):
+                f, b, fb, peak = measure(impl, qkv, dout, True, p)
+                rows.append({"impl": name, "T": T, "B": B, "dropout": p, "doc_len": N if "doc" in name else None,
+                             "fwd_ms": f, "bwd_ms": b, "fwdbwd_ms": fb, "peak_mib": peak})
+                print(f"T={T:5d} B={B:2d} p={p} doc_len={N} {name:25s} fwd {f:.3f} ms bwd {b:.3f} ms "
+                      f"fwdbwd {fb:.3f} ms peak {peak:.0f} MiB", flush=True)
+        del qkv, dout
+        torch.cuda.empty_cache()
+    card = torch.cuda.get_device_name().replace("NVIDIA ", "").split()[0].lower()
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, f"attention-doc{N}-{card}.json"), "w") as fh:
+        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "date": args.date,
+                   "commit": args.commit, "rows": rows}, fh, indent=1)
+
+
 def write_outputs(args, card, rows, quiet=True):
     os.makedirs(args.out, exist_ok=True)
     stem = f"attention-{card}" if not KV_HEADS else f"attention-gqa{KV_HEADS}-{card}"
@@ -356,6 +415,8 @@ def main():
                          "as the refs base_flash and base_flash_det")
     ap.add_argument("--kv-heads", type=int, default=0,
                     help="grouped-query attention: K/V heads shared by the H = 768 / D query heads (a divisor of H)")
+    ap.add_argument("--doc-len", type=int, default=0,
+                    help="time the document mask with documents of this many tokens (see the top)")
     args = ap.parse_args()
     if args.kv_heads:
         for d in (int(x) for x in args.ds.split(",")):
@@ -377,6 +438,9 @@ def main():
     print("device:", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
     sanity(lib)
 
+    if args.doc_len > 0:
+        doc_mode(lib, args)
+        return
     if args.dev:
         check_variants(lib, [int(v) for v in args.variants.split(",")])
         for T in [int(t) for t in (args.dev_ts or "1024,4096").split(",")]:

@@ -108,7 +108,7 @@ void attention_reference_forward(const AttentionParams& cfg, const double* q, co
       double m = -kInf;
       for (int j = 0; j < T; ++j) {
         s[j] = -kInf;
-        if (!attention_allowed(cfg, i, j)) continue;
+        if (!attention_allowed(cfg, b, i, j)) continue;
         double dot = 0;
         for (int d = 0; d < D; ++d) dot += q[at(b, i, h, d)] * k[kv_at(b, j, hk, d)];
         s[j] = dot * cfg.softmax_scale;
@@ -144,7 +144,7 @@ void attention_reference_backward(const AttentionParams& cfg, const double* q, c
       double m = -kInf;
       for (int j = 0; j < T; ++j) {
         p[j] = -kInf;
-        if (!attention_allowed(cfg, i, j)) continue;
+        if (!attention_allowed(cfg, b, i, j)) continue;
         double dot = 0;
         for (int d = 0; d < D; ++d) dot += q[at(b, i, h, d)] * k[kv_at(b, j, hk, d)];
         p[j] = dot * cfg.softmax_scale;
@@ -191,7 +191,7 @@ void naive_lowp_forward(const AttentionParams& cfg, const float* q, const float*
       for (int j = 0; j < T; ++j) {
         float dot = 0;
         for (int d = 0; d < D; ++d) dot += q[at(b, i, h, d)] * k[kv_at(b, j, hk, d)];
-        s[j] = attention_allowed(cfg, i, j) ? dot * cfg.softmax_scale : -INFINITY;
+        s[j] = attention_allowed(cfg, b, i, j) ? dot * cfg.softmax_scale : -INFINITY;
         m = std::max(m, s[j]);
       }
       float l = 0;
@@ -223,7 +223,7 @@ void naive_lowp_backward(const AttentionParams& cfg, const float* q, const float
       for (int j = 0; j < T; ++j) {
         float dot = 0;
         for (int d = 0; d < D; ++d) dot += q[at(b, i, h, d)] * k[kv_at(b, j, hk, d)];
-        p[j] = attention_allowed(cfg, i, j) ? dot * cfg.softmax_scale : -INFINITY;
+        p[j] = attention_allowed(cfg, b, i, j) ? dot * cfg.softmax_scale : -INFINITY;
         m = std::max(m, p[j]);
       }
       if (m == -INFINITY) continue;
@@ -279,7 +279,7 @@ void flash_tiled_forward(const AttentionParams& cfg, int block_m, int block_n, c
       const int n_end = cfg.causal ? std::min(n_blocks, (m1 - 1) / block_n + 1) : n_blocks;
       for (int nb = 0; nb < n_end; ++nb) {
         const int n0 = nb * block_n, n1 = std::min(n0 + block_n, T);
-        const int kind = attention_tile_kind(cfg, m0, m1, n0, n1);
+        const int kind = attention_tile_kind(cfg, b, m0, m1, n0, n1);
         if (kind == kTileEmpty) continue;  // never loaded on the GPU
         for (int r = 0; r < rows; ++r) {
           const int i = m0 + r;
@@ -287,7 +287,7 @@ void flash_tiled_forward(const AttentionParams& cfg, int block_m, int block_n, c
           for (int j = n0; j < n1; ++j) {
             float dot = 0;
             for (int d = 0; d < D; ++d) dot += q[at(b, i, h, d)] * k[kv_at(b, j, hk, d)];
-            const bool masked = kind != kTileFull && !attention_allowed(cfg, i, j);
+            const bool masked = kind != kTileFull && !attention_allowed(cfg, b, i, j);
             s[j - n0] = masked ? -INFINITY : dot;
             mx = std::max(mx, s[j - n0]);
           }
@@ -340,7 +340,7 @@ void flash_tiled_backward(const AttentionParams& cfg, int block_m, int block_n, 
       std::vector<float> ak(static_cast<size_t>(n1 - n0) * D, 0.f), av(ak);
       for (int mb = cfg.causal ? n0 / block_m : 0; mb < m_blocks; ++mb) {
         const int m0 = mb * block_m, m1 = std::min(m0 + block_m, T);
-        const int kind = attention_tile_kind(cfg, m0, m1, n0, n1);
+        const int kind = attention_tile_kind(cfg, b, m0, m1, n0, n1);
         if (kind == kTileEmpty) continue;
         for (int i = m0; i < m1; ++i) {
           const float lse_log2 = lse_h[i] == -INFINITY ? INFINITY : lse_h[i] * kLog2e;
@@ -351,7 +351,7 @@ void flash_tiled_backward(const AttentionParams& cfg, int block_m, int block_n, 
               dpz += dout[at(b, i, h, d)] * v[kv_at(b, j, hk, d)];
             }
             float p = std::exp2(s * scale_log2 - lse_log2);
-            if (kind != kTileFull && !attention_allowed(cfg, i, j)) p = 0.f;
+            if (kind != kTileFull && !attention_allowed(cfg, b, i, j)) p = 0.f;
             const float z = dropout_factor<float>(cfg, b, h, i, j);
             const float pz = rnd(p * z);
             const float ds = rnd(p * (dpz * z - dsum[i]));

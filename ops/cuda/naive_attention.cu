@@ -75,12 +75,13 @@ __global__ void naive_softmax_fwd_kernel(const AttentionParams p, const float* s
   const int64_t row_id = blockIdx.x;
   const int T = p.T, i = static_cast<int>(row_id % T);
   const int64_t bh = row_id / T;
+  const int b = static_cast<int>(bh / p.H);
   const float* s = scores + row_id * T;
   const int groups = (T + 7) / 8, call_groups = 4 * ((T + 15) / 16);
   float m = -INFINITY, l = 0.f;
   for (int g = threadIdx.x; g < groups; g += blockDim.x)
     for (int j = 8 * g; j < min(8 * g + 8, T); ++j) {
-      if (!attention_allowed(p, i, j)) continue;
+      if (!attention_allowed(p, b, i, j)) continue;
       const float x = s[j] * p.softmax_scale;
       const float nm = fmaxf(m, x);
       l = (m == -INFINITY ? 0.f : l * __expf(m - nm)) + __expf(x - nm);
@@ -94,7 +95,7 @@ __global__ void naive_softmax_fwd_kernel(const AttentionParams p, const float* s
     for (int k = 0; k < 4; ++k) {
       const int j = call_col(g, k);
       if (j >= T) continue;
-      const float pj = attention_allowed(p, i, j) ? __expf(s[j] * p.softmax_scale - m) * inv : 0.f;
+      const float pj = attention_allowed(p, b, i, j) ? __expf(s[j] * p.softmax_scale - m) * inv : 0.f;
       store_elem<Elem>(probs, row_id * T + j, pj);
       if constexpr (kDropout)
         store_elem<Elem>(probs_dropped, row_id * T + j,

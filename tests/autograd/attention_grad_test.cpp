@@ -10,6 +10,7 @@
 #include "autograd/functions/elementwise.h"
 #include "autograd/gradcheck.h"
 #include "autograd/variable.h"
+#include "ops/document_mask.h"
 #include "tests/test_util.h"
 
 namespace ft::autograd {
@@ -42,6 +43,27 @@ TEST(AttentionGrad, Float64Gradcheck) {
     const GradcheckResult r = gradcheck(fn, {randn_tensor({B, T, 3 * H * D}, 3)});
     EXPECT_TRUE(r.ok) << "flash " << c.flash << " causal " << c.causal << " p " << c.p << " block "
                       << c.block_size << ": " << r.message;
+  }
+}
+
+// The document mask (ops/document_mask.h): row 0 holds documents from 0, 2 and 4, row 1 one
+// document; flash and naive, with and without dropout, and with a block-sparse pattern on top.
+TEST(AttentionGrad, Float64GradcheckWithDocumentMask) {
+  const int B = 2, T = 6, H = 2, D = 3;
+  const int32_t e = ops::kGpt2EotToken;
+  const Tensor tokens = Tensor::from_vector(std::vector<int32_t>{5, 6, e, 7, e, 8, 1, 2, 3, 4, 5, 6}, {B, T});
+  for (const GradCase& c : {GradCase{true, true, 0.f, 0, 0, 0}, GradCase{false, true, 0.f, 0, 0, 0},
+                            GradCase{true, true, 0.3f, 0, 0, 0}, GradCase{true, true, 0.f, 2, 1, 1}}) {
+    ops::AttentionOptions o;
+    o.dropout_p = c.p;
+    o.philox = {99, 1};
+    o.block_size = c.block_size;
+    o.window_blocks = c.window_blocks;
+    o.global_blocks = c.global_blocks;
+    o.doc_start = ops::document_starts(tokens);
+    const auto fn = [&](const std::vector<Tensor>& in) { return attention(in[0], H, o, c.flash); };
+    const GradcheckResult r = gradcheck(fn, {randn_tensor({B, T, 3 * H * D}, 13)});
+    EXPECT_TRUE(r.ok) << "flash " << c.flash << " p " << c.p << " block " << c.block_size << ": " << r.message;
   }
 }
 

@@ -227,6 +227,68 @@ TEST(Gpt, FusedResidualLayerNormsGiveTheUnfusedModelOnCpu) {
   }
 }
 
+// document_mask: positions before a row's first eot (and rows without one, or with one only at 0)
+// keep the logits of plain causal attention bit for bit; positions from a later eot on change. So
+// the loss of rows without boundaries is unchanged, and a row with boundaries changes it.
+TEST(Gpt, DocumentMaskChangesOnlyPositionsInLaterDocuments) {
+  GPTConfig c = small_config();
+  const int32_t e = 63;
+  c.eot_token = e;
+  const int64_t B = 3, T = 16;
+  std::vector<int32_t> ids = random_ids(B, T, 60, 21).to_vector<int32_t>();  // ids < 60: no eot
+  ids[1 * T + 5] = ids[1 * T + 11] = e;  // row 1: documents from 5 and 11
+  ids[2 * T + 0] = e;                    // row 2: one document from 0
+  const Tensor idx = Tensor::from_vector(ids, {B, T});
+  GPTConfig masked_cfg = c;
+  masked_cfg.document_mask = true;
+  const GPT plain(c, 3), masked(masked_cfg, 3);
+  const std::vector<float> a = plain.forward(idx).logits.to_floats(), b = masked.forward(idx).logits.to_floats();
+  const int64_t V = c.vocab_size;
+  for (int64_t r = 0; r < B; ++r)
+    for (int64_t t = 0; t < T; ++t) {
+      const std::vector<float> pa(a.begin() + (r * T + t) * V, a.begin() + (r * T + t + 1) * V);
+      const std::vector<float> pb(b.begin() + (r * T + t) * V, b.begin() + (r * T + t + 1) * V);
+      if (r == 1 && t >= 5) {
+        EXPECT_NE(pa, pb) << "row " << r << " position " << t;
+      } else {
+        EXPECT_EQ(pa, pb) << "row " << r << " position " << t;
+      }
+    }
+  // The loss over rows 0 and 2 only (row 1's targets -1) is unchanged; over all rows it changes.
+  std::vector<int32_t> tg = random_ids(B, T, V, 22).to_vector<int32_t>();
+  const Tensor all_targets = Tensor::from_vector(tg, {B, T});
+  for (int64_t t = 0; t < T; ++t) tg[1 * T + t] = -1;
+  const Tensor no_row1 = Tensor::from_vector(tg, {B, T});
+  EXPECT_EQ(plain.forward(idx, no_row1).loss.item(), masked.forward(idx, no_row1).loss.item());
+  EXPECT_NE(plain.forward(idx, all_targets).loss.item(), masked.forward(idx, all_targets).loss.item());
+  // document_mask false is the default and the model of before: no doc_start reaches attention.
+  EXPECT_FALSE(GPTConfig().document_mask);
+}
+
+// The masked model trains through the tape: float64 gradients of a row with three documents.
+TEST(Gpt, DocumentMaskGradcheck) {
+  GPTConfig c = small_config(16, 8, 2);
+  c.n_layers = 1;
+  c.eot_token = 15;
+  c.document_mask = true;
+  c.initializer_range = 0.3;  // sizeable gradients, as in gradcheck_model
+  GPT model(c, 4);
+  model.to(DType::F64);
+  const Tensor idx = Tensor::from_vector(std::vector<int32_t>{1, 2, 15, 3, 4, 15, 5}, {1, 7});
+  const Tensor targets = Tensor::from_vector(std::vector<int32_t>{2, 15, 3, 4, 15, 5, 6}, {1, 7});
+  Tensor* w = nullptr;
+  model.for_each_parameter([&](const std::string& name, Tensor& p) {
+    if (name == "h.0.attn.c_attn.weight") w = &p;
+  });
+  ASSERT_NE(w, nullptr);
+  const auto fn = [&](const std::vector<Tensor>& in) {
+    *w = in[0];
+    return model.forward(idx, targets).loss;
+  };
+  const autograd::GradcheckResult r = autograd::gradcheck(fn, {*w});
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
 TEST(Gpt, DropoutDrawsFromTheGeneratorOnlyInTraining) {
   GPTConfig c = small_config();
   c.dropout = 0.1;

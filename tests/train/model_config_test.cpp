@@ -16,5 +16,14 @@ TEST(ModelConfig, DeterministicReachesTheModel) {
   EXPECT_FALSE(gpt_config_from(c).deterministic);
 }
 
+// `document_mask` reaches the model with GPT-2's <|endoftext|> as the document separator.
+TEST(ModelConfig, DocumentMaskReachesTheModel) {
+  TrainConfig c;
+  EXPECT_FALSE(gpt_config_from(c).document_mask);
+  c.document_mask = true;
+  EXPECT_TRUE(gpt_config_from(c).document_mask);
+  EXPECT_EQ(gpt_config_from(c).eot_token, 50256);
+}
+
 }  // namespace
 }  // namespace ft

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "data/bpe_tokenizer.h"
 
 namespace ft {
 
@@ -233,6 +234,7 @@ const std::vector<KeySpec>& key_table() {
       FT_INT_KEY(sparse_window_blocks, non_negative_int),
       FT_INT_KEY(sparse_global_blocks, non_negative_int),
       FT_BOOL_KEY(use_flash_attention),
+      FT_BOOL_KEY(document_mask),
       FT_ENUM_KEY(activation, {"gelu", Activation::Gelu}, {"relu", Activation::Relu}),
       FT_DOUBLE_KEY(initializer_range, positive_double),
       FT_INT_KEY(gradient_accumulation_steps, positive_int),
@@ -434,6 +436,9 @@ void validate_config(const TrainConfig& cfg) {
   if (cfg.block_size > cfg.max_seq_len)
     throw Error(str(src, ": block_size = ", cfg.block_size, " must be <= max_seq_len = ", cfg.max_seq_len,
                     " (a sparse attention block cannot be longer than the sequence)"));
+  if (cfg.document_mask && cfg.vocab_size <= BpeTokenizer::kEndOfText)
+    throw Error(str(src, ": document_mask needs vocab_size > ", BpeTokenizer::kEndOfText, " (documents start at <|endoftext|> = ",
+                    BpeTokenizer::kEndOfText, "), got vocab_size = ", cfg.vocab_size));
   if (cfg.eval_interval > 0 && cfg.val_data.empty())
     throw Error(str(src, ": eval_interval = ", cfg.eval_interval,
                     " needs val_data (set val_data, or eval_interval: 0 to train without evaluation)"));

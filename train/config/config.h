@@ -55,6 +55,10 @@ struct TrainConfig {
   int64_t sparse_window_blocks = 0;
   int64_t sparse_global_blocks = 0;
   bool use_flash_attention = true;
+  // extra (issue 19): each token attends only within its own document of its row (documents start
+  // at <|endoftext|>, 50256, as data/prepare.h writes them; ops/document_mask.h). Needs
+  // vocab_size > 50256. false: plain causal attention across document boundaries.
+  bool document_mask = false;
   Activation activation = Activation::Gelu;  // gelu is GPT-2's tanh form
   double initializer_range = 0.02;
 
@@ -123,7 +127,7 @@ TrainConfig parse_config(const std::string& yaml_text, const std::string& source
 // Applies one "key=value" override (checked like a file value; cross-key rules are not rerun).
 void apply_override(TrainConfig& cfg, const std::string& key_equals_value);
 // Cross-key rules: n_heads divides d_model, block_size <= max_seq_len, val_data present when
-// evaluations are on. load_config and parse_config call it.
+// evaluations are on, vocab_size holds <|endoftext|> when document_mask is on. load_config and parse_config call it.
 void validate_config(const TrainConfig& cfg);
 
 // Checks that train_data and val_data name existing token shards with valid headers, enough

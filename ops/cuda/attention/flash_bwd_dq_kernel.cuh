@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   load_rows_async<BM, D, S, NT>(sQ, q, p.q_row_stride, m0, T, tid);
   load_rows_async<BM, D, S, NT>(sdO, dout, p.do_row_stride, m0, T, tid);
   cp_async_commit();
-  int n = next_tile(0);
+  int n = next_tile(blk.n_begin);
   if (n < n_end) load_kv(n, 0);
   cp_async_commit();
 
@@ -140,8 +140,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     }
 
     // Masked pairs: S = -inf (P = 0), in a pass only partial tiles take (flash_bwd_kernel.cuh: why).
-    if (attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
-      mask_scores(acc_s, p, [&](int mi, int nb, int e) {
+    if (attention_tile_kind(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
+      mask_scores(acc_s, p, b, [&](int mi, int nb, int e) {
         return make_int2(m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * (e >> 1), n0 + nb * 8 + 2 * (lane & 3) + (e & 1));
       });
     }

@@ -38,12 +38,18 @@
 
 namespace ft::cuda::flash {
 
-// The number of key blocks above n_block whose tile with query rows [m0, m1) is non-empty: how
-// many adds into that dQ tile precede this block's in the deterministic (descending) order. Called
-// by a whole warp (the block-sparse case counts 32 key blocks per step with a ballot).
-__device__ __forceinline__ int dq_blocks_above(const AttentionParams& p, int m0, int m1, int n_block,
+// Whether dq_blocks_above has a closed form (dense or causal), so one lane may call it alone.
+__device__ __forceinline__ bool dq_blocks_above_closed_form(const AttentionParams& p) {
+  return p.block_size == 0 && p.doc_start == nullptr;
+}
+
+// The number of key blocks above n_block whose tile with query rows [m0, m1) of batch b is
+// non-empty: how many adds into that dQ tile precede this block's in the deterministic
+// (descending) order. Called by a whole warp (the block-sparse and document masks count 32 key
+// blocks per step with a ballot).
+__device__ __forceinline__ int dq_blocks_above(const AttentionParams& p, int b, int m0, int m1, int n_block,
                                                int n_blocks, int block_n, int lane) {
-  if (p.block_size == 0) {
+  if (dq_blocks_above_closed_form(p)) {
     const int last = p.causal ? min(n_blocks - 1, (m1 - 1) / block_n) : n_blocks - 1;
     return max(0, last - n_block);
   }
@@ -51,7 +57,7 @@ __device__ __forceinline__ int dq_blocks_above(const AttentionParams& p, int m0,
   for (int base = n_block + 1; base < n_blocks; base += 32) {
     const int nb = base + lane;
     const int n0 = nb * block_n, n1 = min(n0 + block_n, p.T);
-    const bool live = nb < n_blocks && attention_tile_kind(p, m0, m1, n0, n1) != kTileEmpty;
+    const bool live = nb < n_blocks && attention_tile_kind(p, b, m0, m1, n0, n1) != kTileEmpty;
     count += __popc(__ballot_sync(0xffffffffu, live));
   }
   return count;
@@ -258,7 +264,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     if constexpr (kOrderedDq) {
       if (lane == 0) {
         if (pending_release != nullptr) red_release_gpu_add(pending_release, 1);
-        if (p.block_size == 0 && peek != dq_blocks_above(p, m0, m1, n_block, n_blocks, BN, 0))
+        if (dq_blocks_above_closed_form(p) && peek != dq_blocks_above(p, b, m0, m1, n_block, n_blocks, BN, 0))
           peek = ld_relaxed_gpu(dq_sem(m));
       }
       pending_release = nullptr;
@@ -268,8 +274,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     // Tested inside the loop below, the per-element branches cut it into basic blocks the compiler
     // cannot interleave (H200, T = 4096, p = 0.1: bwd 2.85 -> 2.70 ms; the deterministic kernels
     // gained 16-17%; bench/attention/NOTES.md, session 5).
-    if (attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T || m0 + BM > T) {
-      mask_scores(acc_s, p, [&](int ni, int nb, int e) {
+    if (attention_tile_kind(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T || m0 + BM > T) {
+      mask_scores(acc_s, p, b, [&](int ni, int nb, int e) {
         return make_int2(m0 + nb * 8 + 2 * (lane & 3) + (e & 1), n0 + key_row0 + ni * 16 + (lane >> 2) + 8 * (e >> 1));
       });
     }
@@ -363,7 +369,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
         // FlashCuda.DeterministicBackwardIsBitIdentical checks the bits.
         int* sem = nullptr;
         if constexpr (kOrderedDq) {
-          const int expected = dq_blocks_above(p, m0, m1, n_block, n_blocks, BN, lane);
+          const int expected = dq_blocks_above(p, b, m0, m1, n_block, n_blocks, BN, lane);
           sem = dq_sem(m);
           if (lane == 0) {
             if (pending_release != nullptr) red_release_gpu_add(pending_release, 1);

@@ -145,8 +145,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
 
     // Phase 2: P, dS, P o Z -> shared memory. Row (query) r of fragment (mi, half) is
     // s_row0 + 16 mi + lane / 4 + 8 half; column (key) of (nb, e) is s_col0 + 8 nb + 2 (lane % 4) + (e & 1).
-    if (attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T || m0 + BM > T) {
-      mask_scores(acc_s, p, [&](int mi, int nb, int e) {
+    if (attention_tile_kind(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T || m0 + BM > T) {
+      mask_scores(acc_s, p, b, [&](int mi, int nb, int e) {
         return make_int2(m0 + s_row0 + mi * 16 + (lane >> 2) + 8 * (e >> 1), n0 + s_col0 + nb * 8 + 2 * (lane & 3) + (e & 1));
       });
     }

@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int T = p.T;
   const QueryBlock<BM, BN> blk(p, heads_per_group);
-  const int bh = blk.bh, m0 = blk.m0, m1 = blk.m1, n_end = blk.n_end;
+  const int bh = blk.bh, b = blk.b, m0 = blk.m0, m1 = blk.m1, n_end = blk.n_end;
   const int warp_row0 = warp * MT * 16;  // first local row of this warp
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
 
   load_rows_async<BM, D, S, NT>(sQ, q, p.q_row_stride, m0, T, tid);
   cp_async_commit();
-  int n = next_tile(0);
+  int n = next_tile(blk.n_begin);
   if (n < n_end) load_kv(n, 0);
   cp_async_commit();
   cp_async_wait<1>();
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
       }
     }
 
-    if (attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
+    if (attention_tile_kind(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
 #pragma unroll
       for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
           for (int e = 0; e < 4; ++e) {
             const int row = m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * (e >> 1);
             const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
-            if (col >= T || !attention_allowed(p, row, col)) acc_s[mi][nb][e] = -INFINITY;
+            if (col >= T || !attention_allowed(p, b, row, col)) acc_s[mi][nb][e] = -INFINITY;
           }
     }
 

@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int T = p.T;
   const QueryBlock<BM, BN> blk(p, heads_per_group);
-  const int bh = blk.bh, m0 = blk.m0, m1 = blk.m1, n_end = blk.n_end;
+  const int bh = blk.bh, b = blk.b, m0 = blk.m0, m1 = blk.m1, n_end = blk.n_end;
   const int warp_row0 = warp * 16;
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   uint16_t* o = blk.o;
   auto next_tile = [&](int n) { return blk.next_key_tile(p, n); };
   // Prefetch queue: tile n_load goes into stage load_stage next.
-  int n_load = next_tile(0), load_stage = 0;
+  int n_load = next_tile(blk.n_begin), load_stage = 0;
   // kLeanLoads: this thread's 16-byte chunks are (row ld_row + i * kRoundRows, column ld_col) of
   // every tile; the rows are 8-row multiples apart, so their swizzled offsets are kRoundRows * 128
   // bytes apart too. Sources in bytes: tile n's chunk i is k_src + n * k_tile_bytes + i * k_round_bytes.
@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ) + (warp / 4) * 64 * 128);
 
   int stage = 0;
-  for (int n = next_tile(0); n < n_end; n = next_tile(n + 1)) {
+  for (int n = next_tile(blk.n_begin); n < n_end; n = next_tile(n + 1)) {
     const int n0 = n * BN, n1 = min(n0 + BN, T);
     cp_async_wait<kPrefetch - 1>();  // tile n has landed (this thread's copies)
     fence_proxy_async_smem();        // ... and is visible to the tensor cores
@@ -176,14 +176,14 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     reg_fence(acc_s);
     reg_fence(acc_o);
 
-    if (attention_tile_kind(p, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
+    if (attention_tile_kind(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
 #pragma unroll
       for (int nb = 0; nb < BN / 8; ++nb)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int row = m0 + warp_row0 + (lane >> 2) + 8 * (e >> 1);
           const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
-          if (col >= T || !attention_allowed(p, row, col)) acc_s[nb][e] = -INFINITY;
+          if (col >= T || !attention_allowed(p, b, row, col)) acc_s[nb][e] = -INFINITY;
         }
     }
 

@@ -37,10 +37,12 @@ __device__ __forceinline__ T* head_rows(T* base, int b, int h, int64_t batch_str
 // The work of a query-major CTA (forwards, the dQ kernel): query rows [m0, m1) of (batch b, head h),
 // picked in grouped_block_order with the longest causal blocks first, that head's q and o rows and
 // the k, v rows of its K/V head (attention_kv_head), and the key tiles of kBlockN keys it visits:
-// next_key_tile(n) is the first tile >= n that the mask leaves non-empty (n_end when none is left).
+// next_key_tile(n) is the first tile >= n that the mask leaves non-empty (n_end when none is left);
+// n_begin is where the search starts (the tile of the block's first document start under a
+// document mask, so the tiles before it cost nothing).
 template <int kBlockM, int kBlockN>
 struct QueryBlock {
-  int bh, b, h, m0, m1, n_end;
+  int bh, b, h, m0, m1, n_begin, n_end;
   const uint16_t *q, *k, *v;
   uint16_t* o;
 
@@ -51,6 +53,7 @@ struct QueryBlock {
     m0 = (m_blocks - 1 - order.rank) * kBlockM, m1 = min(m0 + kBlockM, p.T);
     const int n_blocks = (p.T + kBlockN - 1) / kBlockN;
     n_end = p.causal ? min(n_blocks, (m1 - 1) / kBlockN + 1) : n_blocks;
+    n_begin = attention_doc_start(p, b, m0) / kBlockN;
     q = head_rows(static_cast<const uint16_t*>(p.q), b, h, p.q_batch_stride, p.q_head_stride);
     const int hk = attention_kv_head(p, h);  // grouped-query attention: the shared K/V head
     k = head_rows(static_cast<const uint16_t*>(p.k), b, hk, p.k_batch_stride, p.k_head_stride);
@@ -59,7 +62,7 @@ struct QueryBlock {
   }
   __device__ __forceinline__ int next_key_tile(const AttentionParams& p, int n) const {
     for (; n < n_end; ++n)
-      if (attention_tile_kind(p, m0, m1, n * kBlockN, min(n * kBlockN + kBlockN, p.T)) != kTileEmpty) break;
+      if (attention_tile_kind(p, b, m0, m1, n * kBlockN, min(n * kBlockN + kBlockN, p.T)) != kTileEmpty) break;
     return n;
   }
 };
@@ -93,8 +96,13 @@ struct KeyBlock {
     dsum = p.dsum + static_cast<int64_t>(bh) * p.T;
   }
   __device__ __forceinline__ int next_query_tile(const AttentionParams& p, int m) const {
-    for (; m < m_blocks; ++m)
-      if (attention_tile_kind(p, m * kBlockM, min(m * kBlockM + kBlockM, p.T), n0, n1) != kTileEmpty) break;
+    for (; m < m_blocks; ++m) {
+      // Document starts only grow along the rows: once they pass this block's last key, every later
+      // tile is empty too (without the stop a block near the start of a long row would read one
+      // start per remaining tile, serially).
+      if (attention_doc_start(p, b, m * kBlockM) > n1 - 1) return m_blocks;
+      if (attention_tile_kind(p, b, m * kBlockM, min(m * kBlockM + kBlockM, p.T), n0, n1) != kTileEmpty) break;
+    }
     return m;
   }
   // kLse false: not the lse (a kernel that converts it on the way in loads it itself).
@@ -106,12 +114,12 @@ struct KeyBlock {
 };
 
 // Sets the scores of masked pairs, and of rows or keys past T, to -inf (so P = exp2(S - lse) = 0)
-// in a warp's score fragments acc[i][nb][e]; at(i, nb, e) is the (query row, key) of an element.
+// in a warp's score fragments acc[i][nb][e] of batch b; at(i, nb, e) is the (query row, key) of an element.
 // The backward kernels take this pass only for partial tiles rather than testing the mask per
 // element: those branches cut the elementwise code into basic blocks that the compiler cannot
 // interleave (bench/attention/NOTES.md, session 5).
 template <int kI, int kNb, class At>
-__device__ __forceinline__ void mask_scores(float (&acc)[kI][kNb][4], const AttentionParams& p, At at) {
+__device__ __forceinline__ void mask_scores(float (&acc)[kI][kNb][4], const AttentionParams& p, int b, At at) {
 #pragma unroll
   for (int i = 0; i < kI; ++i)
 #pragma unroll
@@ -119,7 +127,7 @@ __device__ __forceinline__ void mask_scores(float (&acc)[kI][kNb][4], const Atte
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int2 rk = at(i, nb, e);
-        if (rk.x >= p.T || rk.y >= p.T || !attention_allowed(p, rk.x, rk.y)) acc[i][nb][e] = -INFINITY;
+        if (rk.x >= p.T || rk.y >= p.T || !attention_allowed(p, b, rk.x, rk.y)) acc[i][nb][e] = -INFINITY;
       }
 }
 

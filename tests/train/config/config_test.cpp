@@ -150,6 +150,15 @@ TEST(Config, CrossKeyRules) {
   EXPECT_EQ(parse_error("val_data: []\n"),
             "config: eval_interval = 250 needs val_data (set val_data, or eval_interval: 0 to train without evaluation)");
   EXPECT_EQ(parse_error("val_data: []\neval_interval: 0\n"), "");
+  EXPECT_EQ(parse_error("vocab_size: 1000\ndocument_mask: true\n"),
+            "config: document_mask needs vocab_size > 50256 (documents start at <|endoftext|> = 50256), got vocab_size = 1000");
+}
+
+TEST(Config, DocumentMaskIsOffUnlessSet) {
+  EXPECT_FALSE(TrainConfig().document_mask);
+  EXPECT_FALSE(parse_config("", "t").document_mask);
+  EXPECT_TRUE(parse_config("document_mask: true\n", "t").document_mask);
+  EXPECT_EQ(parse_error("document_mask: 2\n").rfind("t.yaml:1: document_mask", 0), 0u);
 }
 
 // n_kv_heads (grouped-query attention): 0, the default, is n_heads; otherwise a divisor of n_heads.
