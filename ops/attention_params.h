@@ -7,7 +7,7 @@
 // workspace of the flash backward (dQ is accumulated there; its own tile layout and size:
 // ops/cuda/attention/flash_dq_accum.cuh, flash_attention_backward_workspace).
 //
-// Kernels assert, they do not validate: the ops front door checks D in {64, 128}, strides that are
+// Kernels assert, they do not validate: the ops front door checks D in {64, 128, 256}, strides that are
 // multiples of 8 elements (16-byte rows for cp.async), 16-byte aligned base pointers, T >= 1.
 #pragma once
 
