@@ -1,6 +1,7 @@
 """Attention benchmark: flashtrain flash / naive against PyTorch SDPA (flash, cuDNN, math).
 
-One process, one GPU, the same inputs for everyone: bf16, D=64, H=12, causal, B*T=32768,
+One process, one GPU, the same inputs for everyone: bf16, D=64, H=12, causal, B*T=32768 (--d 128 or
+256: H = 768 / D, so H*D = 768 and the tokens, the bytes of q, k, v and the FLOPs stay those of D=64),
 T = 512 ... 16384, dropout 0 and 0.1. Times forward, backward and forward+backward (median of
 CUDA-event timings after warm-up; --timing call, the default: one synchronised call per timing, so
 host latency up to the first kernel counts; --timing stream: calls back to back, GPU time), counts forward FLOPs as 4*B*H*T^2*D (halved when causal) and
@@ -8,9 +9,10 @@ backward as 2.5x forward, and measures extra peak memory (torch's allocator peak
 our kernels get every buffer from torch too: outputs, lse, workspaces, naive's T x T matrices).
 
 Our kernels are loaded through ctypes from libft_attention.so (bench/attention/attention_capi.cu).
-Writes <out>/attention-<card>.json (rows {impl, T, B, dropout, fwd_ms, bwd_ms, fwdbwd_ms,
-fwd_tflops, fwdbwd_tflops, peak_mib}) and <out>/attention-<card>.md.
-  python3 bench/attention/bench_attention.py --lib ./libft_attention.so --out DIR [--dev]
+Writes <out>/attention-<card>.json (rows {impl, T, B, H, D, dropout, fwd_ms, bwd_ms, fwdbwd_ms,
+fwd_tflops, fwdbwd_tflops, peak_mib}) and <out>/attention-<card>.md (attention-<card>-d<D>.* for
+D != 64).
+  python3 bench/attention/bench_attention.py --lib ./libft_attention.so --out DIR [--dev] [--d 256]
 """
 import argparse
 import ctypes
@@ -26,7 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-H, D = 12, 64
+H, D = 12, 64  # --d sets D and H = HD / D
+HD = 768  # H * D, as GPT-2 small's d_model
 TOKENS = 32768
 
 
@@ -258,7 +261,8 @@ def check_variants(lib, variants, shapes=((4, 1024, True), (3, 1000, True), (3, 
 
 def write_outputs(args, card, rows, quiet=True):
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, f"attention-{card}.json"), "w") as fh:
+    stem = f"attention-{card}" + ("" if D == 64 else f"-d{D}")
+    with open(os.path.join(args.out, f"{stem}.json"), "w") as fh:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                    "date": args.date, "commit": args.commit, "rows": rows}, fh, indent=1)
     lines = [f"# Attention benchmark on {torch.cuda.get_device_name()} (torch {torch.__version__})",
@@ -266,7 +270,7 @@ def write_outputs(args, card, rows, quiet=True):
              "backward (bit-identical dq; what training uses by default). "
              f"{REPEATED_IMPLS} measured in {args.rounds} interleaved round(s), median. Timing: {args.timing} "
              "(call: one synchronised call per timing, host latency to the first kernel included; stream: "
-             "calls back to back, GPU time).", "", "bf16, D=64, H=12, causal, B*T=32768. TF = TFLOP/s (fwd 4BHT^2D/2, bwd 2.5x). "
+             "calls back to back, GPU time).", "", f"bf16, D={D}, H={H}, causal, B*T={TOKENS}. TF = TFLOP/s (fwd 4BHT^2D/2, bwd 2.5x). "
              "Ratio = fwd+bwd time of torch_flash / ours (>1: we are faster).", "",
              "| T | p | impl | fwd ms | bwd ms | fwd+bwd ms | fwd TF | fwd+bwd TF | peak MiB | vs torch_flash |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -278,7 +282,7 @@ def write_outputs(args, card, rows, quiet=True):
                      f"{fmt(r['bwd_ms'], '.3f')} | {fmt(r['fwdbwd_ms'], '.3f')} | "
                      f"{fmt(r['fwd_tflops'], '.0f')} | {fmt(r['fwdbwd_tflops'], '.0f')} | "
                      f"{fmt(r['peak_mib'], '.0f')} | {fmt(ratio, '.2f')} |")
-    with open(os.path.join(args.out, f"attention-{card}.md"), "w") as fh:
+    with open(os.path.join(args.out, f"{stem}.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
     if not quiet:
         print("\n".join(lines))
@@ -290,8 +294,10 @@ def fmt(x, spec):
 
 
 def main():
-    global BUDGET_MS, TIMING
+    global BUDGET_MS, TIMING, H, D
     ap = argparse.ArgumentParser()
+    ap.add_argument("--d", type=int, choices=(64, 128, 256), default=64,
+                    help="head dim D; H = 768 / D heads, so H*D (and B*T, the FLOPs) stay those of D=64")
     ap.add_argument("--lib", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--dev", action="store_true", help="time flash tile variants only")
@@ -318,10 +324,11 @@ def main():
         IMPLS["base_flash"] = lambda lib: Flashtrain(base, 0)
         IMPLS["base_flash_det"] = lambda lib: Flashtrain(base, 0, 4)
     BUDGET_MS, TIMING = args.budget_ms, args.timing
+    D, H = args.d, HD // args.d
     args.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lib = ctypes.CDLL(os.path.abspath(args.lib))
     card = torch.cuda.get_device_name().replace("NVIDIA ", "").split()[0].lower()
-    print("device:", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
+    print("device:", torch.cuda.get_device_name(), "torch", torch.__version__, f"D={D} H={H}", flush=True)
     sanity(lib)
 
     if args.dev:
@@ -371,7 +378,7 @@ def main():
                         errors[name] = str(e).splitlines()[0][:200]
                     torch.cuda.empty_cache()
             for name in names:
-                row = {"impl": name, "T": T, "B": B, "dropout": p, "fwd_ms": None, "bwd_ms": None,
+                row = {"impl": name, "T": T, "B": B, "H": H, "D": D, "dropout": p, "fwd_ms": None, "bwd_ms": None,
                        "fwdbwd_ms": None, "fwd_tflops": None, "fwdbwd_tflops": None,
                        "peak_mib": None}
                 if runs[name]:
@@ -381,7 +388,7 @@ def main():
                 if name in errors:
                     row["error"] = errors[name]
                 rows.append(row)
-                print(f"T={T:5d} B={B:2d} p={p} {name:17s} fwd {fmt(row['fwd_ms'], '.3f')} ms "
+                print(f"T={T:5d} B={B:2d} D={D} p={p} {name:17s} fwd {fmt(row['fwd_ms'], '.3f')} ms "
                       f"bwd {fmt(row['bwd_ms'], '.3f')} fwdbwd {fmt(row['fwdbwd_ms'], '.3f')} ms "
                       f"{fmt(row['fwdbwd_tflops'], '.0f')} TF peak {fmt(row['peak_mib'], '.0f')} MiB "
                       f"({len(runs[name])} rounds) {row.get('error', '')}", flush=True)
