@@ -84,7 +84,8 @@ Dims check_inputs(const char* op, bool flash, const Tensor& q, const Tensor& k, 
     // flash would be TF32 (not fp32) or CUDA-core FFMA. Naive attention runs f32 through cuBLAS.
     FT_CHECK_ARG(is_half(t), "[", op, "] CUDA takes bf16 or f16 (the flash kernels' tensor-core tiles are 16-bit), got q ",
                  describe(q), "; f32 on a GPU runs with naive attention (use_flash_attention: false)");
-    FT_CHECK_ARG(q.size(3) == 64 || q.size(3) == 128, "[", op, "] head dim D must be 64 or 128 on CUDA, got q ",
+    FT_CHECK_ARG(cuda_flash_takes_head_dim(q.size(3)), "[", op, "] head dim D = ", q.size(3),
+                 ": the CUDA flash kernels take ", kCudaFlashHeadDims, " (naive attention takes any), got q ",
                  describe(q));
   } else if (q.is_cuda()) {
     FT_CHECK_ARG(is_half(t) || t == DType::F32, "[", op, "] CUDA takes f32, bf16 or f16, got q ", describe(q));

@@ -14,7 +14,8 @@
 // dk, dv stay deterministic.
 //
 // Dtypes and devices:
-//   CUDA: flash: bf16 or f16, D in {64, 128} (its tensor-core mma.sync tiles take 16-bit operands;
+//   CUDA: flash: bf16 or f16, D in {64, 128, 256} (cuda_flash_takes_head_dim; its tensor-core
+//         mma.sync tiles take 16-bit operands;
 //         f32 is refused, pointing at naive). naive: bf16, f16 or f32 (full fp32: cuBLAS f32 GEMMs
 //         with CUBLAS_COMPUTE_32F, no TF32), any D. Both: batch/time/head strides multiples of 8
 //         elements and base pointers 16-byte aligned (cp.async moves 16-byte rows). lse is f32.
@@ -48,7 +49,8 @@ struct AttentionOptions {
   int window_blocks = 0;  // >= 1 when block_size > 0: every query block sees itself
   int global_blocks = 0;
   // Flash backward on CUDA: true makes dq bit-identical for identical inputs (the key blocks add
-  // into dQ in one fixed order, waiting on per-tile counters); false adds with fp32 atomics in
+  // into dQ in one fixed order: a dQ kernel of its own, or per-tile counters; flash_attention.h);
+  // false adds with fp32 atomics in
   // arrival order (dq reproducible to rounding only). dk, dv, out and the CPU paths are always
   // deterministic; naive ignores it. Cost on an H200: bench/attention/NOTES.md.
   bool deterministic = false;
@@ -61,6 +63,11 @@ struct AttentionOptions {
   // cost a device sync per call), so a GPU caller must pass what document_starts made.
   Tensor doc_start;
 };
+
+// The head dims the CUDA flash kernels are built for (one translation unit each,
+// ops/cuda/attention/flash_{fwd,bwd}_hdim*.cu); naive attention and the CPU take any D.
+inline constexpr const char* kCudaFlashHeadDims = "64, 128 and 256";
+inline constexpr bool cuda_flash_takes_head_dim(int64_t D) { return D == 64 || D == 128 || D == 256; }
 
 // Philox offsets one attention call consumes: one per (batch, head) slice.
 inline uint64_t attention_philox_offsets(int64_t B, int64_t H) { return static_cast<uint64_t>(B * H); }

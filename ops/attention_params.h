@@ -14,7 +14,7 @@
 // workspace, then a fixed-order fp32 sum). H_kv = 0 means H_kv = H, so code that fills the struct
 // without knowing GQA keeps meaning multi-head attention.
 //
-// Kernels assert, they do not validate: the ops front door checks D in {64, 128}, strides that are
+// Kernels assert, they do not validate: the ops front door checks D in {64, 128, 256}, strides that are
 // multiples of 8 elements (16-byte rows for cp.async), 16-byte aligned base pointers, T >= 1.
 #pragma once
 

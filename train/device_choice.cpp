@@ -5,6 +5,7 @@
 #endif
 
 #include "core/error.h"
+#include "ops/attention.h"
 
 namespace ft {
 
@@ -14,9 +15,10 @@ std::string cuda_incompatibility(const TrainConfig& cfg) {
   if (cfg.mixed_precision == MixedPrecision::FP32 && cfg.use_flash_attention)
     return "mixed_precision = fp32 on a GPU needs use_flash_attention: false (the flash kernels take bf16 or f16)";
   const int64_t head_dim = cfg.d_model / cfg.n_heads;
-  if (cfg.use_flash_attention && head_dim != 64 && head_dim != 128)
+  if (cfg.use_flash_attention && !ops::cuda_flash_takes_head_dim(head_dim))
     return str("use_flash_attention with head dim d_model / n_heads = ", head_dim,
-               " runs on the CPU only (the CUDA flash kernels take 64 or 128)");
+               " runs on the CPU only (the CUDA flash kernels take ", ops::kCudaFlashHeadDims,
+               "; use_flash_attention: false takes any head dim on a GPU)");
   return "";
 }
 

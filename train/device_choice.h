@@ -10,7 +10,7 @@ namespace ft {
 
 // Why `cfg`'s model cannot run on a GPU, or "" when it can: the CUDA flash kernels take bf16/f16
 // (so mixed_precision fp32 on a GPU needs use_flash_attention: false; naive attention runs f32)
-// and head dims 64 and 128.
+// and head dims 64, 128 and 256 (ops::cuda_flash_takes_head_dim).
 std::string cuda_incompatibility(const TrainConfig& cfg);
 // cfg.device auto: cuda:0 when a GPU is usable and the config can run there, else the CPU.
 // cuda: cuda:0, or an ft::Error naming why not (no GPU, or cuda_incompatibility). cpu: the CPU.

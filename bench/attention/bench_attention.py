@@ -1,7 +1,7 @@
 """Attention benchmark: flashtrain flash / naive against PyTorch SDPA (flash, cuDNN, math).
 
-One process, one GPU, the same inputs for everyone: bf16, D=64, H=12 (--ds 64,128: also D=128 with
-H=6, so H*D stays GPT-2-small's 768), causal, B*T=32768,
+One process, one GPU, the same inputs for everyone: bf16, D=64, H=12 (--ds 64,128,256: also D=128 and
+256 with H = 768 / D, so H*D stays GPT-2-small's 768), causal, B*T=32768,
 T = 512 ... 16384, dropout 0 and 0.1. Times forward, backward and forward+backward (median of
 CUDA-event timings after warm-up; --timing call, the default: one synchronised call per timing, so
 host latency up to the first kernel counts; --timing stream: calls back to back, GPU time), counts forward FLOPs as 4*B*H*T^2*D (halved when causal) and
@@ -392,11 +392,15 @@ def fmt(x, spec):
 def main():
     global BUDGET_MS, TIMING, H, D, KV_HEADS
     ap = argparse.ArgumentParser()
+    ap.add_argument("--d", type=int, choices=(64, 128, 256), default=64,
+                    help="head dim D of the sanity check, --dev, --doc-len and --kv-heads modes (the full "
+                         "table takes --ds); H = 768 / D heads, so H*D (and B*T, the FLOPs) stay those of D=64")
     ap.add_argument("--lib", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--dev", action="store_true", help="time flash tile variants only")
     ap.add_argument("--ts", default="512,1024,2048,4096,8192,16384")
-    ap.add_argument("--ds", default="64", help=f"head dims, each with H = {HIDDEN} / D (e.g. 64,128)")
+    ap.add_argument("--ds", default=None, help=f"the full table's head dims, each with H = {HIDDEN} / D "
+                    "(e.g. 64,128,256; default: --d)")
     ap.add_argument("--impls", default=None, help="comma-separated (default: all of IMPLS)")
     ap.add_argument("--variants", default="0,4", help="--dev: flash variants (attention_capi.cu)")
     ap.add_argument("--dev-ts", default=None, help="--dev: sequence lengths (default 1024,4096)")
@@ -418,6 +422,7 @@ def main():
     ap.add_argument("--doc-len", type=int, default=0,
                     help="time the document mask with documents of this many tokens (see the top)")
     args = ap.parse_args()
+    args.ds = args.ds or str(args.d)
     if args.kv_heads:
         for d in (int(x) for x in args.ds.split(",")):
             if (HIDDEN // d) % args.kv_heads != 0:
@@ -432,10 +437,11 @@ def main():
         IMPLS["base_flash"] = lambda lib: Flashtrain(base, 0)
         IMPLS["base_flash_det"] = lambda lib: Flashtrain(base, 0, 4)
     BUDGET_MS, TIMING = args.budget_ms, args.timing
+    D, H = args.d, HIDDEN // args.d
     args.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lib = ctypes.CDLL(os.path.abspath(args.lib))
     card = torch.cuda.get_device_name().replace("NVIDIA ", "").split()[0].lower()
-    print("device:", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
+    print("device:", torch.cuda.get_device_name(), "torch", torch.__version__, f"D={D} H={H}", flush=True)
     sanity(lib)
 
     if args.doc_len > 0:

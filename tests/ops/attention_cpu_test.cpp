@@ -83,11 +83,31 @@ std::vector<AttentionCase> tiled_cases() {
   cases.push_back({1, 1, 300, 64, true, 0.1f, AttentionDType::kBF16, 32, 3, 2});
   cases.push_back({1, 1, 300, 64, false, 0.f, AttentionDType::kBF16, 64, 1, 1});
   cases.push_back({1, 1, 260, 64, true, 0.f, AttentionDType::kBF16, 128, 1, 0});
+  // D = 256.
+  for (bool causal : {false, true})
+    for (float p : {0.f, 0.1f})
+      for (int T : {1, 17, 127}) cases.push_back({T < 64 ? 2 : 1, 2, T, 256, causal, p});
+  cases.push_back({1, 1, 300, 256, true, 0.1f, AttentionDType::kF16});
+  cases.push_back({1, 1, 300, 256, true, 0.1f, AttentionDType::kBF16, 32, 3, 2});
   return cases;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, FlashTiledVsReference, ::testing::ValuesIn(tiled_cases()),
                          [](const auto& info) { return case_name(info.param); });
+
+// D = 256 through the CUDA kernels' D = 256 tile shapes (flash_launch.cuh): forward 128 x 32,
+// backward 64 x 64; T = 300 leaves partial tiles of both.
+TEST(FlashTiled, HeadDim256TilesWithinTwiceNaiveError) {
+  for (float p : {0.f, 0.5f}) {
+    const AttentionCase c{1, 2, 300, 256, true, p};
+    const AttentionParams cfg = config_of(c);
+    const AttentionInputs in = make_inputs(c, 31);
+    const Reference ref = reference_of(cfg, in);
+    const Outputs naive = run_naive_lowp(cfg, in);
+    expect_within_twice_naive(run_flash_tiled(cfg, in, 128, 32), naive, ref, case_name(c) + " 128x32");
+    expect_within_twice_naive(run_flash_tiled(cfg, in, 64, 64), naive, ref, case_name(c) + " 64x64");
+  }
+}
 
 TEST(FlashTiled, TilingDoesNotChangeTheFunction) {
   const AttentionCase c{1, 2, 150, 64, true, 0.1f, AttentionDType::kBF16, 32, 2, 1};

@@ -4,6 +4,7 @@
 // equals masked naive; fully masked rows give zeros; flash allocates nothing and its buffers grow
 // linearly in T; dK and dV are bit-reproducible (dQ uses atomics: its spread is measured); the
 // deterministic backward gives bit-identical dq, dk, dv; a device offset base equals a plain offset;
+// head dims 64, 128 and 256 (FlashCudaHeadDim256 and the _D256_ cases);
 // scores that grow along the keys (the forward's lazy rescale) stay within twice naive's error.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -229,6 +230,15 @@ std::vector<AttentionCase> cuda_cases() {
   cases.push_back({2, 1, 777, 128, true, 0.f, AttentionDType::kBF16, 128, 2, 1});
   cases.push_back({1, 2, 600, 64, false, 0.f, AttentionDType::kBF16, 16, 5, 3});
   cases.push_back({1, 1, 1024, 64, true, 0.5f, AttentionDType::kBF16, 256, 1, 1});
+  // D = 256 (its own tiles: forward 128 x 32, backward 64 x 64, dQ kernel 128 x 32;
+  // flash_launch.cuh), small T: partial tiles of every kernel, dropout, f16 and block-sparse.
+  for (bool causal : {false, true})
+    for (float p : {0.f, 0.1f, 0.5f})
+      for (int T : {1, 17, 64, 127, 300}) cases.push_back({T > 127 ? 1 : 2, 2, T, 256, causal, p});
+  for (float p : {0.f, 0.1f}) cases.push_back({2, 2, 200, 256, true, p, AttentionDType::kF16});
+  cases.push_back({1, 2, 300, 256, true, 0.1f, AttentionDType::kBF16, 32, 4, 2});
+  cases.push_back({1, 2, 300, 256, false, 0.f, AttentionDType::kBF16, 128, 1, 1});
+  cases.push_back({1, 2, 290, 256, true, 0.f, AttentionDType::kF16, 64, 2, 1});
   return cases;
 }
 
@@ -311,9 +321,10 @@ TEST(FlashCuda, WgmmaForwardOnHopper) {
 #endif
 }
 
-TEST(FlashCuda, SameMaskAsNaive) {
-  SKIP_WITHOUT_CUDA();
-  const AttentionCase c{2, 3, 300, 64, true, 0.5f};
+// Flash and naive draw identical dropout masks: with the same (seed, offset) they agree to rounding,
+// with another seed they do not.
+void expect_same_mask_as_naive(int D) {
+  const AttentionCase c{2, 3, 300, D, true, 0.5f};
   const AttentionInputs in = make_inputs(c, 11);
   CublasHandle cublas;
   DeviceAttention same(config_of(c, 99, 5), in), other(config_of(c, 100, 5), in);
@@ -324,8 +335,13 @@ TEST(FlashCuda, SameMaskAsNaive) {
     other_diff = std::max<double>(other_diff, std::abs(f.o[i] - n_other.o[i]));
   }
   // Same (seed, offset): equal up to bf16 rounding of O (|O| < ~2: one ulp ~ 0.008).
-  EXPECT_LT(same_diff, 0.03);
-  EXPECT_GT(other_diff, 10 * same_diff);
+  EXPECT_LT(same_diff, 0.03) << "D " << D;
+  EXPECT_GT(other_diff, 10 * same_diff) << "D " << D;
+}
+
+TEST(FlashCuda, SameMaskAsNaive) {
+  SKIP_WITHOUT_CUDA();
+  expect_same_mask_as_naive(64);
 }
 
 TEST(FlashCuda, DroppedFractionWithinBinomialTolerance) {
@@ -373,15 +389,20 @@ TEST(FlashCuda, ScoresGrowingAlongTheKeys) {
     }
 }
 
-TEST(FlashCuda, FullyMaskedRowsGiveZerosNotNaN) {
-  SKIP_WITHOUT_CUDA();
-  const AttentionCase c{1, 2, 200, 64, false, 0.1f, AttentionDType::kBF16, 16, 0, 0};
+// Block-sparse with no window and no global block: no query sees any key.
+void expect_fully_masked_rows_give_zeros(int D, bool deterministic) {
+  const AttentionCase c{1, 2, 200, D, false, 0.1f, AttentionDType::kBF16, 16, 0, 0};
   DeviceAttention dev(config_of(c), make_inputs(c, 3));
-  const Outputs f = dev.run_flash();
+  const Outputs f = dev.run_flash(deterministic);
   for (float x : f.o) ASSERT_EQ(x, 0.f);
   for (float x : f.lse) ASSERT_TRUE(std::isinf(x) && x < 0);
   for (const auto* g : {&f.dq, &f.dk, &f.dv})
     for (float x : *g) ASSERT_EQ(x, 0.f);
+}
+
+TEST(FlashCuda, FullyMaskedRowsGiveZerosNotNaN) {
+  SKIP_WITHOUT_CUDA();
+  expect_fully_masked_rows_give_zeros(64, false);
 }
 
 TEST(FlashCuda, DkDvBitReproducibleDqSpreadSmall) {
@@ -437,17 +458,9 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 // Deterministic mode: repeated backward passes on the same inputs give the same bits in every
-// gradient (three runs, so one lucky pair of atomic orders cannot pass), over the grid of the
-// issue; and its dq equals the atomic path's to rounding (the same sum in another order).
-TEST(FlashCuda, DeterministicBackwardIsBitIdentical) {
-  SKIP_WITHOUT_CUDA();
-  std::vector<AttentionCase> cases;
-  for (bool causal : {false, true})
-    for (float p : {0.f, 0.1f})
-      for (int T : {17, 1000, 2048})
-        for (int D : {64, 128}) cases.push_back({T >= 2048 ? 1 : 2, T >= 1000 ? 4 : 3, T, D, causal, p});
-  cases.push_back({1, 2, 1000, 64, true, 0.1f, AttentionDType::kBF16, 32, 4, 2});   // block-sparse
-  cases.push_back({2, 2, 333, 128, false, 0.1f, AttentionDType::kF16, 64, 2, 1});  // f16, sparse
+// gradient (three runs, so one lucky pair of atomic orders cannot pass); and its dq equals the
+// atomic path's to rounding (the same sum in another order).
+void expect_deterministic_backward_bit_identical(const std::vector<AttentionCase>& cases) {
   size_t atomic_differs = 0;
   for (const AttentionCase& c : cases) {
     DeviceAttention dev(config_of(c, 4321, 9), make_inputs(c, 500u + c.T + c.D));
@@ -471,11 +484,45 @@ TEST(FlashCuda, DeterministicBackwardIsBitIdentical) {
               cases.size());
 }
 
+// Over the grid of the issue.
+TEST(FlashCuda, DeterministicBackwardIsBitIdentical) {
+  SKIP_WITHOUT_CUDA();
+  std::vector<AttentionCase> cases;
+  for (bool causal : {false, true})
+    for (float p : {0.f, 0.1f})
+      for (int T : {17, 1000, 2048})
+        for (int D : {64, 128}) cases.push_back({T >= 2048 ? 1 : 2, T >= 1000 ? 4 : 3, T, D, causal, p});
+  cases.push_back({1, 2, 1000, 64, true, 0.1f, AttentionDType::kBF16, 32, 4, 2});   // block-sparse
+  cases.push_back({2, 2, 333, 128, false, 0.1f, AttentionDType::kF16, 64, 2, 1});  // f16, sparse
+  expect_deterministic_backward_bit_identical(cases);
+}
+
+// D = 256: the split backward without dropout, the wide tile's counter-ordered dQ with it.
+TEST(FlashCudaHeadDim256, DeterministicBackwardIsBitIdentical) {
+  SKIP_WITHOUT_CUDA();
+  std::vector<AttentionCase> cases;
+  for (bool causal : {false, true})
+    for (float p : {0.f, 0.1f})
+      for (int T : {17, 300}) cases.push_back({2, 2, T, 256, causal, p});
+  cases.push_back({1, 2, 300, 256, true, 0.1f, AttentionDType::kF16, 32, 4, 2});  // f16, block-sparse
+  expect_deterministic_backward_bit_identical(cases);
+}
+
+TEST(FlashCudaHeadDim256, SameMaskAsNaive) {
+  SKIP_WITHOUT_CUDA();
+  expect_same_mask_as_naive(256);
+}
+
+TEST(FlashCudaHeadDim256, FullyMaskedRowsGiveZerosNotNaN) {
+  SKIP_WITHOUT_CUDA();
+  for (bool deterministic : {false, true}) expect_fully_masked_rows_give_zeros(256, deterministic);
+}
+
 // Graph replay (core/dropout_mask.h): offset_base pointing at a device word X with offset Y gives
 // the same bits as offset X + Y, in the forward and in every gradient.
 TEST(FlashCuda, DropoutOffsetBaseEqualsPlainOffset) {
   SKIP_WITHOUT_CUDA();
-  for (int D : {64, 128}) {
+  for (int D : {64, 128, 256}) {
     const AttentionCase c{2, 3, 300, D, true, 0.1f};
     const AttentionInputs in = make_inputs(c, 77);
     const uint64_t X = 0x100000005ull, Y = 12;  // X above 2^32: the carry into the high word counts

@@ -260,8 +260,8 @@ TEST(AttentionFront, PhiloxOffsetsAreOnePerHeadSlice) {
 
 // ---------------------------------------------------------------- CUDA against the CPU
 
-void expect_cuda_matches_cpu(bool flash, float p, int T) {
-  const int B = 2, H = 3, D = 64;
+void expect_cuda_matches_cpu(bool flash, float p, int T, int D = 64) {
+  const int B = 2, H = 3;
   const Qkv cpu_in = fused_qkv(B, T, H, D, DType::BF16, 41);
   const Tensor dout_cpu = randn_tensor({B, T, H, D}, 42, DType::BF16);
   const Device gpu = Device::cuda(0);
@@ -282,7 +282,7 @@ void expect_cuda_matches_cpu(bool flash, float p, int T) {
   const auto [fc, gc] = grads(cpu_in.q, cpu_in.k, cpu_in.v, dout_cpu, flash, Device::cpu());
   const auto [fg, gg] = grads(q, k, v, dout_cpu.to(gpu), flash, gpu);
   // Same rounding points, different summation order: bf16-level agreement.
-  EXPECT_LE(rel_error(fg.out, fc.out), 1e-2) << "flash " << flash << " p " << p << " T " << T;
+  EXPECT_LE(rel_error(fg.out, fc.out), 1e-2) << "flash " << flash << " p " << p << " T " << T << " D " << D;
   EXPECT_LE(test::max_abs_diff(fg.lse, fc.lse), 1e-3);
   EXPECT_LE(rel_error(gg, gc), 2e-2);
 }
@@ -291,6 +291,12 @@ TEST(AttentionFrontCuda, FlashMatchesCpuOnStridedQkv) {
   FT_REQUIRE_CUDA();
   for (const int T : {1, 77, 256})
     for (const float p : {0.f, 0.1f}) expect_cuda_matches_cpu(true, p, T);
+}
+
+TEST(AttentionFrontCuda, FlashHeadDim256MatchesCpuOnStridedQkv) {
+  FT_REQUIRE_CUDA();
+  for (const int T : {77, 256})
+    for (const float p : {0.f, 0.1f}) expect_cuda_matches_cpu(true, p, T, 256);
 }
 
 TEST(AttentionFrontCuda, NaiveMatchesCpuOnStridedQkv) {
@@ -304,7 +310,9 @@ TEST(AttentionFrontCuda, RejectsWhatTheKernelsCannotTake) {
   const Device gpu = Device::cuda(0);
   const Qkv d32 = fused_qkv(1, 8, 2, 32, DType::BF16, 51, gpu);
   std::string e = error_of([&] { flash_attention_forward(d32.q, d32.k, d32.v, {}); });
-  EXPECT_NE(e.find("head dim D must be 64 or 128"), std::string::npos) << e;
+  EXPECT_NE(e.find("head dim D = 32: the CUDA flash kernels take 64, 128 and 256 (naive attention takes any)"),
+            std::string::npos)
+      << e;
 
   const Qkv f32 = fused_qkv(1, 8, 1, 64, DType::F32, 52, gpu);
   e = error_of([&] { flash_attention_forward(f32.q, f32.k, f32.v, {}); });

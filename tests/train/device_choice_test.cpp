@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+
 #include "core/error.h"
 #include "train/device_choice.h"
 
@@ -21,6 +24,36 @@ TEST(DeviceChoice, SaysWhyAConfigCannotRunOnAGpu) {
   EXPECT_NE(cuda_incompatibility(c).find("head dim d_model / n_heads = 16"), std::string::npos);
   c.use_flash_attention = false;  // naive attention takes any head dim
   EXPECT_EQ(cuda_incompatibility(c), "");
+}
+
+// Flash on a GPU takes head dims 64, 128 and 256 from any d_model / n_heads; others name the head
+// dim, the ones it takes and the way out.
+TEST(DeviceChoice, FlashHeadDimsOnAGpu) {
+  TrainConfig c;  // gpt2-small: bf16, flash
+  for (const auto& [d_model, n_heads] : {std::pair<int64_t, int64_t>{768, 12}, {768, 6}, {768, 3}, {512, 2},
+                                          {256, 1}, {1024, 4}}) {
+    c.d_model = d_model, c.n_heads = n_heads;
+    EXPECT_EQ(cuda_incompatibility(c), "") << d_model << " / " << n_heads;
+  }
+  for (const auto& [d_model, n_heads] : {std::pair<int64_t, int64_t>{768, 24}, {768, 2}, {960, 3}, {512, 1}}) {
+    c.d_model = d_model, c.n_heads = n_heads;
+    EXPECT_EQ(cuda_incompatibility(c),
+              str("use_flash_attention with head dim d_model / n_heads = ", d_model / n_heads,
+                  " runs on the CPU only (the CUDA flash kernels take 64, 128 and 256; use_flash_attention: false "
+                  "takes any head dim on a GPU)"));
+  }
+  c.d_model = 768, c.n_heads = 2;  // head dim 384
+  c.device = DeviceChoice::Cuda;
+  try {
+    resolve_device(c);
+    ADD_FAILURE() << "device: cuda with flash at head dim 384 must throw";
+  } catch (const Error& e) {
+    // Without a GPU the error says so first; with one it names the head dim.
+    const std::string what = e.what();
+    EXPECT_TRUE(what.find("no usable CUDA device") != std::string::npos ||
+                what.find("head dim d_model / n_heads = 384") != std::string::npos)
+        << what;
+  }
 }
 
 TEST(DeviceChoice, AutoFallsBackToTheCpuAndCpuIsHonoured) {

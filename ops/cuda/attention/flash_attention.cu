@@ -70,7 +70,8 @@ void flash_attention_forward(const AttentionParams& p, Stream stream) {
   switch (p.D) {
     case 64: return flash::run_flash_fwd<64>(p, stream);
     case 128: return flash::run_flash_fwd<128>(p, stream);
-    default: throw Error(str("[flash_attention_forward] head dim ", p.D, " not built (64, 128)"));
+    case 256: return flash::run_flash_fwd<256>(p, stream);
+    default: throw Error(str("[flash_attention_forward] head dim ", p.D, " not built (64, 128, 256)"));
   }
 }
 
@@ -83,7 +84,8 @@ void flash_attention_backward(const AttentionParams& p, Stream stream, const Fla
   switch (p.D) {
     case 64: return flash::run_flash_bwd<64>(p, stream, mode);
     case 128: return flash::run_flash_bwd<128>(p, stream, mode);
-    default: throw Error(str("[flash_attention_backward] head dim ", p.D, " not built (64, 128)"));
+    case 256: return flash::run_flash_bwd<256>(p, stream, mode);
+    default: throw Error(str("[flash_attention_backward] head dim ", p.D, " not built (64, 128, 256)"));
   }
 }
 

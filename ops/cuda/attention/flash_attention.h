@@ -9,7 +9,7 @@
 // rounding). mode.deterministic makes dq bit-identical run to run: without dropout a separate dQ
 // kernel sums each row's key tiles in order in registers; with dropout every (query tile, warp)
 // waits on a counter so the key blocks add in one fixed order (flash_launch.cuh: why two designs).
-// Supported: bf16 / f16, D in {64, 128}, T >= 1, strides multiples of 8 elements, 16-byte aligned
+// Supported: bf16 / f16, D in {64, 128, 256}, T >= 1, strides multiples of 8 elements, 16-byte aligned
 // pointers (the ops front door validates; the launchers throw ft::Error on other head dims).
 // Dropout with p.dropout.offset_base set: the kernels add *offset_base to the offset at their start
 // (graph replay, core/dropout_mask.h).

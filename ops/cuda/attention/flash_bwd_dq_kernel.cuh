@@ -83,16 +83,19 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   __syncthreads();
 
   // Q and dO A fragments, in registers for the whole pass (re-reading dO from shared memory per
-  // tile saved 16 registers and lost 6% at T = 4096, p = 0).
-  uint32_t qf[MT][D / 16][4], df[MT][D / 16][4];
+  // tile saved 16 registers and lost 6% at T = 4096, p = 0), or (not Kt::kQInRegs: D = 256, whose
+  // 16 x 256 fp32 dQ accumulator alone takes 128 registers) re-read for every key tile.
+  constexpr int kQFrags = Kt::kQInRegs ? D / 16 : 1;
+  uint32_t qf[MT][kQFrags][4], df[MT][kQFrags][4];
+  if constexpr (Kt::kQInRegs) {
 #pragma unroll
-  for (int mi = 0; mi < MT; ++mi)
+    for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      const int off = (warp_row0 + mi * 16 + (lane & 15)) * S + kk * 16 + (lane >> 4) * 8;
-      ldmatrix_x4(qf[mi][kk], smem_u32(sQ + off));
-      ldmatrix_x4(df[mi][kk], smem_u32(sdO + off));
-    }
+      for (int kk = 0; kk < D / 16; ++kk) {
+        load_a_frag<S>(qf[mi][kk], sQ, warp_row0 + mi * 16, kk, lane);
+        load_a_frag<S>(df[mi][kk], sdO, warp_row0 + mi * 16, kk, lane);
+      }
+  }
 
   float acc_dq[MT][D / 8][4];
   zero_fragments(acc_dq);
@@ -123,6 +126,12 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     const uint16_t* sVs = sV + stage * BN * S;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t qa[MT][4], da[MT][4];
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi) {
+        a_frag<Kt::kQInRegs, S>(qa[mi], qf[mi], sQ, warp_row0 + mi * 16, kk, lane);
+        a_frag<Kt::kQInRegs, S>(da[mi], df[mi], sdO, warp_row0 + mi * 16, kk, lane);
+      }
 #pragma unroll
       for (int nj = 0; nj < BN / 16; ++nj) {
         const int off = (nj * 16 + (lane & 7) + ((lane >> 4) << 3)) * S + kk * 16 + ((lane >> 3) & 1) * 8;
@@ -131,10 +140,10 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
         ldmatrix_x4(vb, smem_u32(sVs + off));
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi) {
-          mma_16816<kBF16>(acc_s[mi][2 * nj], qf[mi][kk], kb[0], kb[1]);
-          mma_16816<kBF16>(acc_s[mi][2 * nj + 1], qf[mi][kk], kb[2], kb[3]);
-          mma_16816<kBF16>(acc_dp[mi][2 * nj], df[mi][kk], vb[0], vb[1]);
-          mma_16816<kBF16>(acc_dp[mi][2 * nj + 1], df[mi][kk], vb[2], vb[3]);
+          mma_16816<kBF16>(acc_s[mi][2 * nj], qa[mi], kb[0], kb[1]);
+          mma_16816<kBF16>(acc_s[mi][2 * nj + 1], qa[mi], kb[2], kb[3]);
+          mma_16816<kBF16>(acc_dp[mi][2 * nj], da[mi], vb[0], vb[1]);
+          mma_16816<kBF16>(acc_dp[mi][2 * nj + 1], da[mi], vb[2], vb[3]);
         }
       }
     }

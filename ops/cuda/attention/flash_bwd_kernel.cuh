@@ -32,36 +32,12 @@
 
 #include "ops/attention_params.h"
 #include "ops/cuda/attention/flash_dq_accum.cuh"
+#include "ops/cuda/attention/flash_dq_order.cuh"
 #include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 #include "ops/cuda/attention/flash_tile.cuh"
 
 namespace ft::cuda::flash {
-
-// Whether dq_blocks_above has a closed form (dense or causal), so one lane may call it alone.
-__device__ __forceinline__ bool dq_blocks_above_closed_form(const AttentionParams& p) {
-  return p.block_size == 0 && p.doc_start == nullptr;
-}
-
-// The number of key blocks above n_block whose tile with query rows [m0, m1) of batch b is
-// non-empty: how many adds into that dQ tile precede this block's in the deterministic
-// (descending) order. Called by a whole warp (the block-sparse and document masks count 32 key
-// blocks per step with a ballot).
-__device__ __forceinline__ int dq_blocks_above(const AttentionParams& p, int b, int m0, int m1, int n_block,
-                                               int n_blocks, int block_n, int lane) {
-  if (dq_blocks_above_closed_form(p)) {
-    const int last = p.causal ? min(n_blocks - 1, (m1 - 1) / block_n) : n_blocks - 1;
-    return max(0, last - n_block);
-  }
-  int count = 0;
-  for (int base = n_block + 1; base < n_blocks; base += 32) {
-    const int nb = base + lane;
-    const int n0 = nb * block_n, n1 = min(n0 + block_n, p.T);
-    const bool live = nb < n_blocks && attention_tile_kind(p, b, m0, m1, n0, n1) != kTileEmpty;
-    count += __popc(__ballot_sync(0xffffffffu, live));
-  }
-  return count;
-}
 
 template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false>
 __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
@@ -142,9 +118,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   constexpr int NTL = Kt::kNTiles;
   const int key_row0 = warp * 16 * NTL;  // this warp's first local key
   // A fragments of this warp's K and V rows (re-read from shared memory when not kept).
-  auto load_a = [&](uint32_t (&a)[4], const uint16_t* s, int ni, int kk) {
-    ldmatrix_x4(a, smem_u32(s + (key_row0 + ni * 16 + (lane & 15)) * S + kk * 16 + (lane >> 4) * 8));
-  };
   constexpr int kRegFrags = Kt::kKVInRegs ? D / 16 : 1;
   uint32_t kf[NTL][kRegFrags][4], vf[NTL][kRegFrags][4];
   if constexpr (Kt::kKVInRegs) {
@@ -152,8 +125,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     for (int ni = 0; ni < NTL; ++ni)
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
-        load_a(kf[ni][kk], sK, ni, kk);
-        load_a(vf[ni][kk], sV, ni, kk);
+        load_a_frag<S>(kf[ni][kk], sK, key_row0 + ni * 16, kk, lane);
+        load_a_frag<S>(vf[ni][kk], sV, key_row0 + ni * 16, kk, lane);
       }
   }
 
@@ -232,13 +205,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
       uint32_t ka[NTL][4], va[NTL][4];
 #pragma unroll
       for (int ni = 0; ni < NTL; ++ni) {
-        if constexpr (Kt::kKVInRegs) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) ka[ni][i] = kf[ni][kk][i], va[ni][i] = vf[ni][kk][i];
-        } else {
-          load_a(ka[ni], sK, ni, kk);
-          load_a(va[ni], sV, ni, kk);
-        }
+        a_frag<Kt::kKVInRegs, S>(ka[ni], kf[ni], sK, key_row0 + ni * 16, kk, lane);
+        a_frag<Kt::kKVInRegs, S>(va[ni], vf[ni], sV, key_row0 + ni * 16, kk, lane);
       }
 #pragma unroll
       for (int nj = 0; nj < BM / 16; ++nj) {

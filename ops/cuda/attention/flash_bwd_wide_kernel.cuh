@@ -1,4 +1,5 @@
-// Flash attention backward with wide warp tiles (mma.sync; FlashAttention-2's tiling at D = 64).
+// Flash attention backward with wide warp tiles (mma.sync; FlashAttention-2's tiling at D = 64 and
+// at D = 256, where it runs 64 x 64 tiles: flash_launch.cuh).
 //
 // One CTA of 8 warps per (block of kBlockN = 128 keys, batch * head), looping over 128-query tiles
 // of Q, dO, lse and D (double-buffered with cp.async); dK and dV of the CTA's keys accumulate in
@@ -26,14 +27,18 @@
 
 #include "ops/attention_params.h"
 #include "ops/cuda/attention/flash_dq_accum.cuh"
+#include "ops/cuda/attention/flash_dq_order.cuh"
 #include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 #include "ops/cuda/attention/flash_tile.cuh"
 
 namespace ft::cuda::flash {
 
-template <int kHeadDim_, int kBlockM_ = 128, int kBlockN_ = 128>
+// kWithDq false: no phase 4 (the split deterministic backward's dK / dV kernel; its dQ comes from
+// flash_bwd_dq_kernel.cuh).
+template <int kHeadDim_, int kBlockM_ = 128, int kBlockN_ = 128, bool kWithDq_ = true>
 struct FlashBwdWideTraits {
+  static constexpr bool kWithDq = kWithDq_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockM = kBlockM_;
   static constexpr int kBlockN = kBlockN_;
@@ -45,20 +50,33 @@ struct FlashBwdWideTraits {
   // kHeadDim / 2; phase 4 kBlockM / 4 queries x kHeadDim / 2.
   static constexpr int kMS = kBlockM / 4, kNS = kBlockN / 2, kNK = kBlockN / 4, kMQ = kBlockM / 4;
   static constexpr int kDW = kHeadDim / 2;
+  // Phase 4 computes a warp's kDW columns of dQ in passes of kDqCols: at D = 256 a 16 x 128 fp32
+  // accumulator beside dK and dV (128 registers) spilled 84-100 bytes, 16 x 64 spills none without
+  // dropout and 64 bytes with it, 16 x 32 32 bytes in both (ptxas, sm_90a, CUDA 13.0).
+  static constexpr int kDqCols = kDW < 64 ? kDW : 64;
   static constexpr int kSmemBytes = 2 * kBlockN * kSmemStride * 2      // K, V
                                     + 4 * kBlockM * kSmemStride * 2    // Q, dO x 2 stages
                                     + 2 * kBlockM * kPStride * 2       // P o Z, dS
                                     + 2 * 2 * kBlockM * 4;             // lse, D x 2 stages
-  static_assert(kMS % 16 == 0 && kNS % 16 == 0 && kNK % 16 == 0 && kDW % 16 == 0, "16-wide mma tiles");
+  static_assert(kMS % 16 == 0 && kNS % 16 == 0 && kNK % 16 == 0 && kDW % 16 == 0 && kDW % kDqCols == 0,
+                "16-wide mma tiles, whole dQ passes");
   static_assert(kNS / 8 % 2 == 0, "dropout_keep_bits_slab takes whole 16-column calls");
 };
 
-template <class Kt, bool kBF16, bool kDropout>
+// The same wide tile without its dQ phase.
+template <class Kt>
+using FlashBwdWideNoDq = FlashBwdWideTraits<Kt::kHeadDim, Kt::kBlockM, Kt::kBlockN, false>;
+
+// kOrderedDq (the deterministic backward with dropout): key blocks add into each warp's 16-row dQ
+// slab in descending order, as in flash_bwd_kernel.cuh (its top comment says why that cannot
+// deadlock); a warp's counter is the one of its 16 x kDW slab, four per 32 query rows (the layout
+// of flash_attention_backward_workspace: 2 slabs x 2 column halves). Slabs past T add nothing.
+template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false>
 __global__ void __launch_bounds__(Kt::kNThreads, 1)
-    flash_bwd_wide_kernel(const AttentionParams p, int heads_per_group, int* /*dq_semaphore*/) {
+    flash_bwd_wide_kernel(const AttentionParams p, int heads_per_group, int* dq_semaphore) {
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
   constexpr int PS = Kt::kPStride, NT = Kt::kNThreads;
-  constexpr int MS = Kt::kMS, NS = Kt::kNS, NK = Kt::kNK, MQ = Kt::kMQ, DW = Kt::kDW;
+  constexpr int MS = Kt::kMS, NS = Kt::kNS, NK = Kt::kNK, MQ = Kt::kMQ, DW = Kt::kDW, DQ = Kt::kDqCols;
   using DqLayout = DqAccumLayout<D>;
 
   extern __shared__ __align__(16) uint8_t smem_raw[];
@@ -73,8 +91,9 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int T = p.T;
-  // Causal: key block 0 sees every query tile, so it runs first (longest first).
-  const KeyBlock<BM, BN, D, S, NT> blk(p, heads_per_group, false);
+  // Causal: key block 0 sees every query tile, so it runs first (longest first); kOrderedDq runs the
+  // blocks in the order they add into dQ (descending).
+  const KeyBlock<BM, BN, D, S, NT> blk(p, heads_per_group, kOrderedDq);
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
   const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, n1 = blk.n1, m_blocks = blk.m_blocks;
@@ -208,34 +227,59 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
       }
     }
 
-    // Phase 4: dQ(tile) = dS K over the CTA's BN keys, then one 16-byte RED per lane and 16 x 8 tile.
-    {
-      float acc_dq[MQ / 16][DW / 8][4];
-      zero_fragments(acc_dq);
+    // Phase 4: dQ(tile) = dS K over the CTA's BN keys, then one 16-byte RED per lane and 16 x 8 tile;
+    // in passes of DQ columns, so its accumulator stays small beside dK and dV (Kt::kDqCols).
+    // kOrderedDq: the first pass's products are computed before the wait, the release follows the
+    // last pass's adds.
+    if constexpr (Kt::kWithDq) {
+      const int dq_row0 = m0 + q_row0;  // this warp's first dQ row
+      if (!kOrderedDq || dq_row0 < T) {
+        int* sem = nullptr;
 #pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        uint32_t a[MQ / 16][4];
+        for (int pass = 0; pass < DW / DQ; ++pass) {
+          const int c0 = w2 * DW + pass * DQ;  // first dQ column of the pass
+          float acc_dq[MQ / 16][DQ / 8][4];
+          zero_fragments(acc_dq);
 #pragma unroll
-        for (int mi = 0; mi < MQ / 16; ++mi)
-          ldmatrix_x4(a[mi], smem_u32(sdS + (q_row0 + mi * 16 + (lane & 15)) * PS + kk * 16 + (lane >> 4) * 8));
+          for (int kk = 0; kk < BN / 16; ++kk) {
+            uint32_t a[MQ / 16][4];
 #pragma unroll
-        for (int dj = 0; dj < DW / 16; ++dj) {
-          uint32_t kb[4];
-          ldmatrix_x4_trans(kb, smem_u32(sK + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * S + w2 * DW +
-                                          dj * 16 + (lane >> 4) * 8));
+            for (int mi = 0; mi < MQ / 16; ++mi) load_a_frag<PS>(a[mi], sdS, q_row0 + mi * 16, kk, lane);
 #pragma unroll
-          for (int mi = 0; mi < MQ / 16; ++mi) {
-            mma_16816<kBF16>(acc_dq[mi][2 * dj], a[mi], kb[0], kb[1]);
-            mma_16816<kBF16>(acc_dq[mi][2 * dj + 1], a[mi], kb[2], kb[3]);
+            for (int dj = 0; dj < DQ / 16; ++dj) {
+              uint32_t kb[4];
+              ldmatrix_x4_trans(kb, smem_u32(sK + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * S + c0 + dj * 16 +
+                                              (lane >> 4) * 8));
+#pragma unroll
+              for (int mi = 0; mi < MQ / 16; ++mi) {
+                mma_16816<kBF16>(acc_dq[mi][2 * dj], a[mi], kb[0], kb[1]);
+                mma_16816<kBF16>(acc_dq[mi][2 * dj + 1], a[mi], kb[2], kb[3]);
+              }
+            }
           }
+          if constexpr (kOrderedDq) {
+            if (pass == 0) {
+              const int expected = dq_blocks_above(p, b, m0, m1, blk.n_block, blk.n_blocks, BN, lane);
+              const int64_t tiles32 = (T + 31) / 32;
+              sem = dq_semaphore + (bh * tiles32 + dq_row0 / 32) * 4 + ((dq_row0 / 16) & 1) * 2 + w2;
+              if (lane == 0)
+                while (ld_acquire_gpu(sem) != expected) {
+                }
+              __syncwarp();
+            }
+          }
+#pragma unroll
+          for (int mi = 0; mi < MQ / 16; ++mi)
+#pragma unroll
+            for (int j = 0; j < DQ / 8; ++j)
+              atomicAdd(reinterpret_cast<float4*>(dq_accum + DqLayout::chunk(dq_row0 / 16 + mi, c0 / 8 + j, lane)),
+                        make_float4(acc_dq[mi][j][0], acc_dq[mi][j][1], acc_dq[mi][j][2], acc_dq[mi][j][3]));
+        }
+        if constexpr (kOrderedDq) {
+          __syncwarp();
+          if (lane == 0) red_release_gpu_add(sem, 1);
         }
       }
-#pragma unroll
-      for (int mi = 0; mi < MQ / 16; ++mi)
-#pragma unroll
-        for (int j = 0; j < DW / 8; ++j)
-          atomicAdd(reinterpret_cast<float4*>(dq_accum + DqLayout::chunk((m0 + q_row0) / 16 + mi, w2 * (DW / 8) + j, lane)),
-                    make_float4(acc_dq[mi][j][0], acc_dq[mi][j][1], acc_dq[mi][j][2], acc_dq[mi][j][3]));
     }
     m = mn;
     stage ^= 1;

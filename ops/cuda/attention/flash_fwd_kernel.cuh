@@ -1,8 +1,9 @@
 // Flash attention forward (FlashAttention-2 schedule, mma.sync tensor cores).
 //
 // One CTA per (block of kBlockM query rows, batch * head). Q is loaded once into registers (A
-// fragments); K and V tiles of kBlockN keys stream through shared memory, double-buffered with
-// cp.async so the next tile loads while this one computes. Each warp owns kMTiles x 16 query rows:
+// fragments; at D = 256, not Kt::kQInRegs, re-read from shared memory for every key tile); K and V
+// tiles of kBlockN keys stream through shared memory, double-buffered with cp.async so the next
+// tile loads while this one computes. Each warp owns kMTiles x 16 query rows:
 // S = Q K^T lands in accumulator registers, the online softmax (exp2 with log2(e) folded into the
 // scale) updates the running max and sum of each row inside one quad, and P is repacked from the
 // accumulator layout into A fragments for O += P V without touching shared memory. Tiles that the
@@ -62,13 +63,16 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
   cp_async_wait<1>();
   __syncthreads();
 
-  uint32_t qf[MT][D / 16][4];
+  // Q A fragments: in registers for the whole pass, or (not Kt::kQInRegs) re-read from this warp's
+  // rows of sQ for every key tile.
+  constexpr int kQFrags = Kt::kQInRegs ? D / 16 : 1;
+  uint32_t qf[MT][kQFrags][4];
+  if constexpr (Kt::kQInRegs) {
 #pragma unroll
-  for (int mi = 0; mi < MT; ++mi)
+    for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      ldmatrix_x4(qf[mi][kk],
-                  smem_u32(sQ + (warp_row0 + mi * 16 + (lane & 15)) * S + kk * 16 + (lane >> 4) * 8));
+      for (int kk = 0; kk < D / 16; ++kk) load_a_frag<S>(qf[mi][kk], sQ, warp_row0 + mi * 16, kk, lane);
+  }
 
   float acc_o[MT][D / 8][4];
   float row_max[MT][2], row_sum[MT][2];
@@ -105,6 +109,17 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
     const uint16_t* sKs = sK + stage * BN * S;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
+      // Fragment kk of Q: qf's straight (copied into qa first, the D = 64 tiles took 7 more
+      // registers and spilled more), or read into qa.
+      uint32_t qa[MT][4];
+      if constexpr (!Kt::kQInRegs) {
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) load_a_frag<S>(qa[mi], sQ, warp_row0 + mi * 16, kk, lane);
+      }
+      auto q_frag = [&](int mi) -> const uint32_t(&)[4] {
+        if constexpr (Kt::kQInRegs) return qf[mi][kk];
+        else return qa[mi];
+      };
 #pragma unroll
       for (int nj = 0; nj < BN / 16; ++nj) {
         uint32_t kb[4];
@@ -112,8 +127,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
                                  ((lane >> 3) & 1) * 8));
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi) {
-          mma_16816<kBF16>(acc_s[mi][2 * nj], qf[mi][kk], kb[0], kb[1]);
-          mma_16816<kBF16>(acc_s[mi][2 * nj + 1], qf[mi][kk], kb[2], kb[3]);
+          mma_16816<kBF16>(acc_s[mi][2 * nj], q_frag(mi), kb[0], kb[1]);
+          mma_16816<kBF16>(acc_s[mi][2 * nj + 1], q_frag(mi), kb[2], kb[3]);
         }
       }
     }

@@ -89,6 +89,40 @@ struct FlashConfig<128> {
   using BwdDq = FlashFwdTraits<128, 64, 64, 4, 1>;
 };
 
+// D = 256 (not timed yet; close to FlashAttention-2's hdim-256 tiles). Registers: a warp's 16 rows x
+// 256 columns of fp32 accumulator are 128 registers a thread, so nothing else D-wide stays in
+// registers. Register counts from ptxas -v (sm_90a, CUDA 13.0).
+//   forward: kBlockM=128, kBlockN=32, 8 warps x 16 rows, Q re-read from shared memory per key tile
+//            (kQInRegs false: Q's fragments would be 64 more registers); shared memory
+//            (128 + 4 x 32) x 264 x 2 B = 132 KiB, 1 CTA/SM; 245-246 registers, no spills. With
+//            kBlockN=64 (198 KiB) it took 255 registers and spilled 20-40 bytes (S is 32 more).
+//   backward: flash_bwd_wide_kernel.cuh at kBlockM=64 queries x kBlockN=64 keys, 8 warps: dK and dV
+//            split over the warps as 4 (keys) x 2 (dims), 16 x 128 each, 128 registers for both
+//            (the 4-warp kernel would hold 16 x 256 of each, 256 registers); shared memory K, V
+//            64 x 264 x 2 B each, Q and dO x 2 stages 64 x 264 x 2 B each, P and dS 64 x 72 x 2 B
+//            each, lse and D 1 KiB: 217 KiB of the 227 KiB an H100 CTA may opt into (an A100's
+//            163 KiB is too little: D = 256 is a Hopper-only head dim here). 254-255 registers; no
+//            spills without dropout, 64 bytes with it (28 with the ordered dQ). Its dQ phase runs in
+//            passes of 64 columns (kDqCols; flash_bwd_wide_kernel.cuh).
+//   deterministic backward without dropout: the split backward (the wide tile without its dQ
+//            phase, 254-255 registers, no spills; then the dQ kernel at kBlockM=128, kBlockN=32,
+//            8 warps, Q and dO from shared memory: (2 x 128 + 4 x 32) x 264 x 2 B = 198 KiB, 243-244
+//            registers, no spills); with dropout the wide tile with the counter-ordered dQ (each
+//            warp's 16-row x 128-column dQ slab has its own counter).
+template <>
+struct FlashConfig<256> {
+  static constexpr int kGroupTokens = 0;  // not measured at D = 256: the original order
+  using Fwd = FlashFwdTraits<256, 128, 32, 8, 1, false>;
+  using BwdWide = FlashBwdWideTraits<256, 64, 64>;
+  using BwdDq = FlashFwdTraits<256, 128, 32, 8, 1, false>;
+};
+
+// Whether a backward traits type is the wide tile's (flash_bwd_wide_kernel.cuh).
+template <class Kt>
+struct IsWideBwd : std::false_type {};
+template <int kHeadDim, int kBlockM, int kBlockN, bool kWithDq>
+struct IsWideBwd<FlashBwdWideTraits<kHeadDim, kBlockM, kBlockN, kWithDq>> : std::true_type {};
+
 // Runs f(std::bool_constant<kBF16>, std::bool_constant<kDropout>).
 template <class F>
 void dispatch_dtype_dropout(const AttentionParams& p, F&& f) {
@@ -163,48 +197,63 @@ void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_t
   rows.template convert_dq<kBF16>(p, stream);
 }
 
-// The wide-tile backward (flash_bwd_wide_kernel.cuh): atomic dQ.
-template <class Kt, bool kBF16, bool kDropout>
-void launch_flash_bwd_wide(const AttentionParams& p, cudaStream_t stream, int group_tokens) {
+// The wide-tile backward (flash_bwd_wide_kernel.cuh): atomic dQ, or (kOrderedDq) the counter-ordered dQ.
+template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false>
+void launch_flash_bwd_wide(const AttentionParams& p, cudaStream_t stream, int group_tokens,
+                           int* dq_semaphore = nullptr) {
   static_assert(DqAccumLayout<Kt::kHeadDim>::kRowAlign % Kt::kBlockM == 0, "dq_accum rows cover whole tiles");
+  static_assert(!kOrderedDq || (Kt::kMQ == 16 && kFlashDqTileRows == 32 && kFlashDqSemaphoresPerTile == 4),
+                "the dQ counters (flash_attention.h): one per 16-row slab and column half, 4 per 32 rows");
   check_grid(p);
   const BwdRowKernels<Kt::kHeadDim> rows(p);
-  rows.template preprocess<kBF16>(p, stream, nullptr, 0, rows.accum_floats);
-  launch_key_major<Kt>(flash_bwd_wide_kernel<Kt, kBF16, kDropout>, Kt::kSmemBytes, p, stream, group_tokens, nullptr);
+  const int64_t n_semaphores = kOrderedDq ? flash_attention_backward_workspace(p).dq_semaphore_ints : 0;
+  rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, rows.accum_floats);
+  launch_key_major<Kt>(flash_bwd_wide_kernel<Kt, kBF16, kDropout, kOrderedDq>, Kt::kSmemBytes, p, stream,
+                       group_tokens, dq_semaphore);
   rows.template convert_dq<kBF16>(p, stream);
 }
 
-// The split deterministic backward: dK, dV from the main kernel without its dQ phase (longest
-// key blocks first, no counters), then dQ from flash_bwd_dq_kernel (KtDq: a forward-shaped tile).
+// The split deterministic backward: dK, dV from the main kernel (Kt: the 4-warp or the wide tile)
+// without its dQ phase (longest key blocks first, no counters), then dQ from flash_bwd_dq_kernel
+// (KtDq: a forward-shaped tile).
 template <class Kt, class KtDq, bool kBF16, bool kDropout>
 void launch_flash_bwd_split(const AttentionParams& p, cudaStream_t stream, int group_tokens) {
   constexpr int kHeadDim = Kt::kHeadDim;
   static_assert(KtDq::kHeadDim == kHeadDim, "one head dim");
   check_grid(p);
   BwdRowKernels<kHeadDim>(p).template preprocess<kBF16>(p, stream, nullptr, 0, 0);
-  using KtNoDq = FlashBwdNoDq<Kt>;
-  launch_key_major<KtNoDq>(flash_bwd_kernel<KtNoDq, kBF16, kDropout, false>, KtNoDq::kSmemBytes, p, stream,
-                           group_tokens, nullptr);
+  if constexpr (IsWideBwd<Kt>::value) {
+    using KtNoDq = FlashBwdWideNoDq<Kt>;
+    launch_key_major<KtNoDq>(flash_bwd_wide_kernel<KtNoDq, kBF16, kDropout>, KtNoDq::kSmemBytes, p, stream,
+                             group_tokens, nullptr);
+  } else {
+    using KtNoDq = FlashBwdNoDq<Kt>;
+    launch_key_major<KtNoDq>(flash_bwd_kernel<KtNoDq, kBF16, kDropout, false>, KtNoDq::kSmemBytes, p, stream,
+                             group_tokens, nullptr);
+  }
   launch_query_major<KtDq>(flash_bwd_dq_kernel<KtDq, kBF16, kDropout>, flash_bwd_dq_smem_bytes<KtDq>(), p,
                            stream, group_tokens);
 }
 
 // Deterministic: without dropout the split backward, with dropout the counter-ordered dQ; each is
-// the faster of the two there (H200, T = 1024 .. 16384: bench/attention/NOTES.md): the split
+// the faster of the two there (H200, T = 1024 .. 16384: bench/attention/NOTES.md, D = 64): the split
 // recomputes S and dP, which costs less than the ordering's waits, unless the dropout bits must be
-// drawn a third time as well.
+// drawn a third time as well. Kt: the 4-warp tile, or the wide one (D = 256).
 template <class Kt>
 void run_flash_bwd_with(const AttentionParams& p, cudaStream_t stream, int group_tokens = 0,
                         const FlashBackwardMode& mode = {}) {
   dispatch_dtype_dropout(p, [&](auto bf16, auto dropout) {
     constexpr bool kBF16 = decltype(bf16)::value, kDropout = decltype(dropout)::value;
-    if (!mode.deterministic)
-      launch_flash_bwd<Kt, kBF16, kDropout, false>(p, stream, group_tokens);
-    else if constexpr (kDropout)
-      launch_flash_bwd<Kt, kBF16, true, true>(p, stream, group_tokens, mode.dq_semaphore);
-    else
-      launch_flash_bwd_split<Kt, typename FlashConfig<Kt::kHeadDim>::BwdDq, kBF16, false>(p, stream,
-                                                                                         group_tokens);
+    constexpr bool kWide = IsWideBwd<Kt>::value;
+    if (!mode.deterministic) {
+      if constexpr (kWide) launch_flash_bwd_wide<Kt, kBF16, kDropout>(p, stream, group_tokens);
+      else launch_flash_bwd<Kt, kBF16, kDropout, false>(p, stream, group_tokens);
+    } else if constexpr (kDropout) {
+      if constexpr (kWide) launch_flash_bwd_wide<Kt, kBF16, true, true>(p, stream, group_tokens, mode.dq_semaphore);
+      else launch_flash_bwd<Kt, kBF16, true, true>(p, stream, group_tokens, mode.dq_semaphore);
+    } else {
+      launch_flash_bwd_split<Kt, typename FlashConfig<Kt::kHeadDim>::BwdDq, kBF16, false>(p, stream, group_tokens);
+    }
   });
 }
 
@@ -224,7 +273,9 @@ void run_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
         return launch_flash_fwd_wgmma<typename Config::FwdWgmma, kBF16, decltype(dropout)::value>(
             p, stream, Config::kGroupTokens);
     }
-    if constexpr (decltype(dropout)::value) {
+    if constexpr (kHeadDim == 256) {
+      launch_flash_fwd<typename Config::Fwd, kBF16, decltype(dropout)::value>(p, stream, Config::kGroupTokens);
+    } else if constexpr (decltype(dropout)::value) {
       launch_flash_fwd<typename Config::FwdDropout, kBF16, true>(p, stream, Config::kGroupTokens);
     } else if (p.T <= Config::kSmallT) {
       launch_flash_fwd<typename Config::FwdSmallT, kBF16, false>(p, stream, Config::kGroupTokens);
@@ -244,7 +295,8 @@ void run_flash_bwd(const AttentionParams& p, cudaStream_t stream, const FlashBac
       });
     }
   }
-  run_flash_bwd_with<typename Config::Bwd>(p, stream, Config::kGroupTokens, mode);
+  if constexpr (kHeadDim == 256) run_flash_bwd_with<typename Config::BwdWide>(p, stream, Config::kGroupTokens, mode);
+  else run_flash_bwd_with<typename Config::Bwd>(p, stream, Config::kGroupTokens, mode);
 }
 
 }  // namespace ft::cuda::flash

@@ -8,10 +8,22 @@
 
 namespace ft::cuda::flash {
 
+// Opts the kernel in to `bytes` of dynamic shared memory. A GPU that offers less per block (the
+// D = 256 backward's 217 KiB fit a Hopper's 227 KiB, not an A100's 163 KiB) gets an error that says
+// so; the device is asked only then, so launches pay nothing for the message.
 template <class Kernel>
 void set_smem_limit(Kernel kernel, int bytes) {
-  if (bytes > 48 * 1024)
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  if (bytes <= 48 * 1024) return;
+  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (err == cudaSuccess) return;
+  (void)cudaGetLastError();  // clear it: the launch it was for does not happen
+  int device = 0, optin = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (bytes > optin)
+    throw Error(str("[flash_attention] this head dim's kernel needs ", bytes, " bytes of shared memory per block; ",
+                    "GPU ", device, " offers ", optin, " (head dim 256 needs a Hopper GPU; naive attention takes any)"));
+  CUDA_CHECK(err);
 }
 
 // Grid: 1-D, (blocks along T) x B * H CTAs in grouped_block_order. B * H stays limited to 65535

@@ -25,6 +25,26 @@ __device__ __forceinline__ void zero_fragments(float (&acc)[kA][4]) {
     for (int e = 0; e < 4; ++e) acc[a][e] = 0.f;
 }
 
+// The A fragment (16 rows x 16 columns, ldmatrix x4) of rows [row0, row0 + 16), columns
+// [16 kk, 16 kk + 16) of a row-major tile of 16-bit elements in shared memory (row stride S).
+template <int S>
+__device__ __forceinline__ void load_a_frag(uint32_t (&a)[4], const uint16_t* s, int row0, int kk, int lane) {
+  ldmatrix_x4(a, smem_u32(s + (row0 + (lane & 15)) * S + kk * 16 + (lane >> 4) * 8));
+}
+
+// A fragment kk of a warp's 16-row slab (rows [row0, row0 + 16) of `s`): a copy of regs[kk] when the
+// kernel keeps all of the slab's fragments in registers (kInRegs), else read from shared memory.
+template <bool kInRegs, int S, int kFrags>
+__device__ __forceinline__ void a_frag(uint32_t (&a)[4], const uint32_t (&regs)[kFrags][4], const uint16_t* s,
+                                       int row0, int kk, int lane) {
+  if constexpr (kInRegs) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = regs[kk][i];
+  } else {
+    load_a_frag<S>(a, s, row0, kk, lane);
+  }
+}
+
 // acc += P B for one warp's MT slabs of 16 rows. P (MT x 16 rows, BN columns) is a tile the warp
 // just computed, still in mma accumulator registers; it becomes the A operand in registers, with
 // no trip through shared memory. B is BN rows x D columns of 16-bit elements in shared memory

@@ -7,9 +7,13 @@ namespace ft::cuda::flash {
 // Forward: a CTA owns kBlockM query rows of one (batch, head) and streams kBlockN-key tiles of K
 // and V through shared memory (double-buffered). Each warp owns kMTiles x 16 query rows, so the
 // online-softmax statistics of a row live in one quad of one warp.
-template <int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, int kMinBlocksPerSm_ = 2>
+// kQInRegs: the warp's Q (and in the dQ kernel dO) A fragments stay in registers for the whole
+// pass; false re-reads them from shared memory for every key tile (D = 256: Q's fragments of 16
+// rows are 64 registers a thread, on top of the 128 of the 16 x 256 fp32 accumulator).
+template <int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, int kMinBlocksPerSm_ = 2, bool kQInRegs_ = true>
 struct FlashFwdTraits {
   static constexpr int kMinBlocksPerSm = kMinBlocksPerSm_;  // __launch_bounds__: caps registers
+  static constexpr bool kQInRegs = kQInRegs_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockM = kBlockM_;
   static constexpr int kBlockN = kBlockN_;
