@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "ops/attention_checks.h"
 #include "ops/attention_params.h"
 #include "ops/cpu/attention_reference.h"
 #include "ops/dispatch.h"
@@ -17,7 +18,34 @@
 #endif
 
 namespace ft::ops {
+
+// "(2, 5, 4, 8) strides (480, 96, 8, 1) bf16 on cuda:0": what every layout error shows.
+std::string describe_attention_operand(const Tensor& t) {
+  return str(t.shape(), " strides ", t.strides(), " ", t.dtype(), " on ", t.device());
+}
+
+static bool aligned16(const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+
+// A (B, T, H, D) operand: the shape, dtype and device of q, a contiguous last dim, and on CUDA the
+// kernels' stride and alignment rules.
+void check_attention_operand(const char* op, const char* name, const Tensor& t, const Tensor& q) {
+  FT_CHECK_ARG(t.defined(), "[", op, "] ", name, " is undefined");
+  FT_CHECK_ARG(t.shape() == q.shape() && t.dtype() == q.dtype() && t.device() == q.device(), "[", op, "] ",
+               name, " ", describe_attention_operand(t), " does not match q ", describe_attention_operand(q));
+  FT_CHECK_ARG(t.stride(3) == 1 || t.size(3) == 1, "[", op, "] ", name, " needs a contiguous last dim (D), got ",
+               describe_attention_operand(t));
+  if (!t.is_cuda()) return;
+  for (int axis = 0; axis < 3; ++axis)  // a dim of size 1 is never stepped along: its stride is moot
+    FT_CHECK_ARG(t.size(axis) == 1 || t.stride(axis) % 8 == 0, "[", op, "] ", name, " batch, time and head strides must be multiples ",
+                 "of 8 elements (16-byte rows), got ", describe_attention_operand(t));
+  FT_CHECK_ARG(aligned16(t), "[", op, "] ", name, " must start on a 16-byte boundary, got ", describe_attention_operand(t),
+               " at element offset ", t.offset());
+}
+
 namespace {
+
+const auto& describe = describe_attention_operand;
+const auto& check_operand = check_attention_operand;
 
 // CPU tiles of the tiled flash reference. The function does not depend on the tiling
 // (tests/ops/attention_cpu_test checks it), so one size serves every head dim.
@@ -27,29 +55,6 @@ constexpr int kCpuBlockN = 64;
 struct Dims {
   int B, T, H, D;
 };
-
-// "(2, 5, 4, 8) strides (480, 96, 8, 1) bf16 on cuda:0": what every layout error shows.
-std::string describe(const Tensor& t) {
-  return str(t.shape(), " strides ", t.strides(), " ", t.dtype(), " on ", t.device());
-}
-
-bool aligned16(const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
-
-// A (B, T, H, D) operand: the shape, dtype and device of q, a contiguous last dim, and on CUDA the
-// kernels' stride and alignment rules.
-void check_operand(const char* op, const char* name, const Tensor& t, const Tensor& q) {
-  FT_CHECK_ARG(t.defined(), "[", op, "] ", name, " is undefined");
-  FT_CHECK_ARG(t.shape() == q.shape() && t.dtype() == q.dtype() && t.device() == q.device(), "[", op, "] ",
-               name, " ", describe(t), " does not match q ", describe(q));
-  FT_CHECK_ARG(t.stride(3) == 1 || t.size(3) == 1, "[", op, "] ", name, " needs a contiguous last dim (D), got ",
-               describe(t));
-  if (!t.is_cuda()) return;
-  for (int axis = 0; axis < 3; ++axis)  // a dim of size 1 is never stepped along: its stride is moot
-    FT_CHECK_ARG(t.size(axis) == 1 || t.stride(axis) % 8 == 0, "[", op, "] ", name, " batch, time and head strides must be multiples ",
-                 "of 8 elements (16-byte rows), got ", describe(t));
-  FT_CHECK_ARG(aligned16(t), "[", op, "] ", name, " must start on a 16-byte boundary, got ", describe(t),
-               " at element offset ", t.offset());
-}
 
 Dims check_inputs(const char* op, bool flash, const Tensor& q, const Tensor& k, const Tensor& v,
                   const AttentionOptions& opts) {
