@@ -1,6 +1,7 @@
 #include "nn/causal_self_attention.h"
 
 #include "autograd/functions/attention.h"
+#include "autograd/functions/fp8_attention.h"
 
 namespace ft::nn {
 
@@ -10,6 +11,7 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& cfg, Generator& gen)
       n_heads_(static_cast<int>(cfg.n_heads)),
       dropout_(cfg.dropout),
       use_flash_(cfg.use_flash_attention),
+      fp8_(cfg.fp8_attention),
       gen_(gen) {
   register_module("c_attn", c_attn);
   register_module("c_proj", c_proj);
@@ -22,6 +24,11 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& cfg, Generator& gen)
 
 Tensor CausalSelfAttention::forward(const Tensor& x) const {
   const Tensor qkv = c_attn.forward(x);  // (B, T, 3C)
+  if (fp8_) {
+    FT_CHECK_ARG(!is_training(), "[attention] FP8 attention is inference only (no backward): put the model in eval ",
+                 "mode, or train with the bf16 attention (fp8_attention off)");
+    return c_proj.forward(autograd::fp8_attention(qkv, n_heads_, base_opts_));  // (B, T, C)
+  }
   ops::AttentionOptions opts = base_opts_;
   if (is_training() && dropout_ > 0) {
     opts.dropout_p = static_cast<float>(dropout_);

@@ -1,5 +1,6 @@
 // Multi-head causal self-attention: c_attn (C -> 3C, the fused q|k|v projection), attention (flash
-// or naive by config, with dropout on the probabilities in training mode), c_proj (C -> C).
+// or naive by config, with dropout on the probabilities in training mode; or, for inference only,
+// the FP8 forward), c_proj (C -> C).
 #pragma once
 
 #include "core/random.h"
@@ -22,6 +23,7 @@ class CausalSelfAttention : public Module {
   int n_heads_;
   double dropout_;
   bool use_flash_;
+  bool fp8_;  // GPTConfig::fp8_attention: refused in training mode
   ops::AttentionOptions base_opts_;  // causal, determinism, the block-sparse pattern; dropout per call
   Generator& gen_;
 };
