@@ -2,7 +2,8 @@
 // reference: the quantiser's bytes and scales equal the CPU's bit for bit (per tile and per tensor,
 // with and without the Hadamard rotation, contiguous and fused-QKV-strided inputs, every head dim,
 // T with padding); the forward from the GPU's own quantised operands matches the emulation fed the
-// same bytes (tight: only bf16 output rounding, fp32 sums and rare one-ulp flips of P differ); on
+// same bytes (tight: only bf16 output rounding, fp32 sums and rare one-ulp flips of P differ), and
+// with Q = 0 gives the mean of V (the P V half on its own); on
 // FlashAttention-3's outlier inputs the RMSE against float64 is that of the emulation and block +
 // Hadamard beats per-tensor. Skips without a GPU or on a GPU without FP8 wgmma (with the reason).
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 
 #include "core/half.h"
 #include "ops/attention_fp8.h"
+#include "ops/cpu/attention_fp8_reference.h"
 #include "ops/cpu/attention_reference.h"
 #include "tests/ops/attention_fp8_test_util.h"
 #include "tests/test_util.h"
@@ -47,6 +49,31 @@ Fp8QuantizedOperand to_cpu(const Fp8QuantizedOperand& x) {
   r.bytes = x.bytes.to(Device::cpu());
   r.scales = x.scales.to(Device::cpu());
   return r;
+}
+
+// GPU output against the emulation: RMSE within 0.5% of the output's RMS (bf16 rounding is 0.2%),
+// every element within 2% of the largest. On failure it names the worst element (b, t, h, d), whose
+// pattern tells a wrong layout apart: by d (V^T image), by t mod 64 (Q image), everywhere (K or P).
+void expect_close_to_emulation(const std::vector<float>& out, const std::vector<double>& emu, int T, int H, int D,
+                               const std::string& name) {
+  const size_t n = out.size();
+  double max_err = 0, max_ref = 0;
+  size_t worst = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(std::isfinite(out[i])) << name << ": element " << i;
+    const double err = std::abs(out[i] - emu[i]);
+    if (err > max_err) max_err = err, worst = i;
+    max_ref = std::max(max_ref, std::abs(emu[i]));
+  }
+  const double e = rmse(out, emu), scale = rmse(emu, std::vector<double>(n, 0.0));
+  const int d = static_cast<int>(worst % D), h = static_cast<int>(worst / D % H),
+            t = static_cast<int>(worst / (static_cast<size_t>(D) * H) % T),
+            b = static_cast<int>(worst / (static_cast<size_t>(D) * H * T));
+  const std::string where = name + ": worst (b, t, h, d) = (" + std::to_string(b) + ", " + std::to_string(t) + ", " +
+                            std::to_string(h) + ", " + std::to_string(d) + ") gpu " + std::to_string(out[worst]) +
+                            " emulation " + std::to_string(emu[worst]);
+  EXPECT_LE(e, 5e-3 * scale) << where << "; rmse " << e << " of rms " << scale;
+  EXPECT_LE(max_err, 2e-2 * max_ref) << where;
 }
 
 TEST(Fp8AttentionCuda, QuantiserMatchesCpuBitForBit) {
@@ -102,18 +129,48 @@ TEST(Fp8AttentionCuda, ForwardMatchesEmulationOfTheSameBytes) {
           const auto out = fp8_attention_forward_quantized(qq, kq, vq, a, DType::BF16).to_floats();
           const auto emu =
               fp8_attention_forward_quantized(to_cpu(qq), to_cpu(kq), to_cpu(vq), a, DType::F64).to_doubles();
-          double max_err = 0, max_ref = 0;
-          for (size_t i = 0; i < n; ++i) {
-            ASSERT_TRUE(std::isfinite(out[i])) << i;
-            max_err = std::max(max_err, std::abs(out[i] - emu[i]));
-            max_ref = std::max(max_ref, std::abs(emu[i]));
-          }
-          const double e = rmse(out, emu), scale = rmse(emu, std::vector<double>(n, 0.0));
           const std::string name = "D " + std::to_string(D) + " T " + std::to_string(T) + " causal " +
                                    std::to_string(causal) + " block+hadamard " + std::to_string(block_had);
-          EXPECT_LE(e, 5e-3 * scale) << name << " rmse " << e << " of rms " << scale;
-          EXPECT_LE(max_err, 2e-2 * max_ref) << name;
+          expect_close_to_emulation(out, emu, T, H, D, name);
         }
+}
+
+// Q = 0: every score is 0 and P = 256 exactly, so O is the mean of the visible keys' dequantised V.
+// This checks the P V half (V^T image, the A fragment of P, O's units and epilogue) apart from
+// S = Q K^T: if it passes and ForwardMatchesEmulationOfTheSameBytes fails, look at Q K^T.
+TEST(Fp8AttentionCuda, UniformScoresGiveTheMeanOfV) {
+  SKIP_WITHOUT_FP8_GPU();
+  const int B = 1, H = 2, T = 300;
+  for (int D : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      const size_t n = static_cast<size_t>(B) * T * H * D;
+      const Device gpu = Device::cuda(0);
+      const Tensor q = Tensor::zeros({B, T, H, D}, DType::BF16, gpu);
+      const Tensor k = bf16_tensor(outlier_values(n, 61), B, T, H, D, gpu);
+      const Tensor v = bf16_tensor(outlier_values(n, 62), B, T, H, D, gpu);
+      AttentionOptions a;
+      a.causal = causal;
+      const Fp8AttentionOptions o{true, true, 7};
+      const auto vq = fp8_attention_quantize(v, Fp8Operand::kV, o);
+      const auto out = fp8_attention_forward_quantized(fp8_attention_quantize(q, Fp8Operand::kQ, o),
+                                                       fp8_attention_quantize(k, Fp8Operand::kK, o), vq, a, DType::BF16)
+                           .to_floats();
+      const auto vd = cpu::fp8_dequantize({vq.bytes.to_vector<uint8_t>(), vq.scales.to_vector<float>()}, B, T, H, D,
+                                          Fp8Operand::kV);
+      std::vector<double> mean(n);
+      for (int h = 0; h < H; ++h)
+        for (int d = 0; d < D; ++d) {
+          double sum = 0;
+          for (int t = 0; t < T; ++t) {
+            sum += vd[(static_cast<size_t>(t) * H + h) * D + d];
+            if (causal) mean[(static_cast<size_t>(t) * H + h) * D + d] = sum / (t + 1);
+          }
+          if (!causal)
+            for (int t = 0; t < T; ++t) mean[(static_cast<size_t>(t) * H + h) * D + d] = sum / T;
+        }
+      expect_close_to_emulation(out, mean, T, H, D,
+                                "D " + std::to_string(D) + " causal " + std::to_string(causal));
+    }
 }
 
 TEST(Fp8AttentionCuda, OutlierRmseAgainstFloat64) {
