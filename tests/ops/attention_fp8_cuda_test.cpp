@@ -2,8 +2,8 @@
 // reference: the quantiser's bytes and scales equal the CPU's bit for bit (per tile and per tensor,
 // with and without the Hadamard rotation, contiguous and fused-QKV-strided inputs, every head dim,
 // T with padding); the forward from the GPU's own quantised operands matches the emulation fed the
-// same bytes (tight: only bf16 output rounding, fp32 sums and rare one-ulp flips of P differ), and
-// with Q = 0 gives the mean of V (the P V half on its own); on
+// same bytes (tight: only bf16 output rounding, fp32 sums and rare one-ulp flips of P differ), with
+// Q = 0 gives the mean of V (the P V half on its own) and with V = I shows P itself (Q K^T); on
 // FlashAttention-3's outlier inputs the RMSE against float64 is that of the emulation and block +
 // Hadamard beats per-tensor. Skips without a GPU or on a GPU without FP8 wgmma (with the reason).
 #include <gtest/gtest.h>
@@ -54,8 +54,10 @@ Fp8QuantizedOperand to_cpu(const Fp8QuantizedOperand& x) {
 // GPU output against the emulation: RMSE within 0.5% of the output's RMS (bf16 rounding is 0.2%),
 // every element within 2% of the largest. On failure it names the worst element (b, t, h, d), whose
 // pattern tells a wrong layout apart: by d (V^T image), by t mod 64 (Q image), everywhere (K or P).
+// max_rel: the elementwise bound (relative to the largest output); with V = I an output element is
+// one P value, which a rare one-ulp flip of its e4m3 rounding moves by up to 12.5%.
 void expect_close_to_emulation(const std::vector<float>& out, const std::vector<double>& emu, int T, int H, int D,
-                               const std::string& name) {
+                               const std::string& name, double max_rel = 2e-2) {
   const size_t n = out.size();
   double max_err = 0, max_ref = 0;
   size_t worst = 0;
@@ -73,7 +75,7 @@ void expect_close_to_emulation(const std::vector<float>& out, const std::vector<
                             std::to_string(h) + ", " + std::to_string(d) + ") gpu " + std::to_string(out[worst]) +
                             " emulation " + std::to_string(emu[worst]);
   EXPECT_LE(e, 5e-3 * scale) << where << "; rmse " << e << " of rms " << scale;
-  EXPECT_LE(max_err, 2e-2 * max_ref) << where;
+  EXPECT_LE(max_err, max_rel * max_ref) << where;
 }
 
 TEST(Fp8AttentionCuda, QuantiserMatchesCpuBitForBit) {
@@ -170,6 +172,39 @@ TEST(Fp8AttentionCuda, UniformScoresGiveTheMeanOfV) {
         }
       expect_close_to_emulation(out, mean, T, H, D,
                                 "D " + std::to_string(D) + " causal " + std::to_string(causal));
+    }
+}
+
+// V = identity (T = D keys): O row i is row i of P / l itself, so a wrong score shows up at its own
+// (query t, key d) in the failure message -- the S = Q K^T half on its own.
+TEST(Fp8AttentionCuda, IdentityVShowsTheScores) {
+  SKIP_WITHOUT_FP8_GPU();
+  const int B = 1, H = 2;
+  for (int D : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      const int T = D;
+      const size_t n = static_cast<size_t>(B) * T * H * D;
+      std::vector<float> eye(n, 0.f);
+      for (int t = 0; t < T; ++t)
+        for (int h = 0; h < H; ++h) eye[(static_cast<size_t>(t) * H + h) * D + t] = 1.f;
+      const Device gpu = Device::cuda(0);
+      const Tensor q = bf16_tensor(outlier_values(n, 71), B, T, H, D, gpu);
+      const Tensor k = bf16_tensor(outlier_values(n, 72), B, T, H, D, gpu);
+      const Tensor v = bf16_tensor(eye, B, T, H, D, gpu);
+      AttentionOptions a;
+      a.causal = causal;
+      for (bool had : {false, true}) {
+        const Fp8AttentionOptions o{true, had, 7};
+        const auto qq = fp8_attention_quantize(q, Fp8Operand::kQ, o), kq = fp8_attention_quantize(k, Fp8Operand::kK, o),
+                   vq = fp8_attention_quantize(v, Fp8Operand::kV, o);
+        const auto out = fp8_attention_forward_quantized(qq, kq, vq, a, DType::BF16).to_floats();
+        const auto emu =
+            fp8_attention_forward_quantized(to_cpu(qq), to_cpu(kq), to_cpu(vq), a, DType::F64).to_doubles();
+        expect_close_to_emulation(out, emu, T, H, D,
+                                  "D " + std::to_string(D) + " causal " + std::to_string(causal) + " hadamard " +
+                                      std::to_string(had) + " (t = query, d = key)",
+                                  0.15);
+      }
     }
 }
 
