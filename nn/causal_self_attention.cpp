@@ -1,6 +1,7 @@
 #include "nn/causal_self_attention.h"
 
 #include "autograd/functions/attention.h"
+#include "autograd/functions/fp8_attention.h"
 
 namespace ft::nn {
 
@@ -11,6 +12,7 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& cfg, Generator& gen)
       n_kv_heads_(static_cast<int>(cfg.kv_heads())),
       dropout_(cfg.dropout),
       use_flash_(cfg.use_flash_attention),
+      fp8_(cfg.fp8_attention),
       gen_(gen) {
   register_module("c_attn", c_attn);
   register_module("c_proj", c_proj);
@@ -23,6 +25,15 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& cfg, Generator& gen)
 
 Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& doc_start) const {
   const Tensor qkv = c_attn.forward(x);  // (B, T, (H + 2 H_kv) D)
+  if (fp8_) {
+    FT_CHECK_ARG(!is_training(), "[attention] FP8 attention is inference only (no backward): put the model in eval ",
+                 "mode, or train with the bf16 attention (fp8_attention off)");
+    FT_CHECK_ARG(n_kv_heads_ == n_heads_, "[attention] FP8 attention takes multi-head attention only; this model has ",
+                 n_kv_heads_, " K/V heads for ", n_heads_, " query heads (n_kv_heads)");
+    FT_CHECK_ARG(!doc_start.defined(), "[attention] FP8 attention has no document mask; evaluate with the bf16 ",
+                 "attention or document_mask: false");
+    return c_proj.forward(autograd::fp8_attention(qkv, n_heads_, base_opts_));  // (B, T, C)
+  }
   ops::AttentionOptions opts = base_opts_;
   opts.doc_start = doc_start;
   if (is_training() && dropout_ > 0) {

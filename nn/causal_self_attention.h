@@ -1,6 +1,7 @@
 // Multi-head causal self-attention: c_attn (C -> (H + 2 H_kv) D, the fused q|k|v projection; 3C
 // for multi-head attention), attention (flash or naive by config, grouped-query when H_kv < H, with
-// dropout on the probabilities in training mode), c_proj (C -> C).
+// dropout on the probabilities in training mode; or, for inference only, the FP8 forward of
+// multi-head attention without a document mask), c_proj (C -> C).
 #pragma once
 
 #include "core/random.h"
@@ -27,6 +28,7 @@ class CausalSelfAttention : public Module {
   int n_heads_, n_kv_heads_;
   double dropout_;
   bool use_flash_;
+  bool fp8_;  // GPTConfig::fp8_attention: refused in training mode
   ops::AttentionOptions base_opts_;  // causal, determinism, the block-sparse pattern; dropout per call
   Generator& gen_;
 };

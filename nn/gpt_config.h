@@ -23,6 +23,9 @@ struct GPTConfig {
   double initializer_range = 0.02;  // std of the normal init; residual projections / sqrt(2 L)
   double layer_norm_eps = 1e-5;
   bool use_flash_attention = true;  // false: the naive (materialised S and P) twin
+  // Inference only: attention through the FP8 forward (ops/attention_fp8.h: per-tile e4m3 with the
+  // Hadamard rotation of q and k). It has no backward: the model refuses to train with it.
+  bool fp8_attention = false;
   // Bit-identical gradients for identical inputs: flash attention's backward adds dQ in a fixed
   // order instead of by atomics (ops::AttentionOptions::deterministic; a few % slower on a GPU).
   bool deterministic = true;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "ops/attention_checks.h"
 #include "ops/attention_params.h"
 #include "ops/cpu/attention_reference.h"
 #include "ops/dispatch.h"
@@ -18,7 +19,41 @@
 #include "ops/cuda/attention_kv_sum.h"
 
 namespace ft::ops {
+
+// "(2, 5, 4, 8) strides (480, 96, 8, 1) bf16 on cuda:0": what every layout error shows.
+std::string describe_attention_operand(const Tensor& t) {
+  return str(t.shape(), " strides ", t.strides(), " ", t.dtype(), " on ", t.device());
+}
+
+static bool aligned16(const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+
+// A (B, T, H, D) or (B, T, H_kv, D) operand: `shape`, the dtype and device of q, a contiguous last
+// dim, and on CUDA the kernels' stride and alignment rules.
+void check_attention_operand(const char* op, const char* name, const Tensor& t, const Tensor& q, const Shape& shape) {
+  FT_CHECK_ARG(t.defined(), "[", op, "] ", name, " is undefined");
+  FT_CHECK_ARG(t.shape() == shape && t.dtype() == q.dtype() && t.device() == q.device(), "[", op, "] ", name, " ",
+               describe_attention_operand(t), " does not match q ", describe_attention_operand(q),
+               " (expected shape ", shape, ")");
+  FT_CHECK_ARG(t.stride(3) == 1 || t.size(3) == 1, "[", op, "] ", name, " needs a contiguous last dim (D), got ",
+               describe_attention_operand(t));
+  if (!t.is_cuda()) return;
+  for (int axis = 0; axis < 3; ++axis)  // a dim of size 1 is never stepped along: its stride is moot
+    FT_CHECK_ARG(t.size(axis) == 1 || t.stride(axis) % 8 == 0, "[", op, "] ", name, " batch, time and head strides must be multiples ",
+                 "of 8 elements (16-byte rows), got ", describe_attention_operand(t));
+  FT_CHECK_ARG(aligned16(t), "[", op, "] ", name, " must start on a 16-byte boundary, got ", describe_attention_operand(t),
+               " at element offset ", t.offset());
+}
+
+void check_attention_operand(const char* op, const char* name, const Tensor& t, const Tensor& q) {
+  check_attention_operand(op, name, t, q, q.shape());
+}
+
 namespace {
+
+const auto& describe = describe_attention_operand;
+void check_operand(const char* op, const char* name, const Tensor& t, const Tensor& q, const Shape& shape) {
+  check_attention_operand(op, name, t, q, shape);
+}
 
 // CPU tiles of the tiled flash reference. The function does not depend on the tiling
 // (tests/ops/attention_cpu_test checks it), so one size serves every head dim.
@@ -29,29 +64,6 @@ struct Dims {
   int B, T, H, D;
   int H_kv;  // K/V heads: H for multi-head attention, a divisor of H for grouped-query attention
 };
-
-// "(2, 5, 4, 8) strides (480, 96, 8, 1) bf16 on cuda:0": what every layout error shows.
-std::string describe(const Tensor& t) {
-  return str(t.shape(), " strides ", t.strides(), " ", t.dtype(), " on ", t.device());
-}
-
-bool aligned16(const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
-
-// A (B, T, H, D) or (B, T, H_kv, D) operand: `shape`, the dtype and device of q, a contiguous last
-// dim, and on CUDA the kernels' stride and alignment rules.
-void check_operand(const char* op, const char* name, const Tensor& t, const Tensor& q, const Shape& shape) {
-  FT_CHECK_ARG(t.defined(), "[", op, "] ", name, " is undefined");
-  FT_CHECK_ARG(t.shape() == shape && t.dtype() == q.dtype() && t.device() == q.device(), "[", op, "] ", name,
-               " ", describe(t), " does not match q ", describe(q), " (expected shape ", shape, ")");
-  FT_CHECK_ARG(t.stride(3) == 1 || t.size(3) == 1, "[", op, "] ", name, " needs a contiguous last dim (D), got ",
-               describe(t));
-  if (!t.is_cuda()) return;
-  for (int axis = 0; axis < 3; ++axis)  // a dim of size 1 is never stepped along: its stride is moot
-    FT_CHECK_ARG(t.size(axis) == 1 || t.stride(axis) % 8 == 0, "[", op, "] ", name, " batch, time and head strides must be multiples ",
-                 "of 8 elements (16-byte rows), got ", describe(t));
-  FT_CHECK_ARG(aligned16(t), "[", op, "] ", name, " must start on a 16-byte boundary, got ", describe(t),
-               " at element offset ", t.offset());
-}
 
 // The document mask's contract (ops/attention.h); its values only where they are on the CPU.
 void check_doc_start(const char* op, const AttentionOptions& opts, const Tensor& q, const Dims& d) {

@@ -41,12 +41,14 @@ TrainConfig config_of(const std::string& dir) {
 
 }  // namespace
 
-InferenceModel load_inference_model(const std::string& dir) {
+InferenceModel load_inference_model(const std::string& dir, bool fp8_attention) {
   InferenceModel m;
   m.config = config_of(dir);
   const Device device = resolve_device(m.config);
   m.device = device;
-  m.model = std::make_unique<nn::GPT>(gpt_config_from(m.config), m.config.seed);
+  nn::GPTConfig model_config = gpt_config_from(m.config);
+  model_config.fp8_attention = fp8_attention;
+  m.model = std::make_unique<nn::GPT>(model_config, m.config.seed);
   const std::vector<NamedTensor> weights = load_hf_gpt2_weights(dir, Gpt2Dims::from_config(m.config));
   std::map<std::string, const Tensor*> by_name;
   for (const NamedTensor& w : weights) by_name[w.name] = &w.tensor;

@@ -20,8 +20,9 @@ struct InferenceModel {
 };
 
 // The device follows the checkpoint config's `device` (train/device_choice.h). The model computes
-// in f32 on the CPU and in the config's mixed_precision dtype on a GPU.
-InferenceModel load_inference_model(const std::string& dir);
+// in f32 on the CPU and in the config's mixed_precision dtype on a GPU. fp8_attention: attention
+// through the FP8 forward (nn::GPTConfig::fp8_attention; a GPU needs sm_90a, the CPU emulates it).
+InferenceModel load_inference_model(const std::string& dir, bool fp8_attention = false);
 
 // A loader over `data` in file order (no shuffle) for the model's vocabulary: batches of
 // batch_size windows of seq_len tokens (0: the checkpoint's max_seq_len). A longer seq_len than

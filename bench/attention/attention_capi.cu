@@ -2,7 +2,9 @@
 // and PyTorch's run in one process on the same tensors, timed and memory-counted the same way.
 // Build: nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I. -Xcompiler -fPIC -shared
 //        bench/attention/attention_capi.cu ops/cuda/attention/*.cu ops/cuda/naive_attention.cu
-//        ops/cuda/attention_kv_sum.cu -lcublas -o libft_attention.so
+//        ops/cuda/attention_kv_sum.cu ops/cpu/attention_fp8_reference.cpp ops/cpu/attention_reference.cpp \
+//        -lcublas -o libft_attention.so
+// (or the CMake target ft_attention_capi). ft_attn_fp8_run is the FP8 forward (bench_fp8.py).
 // Variants (flash D = 64, bf16 only) are experiments kept for tuning; variant 0 is the shipped one.
 #include <cublas_v2.h>
 
@@ -10,7 +12,9 @@
 #include <string>
 
 #include "core/error.h"
+#include "ops/cpu/attention_fp8_reference.h"
 #include "ops/cuda/attention/flash_attention.h"
+#include "ops/cuda/attention/flash_fp8.h"
 #if __has_include("ops/cuda/attention/flash_bwd_wgmma_pipe_kernel.cuh")
 #include "ops/cuda/attention/flash_bwd_wgmma_pipe_kernel.cuh"
 #define FT_HAVE_BWD_WGMMA_PIPE 1
@@ -263,6 +267,68 @@ int ft_attn_run_gqa(int op, int impl, int variant, void* q, void* k, void* v, vo
   return run_attention(op, impl, variant, q, k, v, o, lse, dout, dq, dk, dv, dsum, dq_accum, naive_bufs, B, T, H,
                        H_kv, D, qkv_strides, causal, dropout_p, seed, offset, dtype, softmax_scale, dkv_partial,
                        stream);
+}
+
+// Element counts of the FP8 workspaces: sizes[0..2] bytes of quantised q, k, v; sizes[3..5] their
+// fp32 scales (one per 64 query rows / 128 keys, T padded to 128).
+void ft_attn_fp8_sizes(int B, int T, int H, int D, long long* sizes) {
+  const Fp8Operand ops[3] = {Fp8Operand::kQ, Fp8Operand::kK, Fp8Operand::kV};
+  for (int i = 0; i < 3; ++i) {
+    const auto z = ft::cuda::fp8_quantized_sizes(ops[i], B, H, T, D);
+    sizes[i] = z.bytes;
+    sizes[3 + i] = z.scales;
+  }
+}
+
+// FP8 attention forward (ops/attention_fp8.h, kernel level). phase bit 0: quantise q, k, v (bf16,
+// (B, T, H, D), sharing the (batch, row, head) strides qkv_strides) into q8/k8/v8 and qs/ks/vs;
+// bit 1: attend from them into o (bf16, contiguous (B, T, H, D)). mode: 0 per-tensor scales, 1 per
+// tile, 2 per tile with the Hadamard rotation of q and k (signs from seed). amax: one device float
+// (per-tensor mode).
+int ft_attn_fp8_run(int phase, int mode, const void* q, const void* k, const void* v, void* o, void* q8,
+                    void* k8, void* v8, float* qs, float* ks, float* vs, float* amax, int B, int T, int H,
+                    int D, const long long* qkv_strides, int causal, float softmax_scale,
+                    unsigned long long seed, void* stream) {
+  try {
+    if (!ft::cuda::flash_sm90a_device()) throw Error("FP8 attention needs sm_90a code and a compute capability 9.0 GPU");
+    auto s = static_cast<cudaStream_t>(stream);
+    uint32_t signs[8];
+    ft::cpu::fp8_hadamard_signs(seed, D, signs);
+    const void* src[3] = {q, k, v};
+    void* dst[3] = {q8, k8, v8};
+    float* scales[3] = {qs, ks, vs};
+    if (phase & 1)
+      for (int i = 0; i < 3; ++i) {
+        Fp8QuantParams p;
+        p.x = static_cast<const uint16_t*>(src[i]);
+        p.batch_stride = qkv_strides[0], p.row_stride = qkv_strides[1], p.head_stride = qkv_strides[2];
+        p.out = static_cast<uint8_t*>(dst[i]);
+        p.scales = scales[i];
+        p.amax = amax;
+        p.per_tensor = mode == 0;
+        p.operand = static_cast<Fp8Operand>(i);
+        p.hadamard = mode == 2 && p.operand != Fp8Operand::kV;
+        for (int w = 0; w < 8; ++w) p.sign_bits[w] = signs[w];
+        p.B = B, p.H = H, p.T = T, p.D = D;
+        ft::cuda::fp8_quantize(p, s);
+      }
+    if (phase & 2) {
+      Fp8AttentionParams p;
+      p.q = static_cast<const uint8_t*>(q8), p.k = static_cast<const uint8_t*>(k8), p.v = static_cast<const uint8_t*>(v8);
+      p.q_scale = qs, p.k_scale = ks, p.v_scale = vs;
+      p.o = static_cast<uint16_t*>(o);
+      const BthdStrides c = contiguous_bthd_strides(T, H, D);
+      p.o_batch_stride = c.batch, p.o_row_stride = c.row, p.o_head_stride = c.head;
+      p.B = B, p.H = H, p.T = T, p.D = D;
+      p.softmax_scale = softmax_scale;
+      p.causal = causal != 0;
+      ft::cuda::flash_fp8_forward(p, s);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return 1;
+  }
 }
 
 }  // extern "C"

@@ -20,18 +20,6 @@ struct Index {  // element (b, t, h, d) of a contiguous (B, T, H, D) array
   }
 };
 
-// Runs fn(b, h) for every head, spread over the machine's threads.
-void for_each_head(const AttentionParams& cfg, const std::function<void(int, int)>& fn) {
-  const int heads = cfg.B * cfg.H;
-  const int workers = std::max(1, std::min<int>(heads, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (int w = 0; w < workers; ++w)
-    pool.emplace_back([&, w] {
-      for (int bh = w; bh < heads; bh += workers) fn(bh / cfg.H, bh % cfg.H);
-    });
-  for (auto& t : pool) t.join();
-}
-
 // Dropout factor Z of element (row, col) of head (b, h): 0 or keep_scale, 1 without dropout.
 template <class Real>
 Real dropout_factor(const AttentionParams& cfg, int b, int h, int row, int col) {
@@ -85,6 +73,17 @@ class KvGradients {
 };
 
 }  // namespace
+
+void for_each_head(const AttentionParams& cfg, const std::function<void(int, int)>& fn) {
+  const int heads = cfg.B * cfg.H;
+  const int workers = std::max(1, std::min<int>(heads, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int w = 0; w < workers; ++w)
+    pool.emplace_back([&, w] {
+      for (int bh = w; bh < heads; bh += workers) fn(bh / cfg.H, bh % cfg.H);
+    });
+  for (auto& t : pool) t.join();
+}
 
 float round_to_dtype(AttentionDType dtype, float x) {
   switch (dtype) {

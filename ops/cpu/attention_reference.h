@@ -17,11 +17,15 @@
 // to the dtype, then each group summed in fp32 in head order and rounded once.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "ops/attention_params.h"
 
 namespace ft::cpu {
+
+// Runs fn(b, h) for every (batch, head) of cfg, spread over the machine's threads.
+void for_each_head(const AttentionParams& cfg, const std::function<void(int, int)>& fn);
 
 void attention_reference_forward(const AttentionParams& cfg, const double* q, const double* k,
                                  const double* v, double* o, double* lse);

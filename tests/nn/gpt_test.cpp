@@ -54,6 +54,24 @@ TEST(Gpt, ForwardShapesAndLossAtInitIsLogV) {
   EXPECT_FALSE(model.forward(idx).loss.defined());
 }
 
+// The inference-only FP8 attention (here the CPU emulation; head dim 64) gives the model's logits to
+// FP8 precision in eval mode, and is refused in training mode and wherever a gradient could be asked.
+TEST(Gpt, Fp8AttentionIsInferenceOnly) {
+  GPTConfig c = small_config(64, 128, 2);  // D = 64
+  GPT exact(c);                            // the same seed: the same weights
+  c.fp8_attention = true;
+  GPT fp8(c);
+  exact.eval();
+  fp8.eval();
+  const Tensor idx = random_ids(2, 16, c.vocab_size, 5);
+  autograd::NoGradGuard no_grad;
+  const double err = test::rel_error(fp8.forward(idx).logits, exact.forward(idx).logits);
+  EXPECT_LT(err, 0.05);
+  EXPECT_GT(err, 0.0);  // it does run the FP8 path
+  fp8.train();
+  EXPECT_THROW(fp8.forward(idx), Error);
+}
+
 TEST(Gpt, ForwardRejectsBadInputs) {
   const GPT model(small_config());
   EXPECT_THROW(model.forward(random_ids(1, 17, 64, 3)), Error);  // T > max_seq_len

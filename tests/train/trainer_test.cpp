@@ -264,6 +264,29 @@ TEST(Trainer, EvalCommandPrintsLossAndPerplexity) {
   EXPECT_EQ(out.str().rfind(expect.str(), 0), 0u) << out.str() << " vs " << expect.str();
 }
 
+// `flashtrain eval --attention fp8` (here the CPU emulation; head dim 64) reports nearly the model's
+// own loss: FP8 attention changes the logits by its quantisation error only.
+TEST(Trainer, EvalWithFp8AttentionIsCloseToTheModelsLoss) {
+  test::ScratchDir dir;
+  TrainConfig c = test::synthetic_config(dir.path());
+  c.d_model = 128;  // D = 64: a head dim the FP8 path takes
+  c.d_ff = 256;
+  c.max_steps = 2;
+  Trainer t(c);
+  const TrainSummary s = t.run();
+  const auto loss_of = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"eval", "--checkpoint", s.last_checkpoint, "--data", c.val_data[0],
+                                     "--batch-size", "4"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::istringstream in;
+    std::ostringstream out, err;
+    EXPECT_EQ(cli_main(args, in, out, err), 0) << err.str();
+    return std::stod(out.str().substr(5));  // "loss X | ..."
+  };
+  const double model = loss_of({}), fp8 = loss_of({"--attention", "fp8"});
+  EXPECT_NEAR(fp8, model, 0.01 * model);
+}
+
 TEST(Trainer, Fp16OverflowSkipsTheStepAndHalvesTheScale) {
   test::ScratchDir dir;
   TrainConfig c = test::synthetic_config(dir.path());

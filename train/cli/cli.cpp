@@ -30,9 +30,10 @@ const std::vector<CommandHelp>& commands() {
   static const std::vector<CommandHelp> list = {
       {"train", "train CONFIG [--set key=value ...] [--resume | --init-from DIR] [--dry-run] [--nproc N]",
        "train a GPT-2 from a YAML config (configs/*.yaml)"},
-      {"eval", "eval --checkpoint DIR --data PATH [--batch-size B] [--seq-len T]",
+      {"eval", "eval --checkpoint DIR --data PATH [--batch-size B] [--seq-len T] [--attention model|fp8]",
        "mean loss and perplexity of a checkpoint over token shards"},
-      {"sample", "sample --checkpoint DIR --prompt TEXT [--max-new-tokens N] [--temperature T] [--top-k K] [--seed S]",
+      {"sample", "sample --checkpoint DIR --prompt TEXT [--max-new-tokens N] [--temperature T] [--top-k K] [--seed S] "
+                 "[--attention model|fp8]",
        "generate text from a checkpoint"},
       {"compare", "compare CONFIG [--set key=value ...] [--tolerance X]",
        "train twice, flash and naive attention: report of loss, speed, memory (out_dir/compare/)"},
@@ -122,6 +123,13 @@ double double_flag(const std::string& command, const std::string& flag, const st
   return v;
 }
 
+// --attention model|fp8: true for fp8 (ops/attention_fp8.h), false for the model's own attention.
+bool attention_flag(const std::string& command, const std::string& text) {
+  if (text == "fp8") return true;
+  if (text == "model") return false;
+  throw UsageError(command, str("--attention takes model (the model's bf16 attention) or fp8, got '", text, "'"));
+}
+
 bool wants_help(const std::vector<std::string>& args) {
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") return true;
@@ -134,8 +142,12 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
   const std::string cmd = "train";
   const ParsedArgs p = parse_args(cmd, args,
                                   {{"--set", true, true}, {"--resume", false, false}, {"--init-from", true, false}, {"--dry-run", false, false},
-                                   {"--nproc", true, false}});
+                                   {"--nproc", true, false}, {"--attention", true, false}});
   expect_positional(cmd, p, 1, "the config file (e.g. configs/gpt2-small.yaml)");
+  // Accepted only to refuse it clearly: FP8 attention has no backward.
+  if (p.has("--attention") && attention_flag(cmd, p.value("--attention")))
+    throw UsageError(cmd, "--attention fp8 is inference only (the FP8 attention forward has no backward); "
+                          "use it with eval or sample, and train with the model's bf16 attention");
   TrainOptions o;
   o.config_path = p.positional[0];
   if (p.has("--set")) o.overrides = p.flags.at("--set");
@@ -168,9 +180,11 @@ int train_command(const std::vector<std::string>& args, std::ostream& out, std::
 int eval_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const std::string cmd = "eval";
   const ParsedArgs p = parse_args(cmd, args, {{"--checkpoint", true, false}, {"--data", true, true},
-                                              {"--batch-size", true, false}, {"--seq-len", true, false}});
+                                              {"--batch-size", true, false}, {"--seq-len", true, false},
+                                              {"--attention", true, false}});
   expect_positional(cmd, p, 0, "");
   EvalOptions o;
+  if (p.has("--attention")) o.fp8_attention = attention_flag(cmd, p.value("--attention"));
   o.checkpoint = required(cmd, p, "--checkpoint");
   required(cmd, p, "--data");
   o.data = p.flags.at("--data");
@@ -183,9 +197,11 @@ int sample_command(const std::vector<std::string>& args, std::ostream& out, std:
   const std::string cmd = "sample";
   const ParsedArgs p = parse_args(cmd, args, {{"--checkpoint", true, false}, {"--prompt", true, false},
                                               {"--max-new-tokens", true, false}, {"--temperature", true, false},
-                                              {"--top-k", true, false}, {"--seed", true, false}});
+                                              {"--top-k", true, false}, {"--seed", true, false},
+                                              {"--attention", true, false}});
   expect_positional(cmd, p, 0, "");
   SampleOptions o;
+  if (p.has("--attention")) o.fp8_attention = attention_flag(cmd, p.value("--attention"));
   o.checkpoint = required(cmd, p, "--checkpoint");
   o.prompt = required(cmd, p, "--prompt");
   if (p.has("--max-new-tokens")) o.max_new_tokens = int_flag(cmd, "--max-new-tokens", p.value("--max-new-tokens"), 1);

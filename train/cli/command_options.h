@@ -23,16 +23,17 @@ struct TrainOptions {
   std::vector<std::string> args;       // the train command's arguments, for those ranks
 };
 
-// flashtrain eval --checkpoint DIR --data PATH [--batch-size B] [--seq-len T]
+// flashtrain eval --checkpoint DIR --data PATH [--batch-size B] [--seq-len T] [--attention model|fp8]
 struct EvalOptions {
   std::string checkpoint;
   std::vector<std::string> data;
   int64_t batch_size = 8;
   int64_t seq_len = 0;  // 0 = the checkpoint config's max_seq_len
+  bool fp8_attention = false;  // --attention fp8: the FP8 attention forward (ops/attention_fp8.h)
 };
 
 // flashtrain sample --checkpoint DIR --prompt TEXT [--max-new-tokens N] [--temperature T]
-//                   [--top-k K] [--seed S]
+//                   [--top-k K] [--seed S] [--attention model|fp8]
 struct SampleOptions {
   std::string checkpoint;
   std::string prompt;
@@ -40,6 +41,7 @@ struct SampleOptions {
   double temperature = 1.0;  // 0 = greedy
   int64_t top_k = 0;         // 0 = no top-k filter
   uint64_t seed = 0;
+  bool fp8_attention = false;  // --attention fp8: the FP8 attention forward (ops/attention_fp8.h)
 };
 
 // flashtrain compare CONFIG [--set key=value ...] [--tolerance X]   (train/report/compare.h)

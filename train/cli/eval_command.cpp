@@ -11,7 +11,7 @@
 namespace ft {
 
 int run_eval(const EvalOptions& options, std::ostream& out, std::ostream&) {
-  InferenceModel m = load_inference_model(options.checkpoint);
+  InferenceModel m = load_inference_model(options.checkpoint, options.fp8_attention);
   const LoaderOptions lo = file_order_loader_options(m, options.data, options.batch_size, options.seq_len, "eval");
   Loader loader(lo);
   const EvalResult r = evaluate(*m.model, loader, 0, m.device);

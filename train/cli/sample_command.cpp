@@ -11,7 +11,7 @@ namespace ft {
 
 int run_sample(const SampleOptions& options, std::ostream& out, std::ostream&) {
   const BpeTokenizer tok = BpeTokenizer::load();
-  InferenceModel m = load_inference_model(options.checkpoint);
+  InferenceModel m = load_inference_model(options.checkpoint, options.fp8_attention);
   std::vector<int32_t> prompt = tok.encode(options.prompt, true);
   if (prompt.empty()) prompt.push_back(BpeTokenizer::kEndOfText);  // an empty prompt starts a document
   for (const int32_t id : prompt)

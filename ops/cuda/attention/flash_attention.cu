@@ -43,9 +43,10 @@ void set_flash_bwd_wide_min_t(int T) { g_bwd_wide_min_t.set(T); }
 
 void set_flash_wgmma_allowed(bool allowed) { g_wgmma_allowed = allowed; }
 
-bool flash_wgmma_enabled() {
+bool flash_wgmma_enabled() { return g_wgmma_allowed && flash_sm90a_device(); }
+
+bool flash_sm90a_device() {
 #ifdef FT_FLASH_WGMMA
-  if (!g_wgmma_allowed) return false;
   // Compute capability per device, looked up once (sm_90a code runs on 9.0 only).
   constexpr int kMaxDevices = 64;
   static std::atomic<int> cc[kMaxDevices] = {};  // 0: not looked up yet

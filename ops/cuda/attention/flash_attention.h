@@ -37,6 +37,9 @@ void flash_attention_backward(const AttentionParams& p, Stream stream, const Fla
 // gets; set_flash_wgmma_allowed(false) forces mma.sync (tests compare both; process-wide).
 bool flash_wgmma_enabled();
 void set_flash_wgmma_allowed(bool allowed);
+// Whether the build has sm_90a code (FT_FLASH_WGMMA) and the current GPU is compute capability 9.0:
+// what every wgmma kernel needs (the FP8 forward has no fallback, so it asks this directly).
+bool flash_sm90a_device();
 
 // The D = 64 wgmma forward takes a one-warpgroup tile (64 query rows, 3 CTAs per SM) up to this T
 // (it depends on dropout), the two-warpgroup tile (128 rows sharing each K/V tile, 2 CTAs per SM)

@@ -190,13 +190,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     // Online softmax, as flash_fwd_kernel.cuh.
     float new_max[2];
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float mx = row_max[half];
-#pragma unroll
-      for (int nb = 0; nb < BN / 8; ++nb) mx = fmaxf(mx, fmaxf(acc_s[nb][2 * half], acc_s[nb][2 * half + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      new_max[half] = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    }
+    for (int half = 0; half < 2; ++half) new_max[half] = quad_row_max(acc_s, half, row_max[half]);
     auto rescale = [&](int half) {
       const float mx = new_max[half];
       const float m_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;  // all masked so far
@@ -271,17 +265,10 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   // Epilogue, as flash_fwd_kernel.cuh: O /= l (times keep_scale), lse = m * scale + ln(l).
   const float keep_scale = kDropout ? drop.keep_scale : 1.f;
   float* lse = p.lse + static_cast<int64_t>(bh) * T;
+  normalize_rows<D>(acc_o, row_sum, keep_scale);
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    float sum = row_sum[half];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float inv = sum > 0.f ? keep_scale / sum : 0.f;
-#pragma unroll
-    for (int dj = 0; dj < D / 8; ++dj) {
-      acc_o[dj][2 * half] *= inv;
-      acc_o[dj][2 * half + 1] *= inv;
-    }
+    const float sum = row_sum[half];
     const int row = m0 + warp_row0 + (lane >> 2) + 8 * half;
     if ((lane & 3) == 0 && row < T)
       lse[row] = sum > 0.f ? row_max[half] * p.softmax_scale + logf(sum) : -INFINITY;

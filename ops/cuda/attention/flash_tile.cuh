@@ -131,6 +131,37 @@ __device__ __forceinline__ void mask_scores(float (&acc)[kI][kNb][4], const Atte
       }
 }
 
+// The online softmax's row maximum: the max of `init` and a row's scores in this warp's
+// accumulators (rows lane / 4 + 8 half; kTiles n8 tiles), over the quad of lanes that holds the row.
+template <int kTiles>
+__device__ __forceinline__ float quad_row_max(const float (&acc)[kTiles][4], int half, float init) {
+  float mx = init;
+#pragma unroll
+  for (int nb = 0; nb < kTiles; ++nb) mx = fmaxf(mx, fmaxf(acc[nb][2 * half], acc[nb][2 * half + 1]));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  return fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+}
+
+// The forwards' normalisation: each row's partial sums (row_sum[half]: rows lane / 4 + 8 half of
+// the warp's slab, this lane's columns) are summed over the quad of lanes that holds the row, left
+// in row_sum, and the row's accumulators are multiplied by numerator / sum (0 for an empty row).
+template <int D>
+__device__ __forceinline__ void normalize_rows(float (&acc)[D / 8][4], float (&row_sum)[2], float numerator) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float sum = row_sum[half];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    row_sum[half] = sum;
+    const float inv = sum > 0.f ? numerator / sum : 0.f;
+#pragma unroll
+    for (int dj = 0; dj < D / 8; ++dj) {
+      acc[dj][2 * half] *= inv;
+      acc[dj][2 * half + 1] *= inv;
+    }
+  }
+}
+
 // The output path of the query-major kernels: a warp writes its accumulator rows into its own rows
 // of a shared tile (stage_rows, one 16-row slab at a time, times `scale`), then, after __syncwarp,
 // copies them to global memory with 16-byte stores (store_staged_rows). at(r, c) is the address of

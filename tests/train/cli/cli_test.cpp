@@ -154,6 +154,20 @@ TEST(Cli, EvalAndSampleParseThenLoadTheCheckpoint) {
   EXPECT_EQ(lines(s.err), 1u) << s.err;
 }
 
+TEST(Cli, AttentionFp8IsForEvalAndSampleOnly) {
+  Fixture f;
+  // eval and sample take --attention model|fp8 (then fail on the missing checkpoint, exit 1).
+  EXPECT_EQ(run({"eval", "--checkpoint", "d", "--data", "x", "--attention", "fp8"}).rc, 1);
+  EXPECT_EQ(run({"sample", "--checkpoint", "d", "--prompt", "x", "--attention", "model"}).rc, 1);
+  const CliResult bad = run({"eval", "--checkpoint", "d", "--data", "x", "--attention", "fp16"});
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.err.find("--attention takes model"), std::string::npos) << bad.err;
+  // train refuses fp8 by name: no backward.
+  const CliResult train = run({"train", f.config, "--attention", "fp8"});
+  EXPECT_EQ(train.rc, 2);
+  EXPECT_NE(train.err.find("--attention fp8 is inference only"), std::string::npos) << train.err;
+}
+
 TEST(Cli, DataCommandsAreWired) {
   // The data library parses its own flags; an unknown one is its usage error, not ours.
   const CliResult r = run({"tokenize", "--no-such-flag"});

@@ -1,0 +1,6 @@
+// FP8 attention forward, D = 64 (its own translation unit: builds in parallel).
+#include "ops/cuda/attention/flash_fp8_launch.cuh"
+
+namespace ft::cuda::flash {
+template void run_flash_fp8_fwd<64>(const Fp8AttentionParams& p, Stream stream);
+}  // namespace ft::cuda::flash
