@@ -17,7 +17,7 @@ for tool in memcheck racecheck synccheck initcheck; do
   log=$(mktemp)
   extra=()
   [ "$tool" = racecheck ] && extra=(--racecheck-report all)
-  "$cs" --tool "$tool" "${extra[@]}" --error-exitcode 3 "$bin" $quick >"$log" 2>&1
+  timeout "${SANITIZE_TIMEOUT:-300}" "$cs" --tool "$tool" "${extra[@]}" --error-exitcode 3 "$bin" $quick >"$log" 2>&1
   rc=$?
   summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
   cases=$(grep -c '^ok ' "$log")

@@ -44,7 +44,7 @@ if [[ " $steps " == *" attnbench "* ]]; then
   echo "attnbench rc=$?"; grep -E "^(D=|sanity)" "$OUT/attnbench.log" | tail -60
 fi
 if [[ " $steps " == *" test "* ]]; then
-  ctest --test-dir $build --output-on-failure -j 4 --timeout 600 >"$OUT/ctest.log" 2>&1
+  ctest --test-dir $build --output-on-failure -j 4 --timeout "${CTEST_TIMEOUT:-600}" >"$OUT/ctest.log" 2>&1
   rc=$?
   grep -E "tests passed|tests failed|\*\*\*Failed|Failed|Not Run|Timeout" "$OUT/ctest.log" | head -40
   grep -c "Skipped" "$OUT/ctest.log" | sed 's/^/skipped tests: /'

@@ -6,7 +6,7 @@ of one (B, T, 3, H, D) buffer, B * T = 16384 tokens, H * D = 2048 (FA3's setup),
 RMSE of each output against attention computed in torch float64 on the GPU (head by head).
 fwd_ms is the attention kernel alone (the quantised operands already made: FA3 times the kernel the
 same way); quant_ms is the quantisation of q, k and v; fwd_tflops counts 4 B H T^2 D (halved causal)
-over fwd_ms. bf16 is our flash forward (D = 64 and 128 only).
+over fwd_ms. bf16 is our flash forward (D = 64, 128 and 256).
 Writes <out>/attention-fp8-<card>.json (rows {impl, D, T, causal, rmse, fwd_ms, quant_ms, fwd_tflops})
 and <out>/attention-fp8-<card>.md.
   python3 bench/attention/bench_fp8.py --lib build/bench/attention/libft_attention.so --out bench/results

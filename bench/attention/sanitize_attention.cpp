@@ -3,7 +3,8 @@
 // It checks no numbers (the tests do that); it exists so the sanitizers see each kernel once on
 // shapes with partial tiles: D = 64 and 128, causal and full, dropout 0 and 0.1, a block-sparse
 // mask, atomic and deterministic dQ (both deterministic designs), the mma.sync and wgmma forwards
-// with both wgmma tiles, and the 4-warp and wide backwards.
+// with both wgmma tiles, and the 4-warp and wide backwards; then D = 256, grouped-query attention
+// (its K/V gradient sum) and the document mask.
 //   sanitize_attention [--quick]   (--quick: one case per kernel instead of the full product)
 #include <cstdio>
 #include <cstring>
@@ -37,6 +38,8 @@ struct Case {
   int block_size;  // 0 dense; otherwise window 2, global 1
   bool deterministic;
   const char* path;  // which kernel-choice override: "default", "mma", "wgmma-large", "wide"
+  int kv_heads = 2;  // 1: grouped-query (multi-query) attention of the 2 query heads
+  int doc_len = 0;   // > 0: a document mask with documents of this many tokens
 };
 
 void run_case(const Case& c) {
@@ -45,22 +48,30 @@ void run_case(const Case& c) {
   ft::cuda::set_flash_wgmma_allowed(std::strcmp(c.path, "mma") != 0);
   ft::cuda::set_flash_fwd_small_tile_max_t(std::strcmp(c.path, "wgmma-large") == 0 ? 0 : -1);
   ft::cuda::set_flash_bwd_wide_min_t(std::strcmp(c.path, "wide") == 0 ? 0 : -1);
-  const Tensor qkv = random_cuda({B, c.T, 3, H, c.D}, 1 + c.T);
-  const Tensor q = qkv.select(2, 0), k = qkv.select(2, 1), v = qkv.select(2, 2);
+  const int Hkv = c.kv_heads;
+  // q, k, v as slices of one (B, T, H + 2 H_kv, D) buffer, as the model's projection lays them out.
+  const Tensor qkv = random_cuda({B, c.T, H + 2 * Hkv, c.D}, 1 + c.T);
+  const Tensor q = qkv.slice(2, 0, H), k = qkv.slice(2, H, H + Hkv), v = qkv.slice(2, H + Hkv, H + 2 * Hkv);
   ft::ops::AttentionOptions o;
   o.causal = c.causal;
   o.dropout_p = c.p;
   o.philox = {1234, 0};
   o.deterministic = c.deterministic;
   if (c.block_size) o.block_size = c.block_size, o.window_blocks = 2, o.global_blocks = 1;
+  if (c.doc_len > 0) {
+    std::vector<int32_t> starts(static_cast<size_t>(B) * c.T);
+    for (int t = 0; t < c.T; ++t) starts[t] = t / c.doc_len * c.doc_len;
+    o.doc_start = Tensor::from_vector(starts, {B, c.T}).to(Device::cuda());
+  }
   const auto fwd = ft::ops::flash_attention_forward(q, k, v, o);
   const Tensor dout = random_cuda({B, c.T, H, c.D}, 7 + c.T);
-  const Tensor dqkv = Tensor::zeros({B, c.T, 3, H, c.D}, DType::BF16, Device::cuda());
-  ft::ops::flash_attention_backward(q, k, v, fwd.out, fwd.lse, dout, o, dqkv.select(2, 0),
-                                    dqkv.select(2, 1), dqkv.select(2, 2));
+  const Tensor dqkv = Tensor::zeros({B, c.T, H + 2 * Hkv, c.D}, DType::BF16, Device::cuda());
+  ft::ops::flash_attention_backward(q, k, v, fwd.out, fwd.lse, dout, o, dqkv.slice(2, 0, H),
+                                    dqkv.slice(2, H, H + Hkv), dqkv.slice(2, H + Hkv, H + 2 * Hkv));
   (void)dqkv.to(Device::cpu());  // synchronises: errors surface at this case
-  std::printf("ok D=%d T=%d %s p=%.1f bs=%d %s %s\n", c.D, c.T, c.causal ? "causal" : "full", c.p,
-              c.block_size, c.deterministic ? "det" : "atomic", c.path);
+  std::printf("ok D=%d T=%d %s p=%.1f bs=%d %s %s kv_heads=%d doc_len=%d\n", c.D, c.T,
+              c.causal ? "causal" : "full", c.p, c.block_size, c.deterministic ? "det" : "atomic", c.path,
+              c.kv_heads, c.doc_len);
   std::fflush(stdout);
 }
 
@@ -84,6 +95,20 @@ int main(int argc, char** argv) {
           cases.push_back({D, 200, causal, p, 32, det, "default"});
         }
   if (quick) cases.push_back({64, 200, true, 0.1f, 0, false, "wide"});
+  for (float p : {0.f, 0.1f})
+    for (bool det : {false, true}) {
+      cases.push_back({256, 200, true, p, 0, det, "default"});
+      Case gqa{64, 200, true, p, 0, det, "default"};
+      gqa.kv_heads = 1;
+      cases.push_back(gqa);
+      Case doc{64, 200, true, p, 0, det, "default"};
+      doc.doc_len = 50;
+      cases.push_back(doc);
+      if (!det) {
+        doc.path = "wide";
+        cases.push_back(doc);
+      }
+    }
   for (const Case& c : cases) run_case(c);
   std::printf("%zu cases\n", cases.size());
   return 0;
