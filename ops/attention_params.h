@@ -94,9 +94,10 @@ FT_HOST_DEVICE int attention_kv_head(const AttentionParams& p, int h) {
   return p.H_kv > 0 && p.H_kv != p.H ? h / (p.H / p.H_kv) : h;
 }
 
-// The first key of query `row`'s document in batch b (0 without a document mask).
+// The first key of query `row`'s document in batch b (0 without a document mask). Rows past T (the
+// padding rows of a partial tile, whose result nobody reads) read row T - 1's, never past the array.
 FT_HOST_DEVICE int attention_doc_start(const AttentionParams& p, int b, int row) {
-  return p.doc_start ? p.doc_start[static_cast<int64_t>(b) * p.T + row] : 0;
+  return p.doc_start ? p.doc_start[static_cast<int64_t>(b) * p.T + (row < p.T ? row : p.T - 1)] : 0;
 }
 
 // Whether query `row` of batch b attends to key `col` (both < T).

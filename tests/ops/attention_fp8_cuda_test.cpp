@@ -55,9 +55,13 @@ Fp8QuantizedOperand to_cpu(const Fp8QuantizedOperand& x) {
 // every element within 2% of the largest. On failure it names the worst element (b, t, h, d), whose
 // pattern tells a wrong layout apart: by d (V^T image), by t mod 64 (Q image), everywhere (K or P).
 // max_rel: the elementwise bound (relative to the largest output); with V = I an output element is
-// one P value, which a rare one-ulp flip of its e4m3 rounding moves by up to 12.5%.
+// one P value, which a rare one-ulp flip of its e4m3 rounding moves by up to 12.5%. Such flips are
+// expected: the kernel's exp2 is ex2.approx, the emulation's exact, so a P on an e4m3 rounding
+// boundary may round either way. On an H100 (session 11) they made the RMSE 1.05x the old 5e-3
+// bound (D = 128 / 256, V = I) and one element of a short (T = 77, D = 256) row 5.9% of the largest
+// output off (a dominant P in its top binade, 1/16 apart): a wrong layout is O(1) everywhere.
 void expect_close_to_emulation(const std::vector<float>& out, const std::vector<double>& emu, int T, int H, int D,
-                               const std::string& name, double max_rel = 2e-2) {
+                               const std::string& name, double max_rel = 7e-2) {
   const size_t n = out.size();
   double max_err = 0, max_ref = 0;
   size_t worst = 0;
@@ -74,7 +78,7 @@ void expect_close_to_emulation(const std::vector<float>& out, const std::vector<
   const std::string where = name + ": worst (b, t, h, d) = (" + std::to_string(b) + ", " + std::to_string(t) + ", " +
                             std::to_string(h) + ", " + std::to_string(d) + ") gpu " + std::to_string(out[worst]) +
                             " emulation " + std::to_string(emu[worst]);
-  EXPECT_LE(e, 5e-3 * scale) << where << "; rmse " << e << " of rms " << scale;
+  EXPECT_LE(e, 1e-2 * scale) << where << "; rmse " << e << " of rms " << scale;
   EXPECT_LE(max_err, max_rel * max_ref) << where;
 }
 
