@@ -61,6 +61,7 @@ void check_options(const AttentionOptions& opts) {
   FT_CHECK_ARG(opts.dropout_p == 0.f, "[", kOp, "] is an inference path without dropout: dropout_p must be 0, got ",
                opts.dropout_p);
   FT_CHECK_ARG(opts.block_size == 0, "[", kOp, "] has no block-sparse mode, got block_size ", opts.block_size);
+  FT_CHECK_ARG(!opts.doc_start.defined(), "[", kOp, "] has no document mask: doc_start must be undefined");
   FT_CHECK_ARG(std::isfinite(opts.softmax_scale) && opts.softmax_scale >= 0.f, "[", kOp,
                "] softmax_scale must be finite and >= 0 (0 means 1/sqrt(D)), got ", opts.softmax_scale);
 }

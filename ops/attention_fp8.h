@@ -13,7 +13,8 @@
 //         attention in float64 from the dequantised values with P rounded as the kernel rounds it.
 //         f32, f64 or bf16 inputs (f32/f64 are quantised from their bf16 rounding, as the GPU path
 //         would see them); any strides; slow (tests and reference runs).
-// Refused everywhere: dropout_p > 0 (inference only), block-sparse masks, other head dims.
+// Refused everywhere: dropout_p > 0 (inference only), block-sparse masks, a document mask
+// (doc_start), other head dims.
 #pragma once
 
 #include <cstdint>

@@ -267,7 +267,7 @@ TEST(Fp8AttentionOp, CpuPathIsTheEmulation) {
   }
 }
 
-TEST(Fp8AttentionOp, RefusesDropoutBlockSparseAndOtherHeadDims) {
+TEST(Fp8AttentionOp, RefusesDropoutBlockSparseDocumentMaskAndOtherHeadDims) {
   const Tensor x = Tensor::zeros({1, 8, 2, 64}, DType::F32);
   const auto message = [](auto fn) -> std::string {
     try {
@@ -284,6 +284,10 @@ TEST(Fp8AttentionOp, RefusesDropoutBlockSparseAndOtherHeadDims) {
   ops::AttentionOptions sparse;
   sparse.block_size = 16, sparse.window_blocks = 1;
   EXPECT_NE(message([&] { ops::fp8_attention_forward(x, x, x, sparse); }).find("block-sparse"), std::string::npos);
+  ops::AttentionOptions documents;
+  documents.doc_start = Tensor::zeros({1, 8}, DType::I32);
+  EXPECT_NE(message([&] { ops::fp8_attention_forward(x, x, x, documents); }).find("no document mask"),
+            std::string::npos);
   const Tensor d32 = Tensor::zeros({1, 8, 2, 32}, DType::F32);
   EXPECT_NE(message([&] { ops::fp8_attention_forward(d32, d32, d32, {}); }).find("head dim D must be 64, 128 or 256"),
             std::string::npos);
