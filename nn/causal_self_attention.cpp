@@ -25,17 +25,15 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& cfg, Generator& gen)
 
 Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& doc_start) const {
   const Tensor qkv = c_attn.forward(x);  // (B, T, (H + 2 H_kv) D)
+  ops::AttentionOptions opts = base_opts_;
+  opts.doc_start = doc_start;
   if (fp8_) {
     FT_CHECK_ARG(!is_training(), "[attention] FP8 attention is inference only (no backward): put the model in eval ",
                  "mode, or train with the bf16 attention (fp8_attention off)");
     FT_CHECK_ARG(n_kv_heads_ == n_heads_, "[attention] FP8 attention takes multi-head attention only; this model has ",
                  n_kv_heads_, " K/V heads for ", n_heads_, " query heads (n_kv_heads)");
-    FT_CHECK_ARG(!doc_start.defined(), "[attention] FP8 attention has no document mask; evaluate with the bf16 ",
-                 "attention or document_mask: false");
-    return c_proj.forward(autograd::fp8_attention(qkv, n_heads_, base_opts_));  // (B, T, C)
+    return c_proj.forward(autograd::fp8_attention(qkv, n_heads_, opts));  // (B, T, C); refuses doc_start
   }
-  ops::AttentionOptions opts = base_opts_;
-  opts.doc_start = doc_start;
   if (is_training() && dropout_ > 0) {
     opts.dropout_p = static_cast<float>(dropout_);
     opts.philox = gen_.next(ops::attention_philox_offsets(x.size(0), n_heads_));

@@ -51,9 +51,6 @@ void check_attention_operand(const char* op, const char* name, const Tensor& t, 
 namespace {
 
 const auto& describe = describe_attention_operand;
-void check_operand(const char* op, const char* name, const Tensor& t, const Tensor& q, const Shape& shape) {
-  check_attention_operand(op, name, t, q, shape);
-}
 
 // CPU tiles of the tiled flash reference. The function does not depend on the tiling
 // (tests/ops/attention_cpu_test checks it), so one size serves every head dim.
@@ -104,7 +101,7 @@ Dims check_inputs(const char* op, bool flash, const Tensor& q, const Tensor& k, 
   } else {
     FT_CHECK_ARG(is_floating(t), "[", op, "] takes f32, f64, bf16 or f16 on the CPU, got q ", describe(q));
   }
-  check_operand(op, "q", q, q, q.shape());
+  check_attention_operand(op, "q", q, q, q.shape());
   for (int axis = 0; axis < 4; ++axis)
     FT_CHECK_ARG(q.size(axis) >= 1 && q.size(axis) <= INT_MAX, "[", op, "] every dim of q must be in [1, 2^31), got ",
                  describe(q));
@@ -113,8 +110,8 @@ Dims check_inputs(const char* op, bool flash, const Tensor& q, const Tensor& k, 
   FT_CHECK_ARG(q.size(2) % k.size(2) == 0, "[", op, "] n_heads (q) must be a multiple of n_kv_heads (k, v): q ",
                describe(q), ", k ", describe(k));
   const Shape kv_shape{q.size(0), q.size(1), k.size(2), q.size(3)};
-  check_operand(op, "k", k, q, kv_shape);
-  check_operand(op, "v", v, q, kv_shape);
+  check_attention_operand(op, "k", k, q, kv_shape);
+  check_attention_operand(op, "v", v, q, kv_shape);
   const Dims d{static_cast<int>(q.size(0)), static_cast<int>(q.size(1)), static_cast<int>(q.size(2)),
                static_cast<int>(q.size(3)), static_cast<int>(k.size(2))};
   FT_CHECK_ARG(opts.dropout_p >= 0.f && opts.dropout_p <= 1.f, "[", op, "] dropout_p must be in [0, 1], got ",
@@ -132,11 +129,11 @@ Dims check_inputs(const char* op, bool flash, const Tensor& q, const Tensor& k, 
 
 void check_gradients(const char* op, const Tensor& q, const Tensor& out, const Tensor& lse, const Tensor& dout,
                      const Tensor& dq, const Tensor& dk, const Tensor& dv, const Dims& d) {
-  check_operand(op, "out", out, q, q.shape());
-  check_operand(op, "dout", dout, q, q.shape());
-  check_operand(op, "dq", dq, q, q.shape());
-  check_operand(op, "dk", dk, q, Shape{d.B, d.T, d.H_kv, d.D});
-  check_operand(op, "dv", dv, q, Shape{d.B, d.T, d.H_kv, d.D});
+  check_attention_operand(op, "out", out, q, q.shape());
+  check_attention_operand(op, "dout", dout, q, q.shape());
+  check_attention_operand(op, "dq", dq, q, q.shape());
+  check_attention_operand(op, "dk", dk, q, Shape{d.B, d.T, d.H_kv, d.D});
+  check_attention_operand(op, "dv", dv, q, Shape{d.B, d.T, d.H_kv, d.D});
   const DType lse_dtype = is_half(q.dtype()) ? DType::F32 : q.dtype();
   FT_CHECK_ARG(lse.defined() && lse.shape() == Shape({d.B, d.H, d.T}) && lse.dtype() == lse_dtype &&
                    lse.device() == q.device() && lse.is_contiguous(),

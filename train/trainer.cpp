@@ -333,7 +333,8 @@ TrainSummary Trainer::run() {
   }
   s.end_step = step_;
   s.seconds = seconds_since(t0);
-  if (out && !step_timer_->summary().empty()) *out << "flashtrain: " << step_timer_->summary() << "\n" << std::flush;
+  const std::string timing = step_timer_->summary();
+  if (out && !timing.empty()) *out << "flashtrain: " << timing << "\n" << std::flush;
   s.tokens_per_s = s.seconds > 0 ? static_cast<double>((s.end_step - s.start_step) * cfg_.tokens_per_step() *
                                                        world_size()) / s.seconds
                                  : 0;

@@ -392,15 +392,13 @@ def fmt(x, spec):
 def main():
     global BUDGET_MS, TIMING, H, D, KV_HEADS
     ap = argparse.ArgumentParser()
-    ap.add_argument("--d", type=int, choices=(64, 128, 256), default=64,
-                    help="head dim D of the sanity check, --dev, --doc-len and --kv-heads modes (the full "
-                         "table takes --ds); H = 768 / D heads, so H*D (and B*T, the FLOPs) stay those of D=64")
     ap.add_argument("--lib", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--dev", action="store_true", help="time flash tile variants only")
     ap.add_argument("--ts", default="512,1024,2048,4096,8192,16384")
-    ap.add_argument("--ds", default=None, help=f"the full table's head dims, each with H = {HIDDEN} / D "
-                    "(e.g. 64,128,256; default: --d)")
+    ap.add_argument("--ds", default="64", help=f"head dims, each with H = {HIDDEN} / D, so H*D (and B*T, the "
+                    "FLOPs) stay those of D = 64 (e.g. 64,128,256); the sanity check, --dev and --doc-len take "
+                    "the first")
     ap.add_argument("--impls", default=None, help="comma-separated (default: all of IMPLS)")
     ap.add_argument("--variants", default="0,4", help="--dev: flash variants (attention_capi.cu)")
     ap.add_argument("--dev-ts", default=None, help="--dev: sequence lengths (default 1024,4096)")
@@ -422,9 +420,11 @@ def main():
     ap.add_argument("--doc-len", type=int, default=0,
                     help="time the document mask with documents of this many tokens (see the top)")
     args = ap.parse_args()
-    args.ds = args.ds or str(args.d)
+    head_dims = [int(x) for x in args.ds.split(",")]
+    if any(d not in (64, 128, 256) for d in head_dims):
+        ap.error(f"--ds {args.ds}: head dims are 64, 128 or 256")
     if args.kv_heads:
-        for d in (int(x) for x in args.ds.split(",")):
+        for d in head_dims:
             if (HIDDEN // d) % args.kv_heads != 0:
                 ap.error(f"--kv-heads {args.kv_heads} does not divide H = {HIDDEN // d} (D = {d})")
         if args.dev:
@@ -437,7 +437,7 @@ def main():
         IMPLS["base_flash"] = lambda lib: Flashtrain(base, 0)
         IMPLS["base_flash_det"] = lambda lib: Flashtrain(base, 0, 4)
     BUDGET_MS, TIMING = args.budget_ms, args.timing
-    D, H = args.d, HIDDEN // args.d
+    D, H = head_dims[0], HIDDEN // head_dims[0]
     args.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lib = ctypes.CDLL(os.path.abspath(args.lib))
     card = torch.cuda.get_device_name().replace("NVIDIA ", "").split()[0].lower()
@@ -474,7 +474,7 @@ def main():
         return
 
     rows = []
-    for T, D_ in [(int(t), int(d)) for d in args.ds.split(",") for t in args.ts.split(",")]:
+    for T, D_ in [(int(t), d) for d in head_dims for t in args.ts.split(",")]:
         D, H = D_, HIDDEN // D_
         B = TOKENS // T
         qkv, dout = make_inputs(B, T)
