@@ -152,7 +152,12 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
   }
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  // The captured graphs first: a graph that holds NCCL collectives (FLASHTRAIN_GRAPH_ALLREDUCE=1)
+  // keeps a reference on the communicator, and ncclCommDestroy waits for it -- destroying the
+  // communicator first hung every such run at exit.
+  graph_step_.reset();
+}
 
 int Trainer::world_size() const { return dp_ ? dp_->world_size() : 1; }
 
