@@ -8,7 +8,6 @@
 // is our (n, m, k). The bias epilogue adds a vector of length "rows of D" = our n to every
 // column-major column = every one of our rows, which is the nn.Linear bias.
 #include <array>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -105,13 +104,6 @@ std::unique_ptr<Plan> build_plan(const Context& ctx, const MatmulParams& p, cons
     const int64_t ld_aux = p.ld_aux;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld_aux,
                                                 sizeof(ld_aux)));
-  }
-  // EXPERIMENT (session 12): FLASHTRAIN_MATMUL_SM_TARGET=N asks the heuristic for kernels sized to N
-  // SMs, leaving the rest to NCCL's overlapped all-reduces.
-  if (const char* sm = std::getenv("FLASHTRAIN_MATMUL_SM_TARGET")) {
-    const int32_t n = std::atoi(sm);
-    if (n > 0)
-      CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &n, sizeof(n)));
   }
   // Stored row-major shapes: b is (n, k) when transposed else (k, n); a is (k, m) or (m, k).
   make_layout(&plan->lt_a, type, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.batch, g.stride_b);
