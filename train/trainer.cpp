@@ -139,9 +139,9 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
   if (cfg.compile_model && device_.is_cuda()) {
     graph_step_ = std::make_unique<CapturedMicroStep>(*model_, device_, options_.out);
     // FLASHTRAIN_GRAPH_ALLREDUCE=1 (experimental): the last micro-step's graph holds the
-    // all-reduces, overlapped with its backward pass. Off by default: on 2 H100s (session 10) the
-    // captured data-parallel jobs of DataParallelCuda did not finish within their 300 s limits, so
-    // by default every bucket is all-reduced after the replay, as before issue 20.
+    // all-reduces, overlapped with its backward pass. Off by default: on 2 and 4 H100s (session 12)
+    // the overlapped backward ran 2-3 ms slower, as much as the overlap hid, so by default every
+    // bucket is all-reduced after the replay, as before issue 20.
     const char* knob = std::getenv("FLASHTRAIN_GRAPH_ALLREDUCE");
     if (dp_ && knob && std::string(knob) == "1") {
       DataParallel* dp = dp_.get();

@@ -9,7 +9,7 @@
 #   1 GPU   compile_model true / false
 #   N GPUs  compile_model true:  fp32, bf16, zero1, and fp32 with FLASHTRAIN_GRAPH_ALLREDUCE=1
 #           (experimental: the all-reduces inside the captured step; by default they follow the
-#           graph replay. On 2 H100s in session 10 such jobs did not finish: the row is last)
+#           graph replay. Until session 12 such jobs hung at exit: the row is last)
 #           compile_model false: fp32, bf16
 # final_loss: the mean of the last 10 logged losses, for what an option does to the loss curve.
 # tokens/s is the median of the per-interval rates in rank 0's metrics.jsonl after step 10 (the
@@ -111,7 +111,7 @@ if [ "$ngpu" -gt 1 ]; then
   run "$ngpu" true 1 true fp32
   run "$ngpu" false 1 false fp32
   run "$ngpu" false 1 false bf16
-  # GRAPH_ALLREDUCE_ROW=0 leaves the experimental row out (it may run into its 300 s timeout).
+  # GRAPH_ALLREDUCE_ROW=0 leaves the experimental row out.
   [ "${GRAPH_ALLREDUCE_ROW:-1}" = 1 ] && run "$ngpu" false 1 true fp32 1
 fi
 cat "$outdir/scaling-table.md"
