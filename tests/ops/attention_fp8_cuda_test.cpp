@@ -1,7 +1,7 @@
 // FP8 attention on the GPU (H100 / H200: sm_90a) against its CPU emulation and the float64
 // reference: the quantiser's bytes and scales equal the CPU's bit for bit (per tile and per tensor,
 // with and without the Hadamard rotation, contiguous and fused-QKV-strided inputs, every head dim,
-// T with padding); the forward from the GPU's own quantised operands matches the emulation fed the
+// several heads, T with padding, padding-only tiles); the forward from the GPU's own quantised operands matches the emulation fed the
 // same bytes (tight: only bf16 output rounding, fp32 sums and rare one-ulp flips of P differ), with
 // Q = 0 gives the mean of V (the P V half on its own) and with V = I shows P itself (Q K^T); on
 // FlashAttention-3's outlier inputs the RMSE against float64 is that of the emulation and block +
@@ -85,8 +85,10 @@ void expect_close_to_emulation(const std::vector<float>& out, const std::vector<
 TEST(Fp8AttentionCuda, QuantiserMatchesCpuBitForBit) {
   SKIP_WITHOUT_FP8_GPU();
   const int B = 2, H = 3;
+  // T = 40: the second Q tile is all padding (amax 0: scale 1, zero bytes); 100: one partial tile;
+  // 256: whole tiles; 300: whole tiles and a partial one.
   for (int D : {64, 128, 256})
-    for (int T : {100, 256})
+    for (int T : {40, 100, 256, 300})
       for (bool fused : {false, true}) {
         // fused: q, k, v are strided slices of one (B, T, 3, H, D) buffer, as the attention layer has them.
         const auto vals = outlier_values(static_cast<size_t>(B) * T * 3 * H * D, D + T);
