@@ -21,6 +21,10 @@
 #include "tests/ops/attention_fp8_test_util.h"
 #include "tests/test_util.h"
 
+#if defined(FT_WITH_CUDA)
+#include "ops/cuda/attention/flash_fp8.h"
+#endif
+
 namespace ft::ops {
 namespace {
 
@@ -263,6 +267,34 @@ TEST(Fp8AttentionCuda, RefusesWhatItCannotDo) {
   throws_with([&] { fp8_attention_forward(f16, f16, f16, AttentionOptions{}); }, "bf16");
   const Tensor d32 = Tensor::zeros({1, 8, 2, 32}, DType::BF16, gpu);
   throws_with([&] { fp8_attention_forward(d32, d32, d32, AttentionOptions{}); }, "head dim D must be 64, 128 or 256");
+}
+
+// The kernel-level quantiser (what the benchmark calls, past the op's checks) reads rows with
+// 16-byte loads: it refuses a pointer or a stride that would break them, before touching the GPU.
+TEST(Fp8AttentionCuda, KernelLevelQuantiserRefusesMisalignedRows) {
+#if !defined(FT_WITH_CUDA)
+  GTEST_SKIP() << "built without CUDA";
+#else
+  Fp8QuantParams p;
+  p.B = 2, p.T = 8, p.H = 2, p.D = 64;
+  p.batch_stride = 8 * 2 * 64, p.row_stride = 2 * 64, p.head_stride = 64;
+  alignas(16) static const uint16_t buffer[16] = {};
+  const auto refused = [](const Fp8QuantParams& q) {
+    try {
+      cuda::fp8_quantize(q, nullptr);
+    } catch (const Error& e) {
+      return std::string(e.what()).find("16-byte aligned") != std::string::npos;
+    }
+    return false;
+  };
+  Fp8QuantParams q = p;
+  q.x = buffer + 4;  // 8 bytes past a 16-byte boundary
+  EXPECT_TRUE(refused(q));
+  q = p, q.x = buffer, q.row_stride = 2 * 64 + 4;
+  EXPECT_TRUE(refused(q));
+  q = p, q.x = buffer, q.head_stride = 68;
+  EXPECT_TRUE(refused(q));
+#endif
 }
 
 }  // namespace
