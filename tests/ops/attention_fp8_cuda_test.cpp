@@ -1,7 +1,7 @@
 // FP8 attention on the GPU (H100 / H200: sm_90a) against its CPU emulation and the float64
 // reference: the quantiser's bytes and scales equal the CPU's bit for bit (per tile and per tensor,
 // with and without the Hadamard rotation, contiguous and fused-QKV-strided inputs, every head dim,
-// T with padding); the forward from the GPU's own quantised operands matches the emulation fed the
+// several heads, T with padding, padding-only tiles); the forward from the GPU's own quantised operands matches the emulation fed the
 // same bytes (tight: only bf16 output rounding, fp32 sums and rare one-ulp flips of P differ), with
 // Q = 0 gives the mean of V (the P V half on its own) and with V = I shows P itself (Q K^T); on
 // FlashAttention-3's outlier inputs the RMSE against float64 is that of the emulation and block +
@@ -20,6 +20,10 @@
 #include "ops/cpu/attention_reference.h"
 #include "tests/ops/attention_fp8_test_util.h"
 #include "tests/test_util.h"
+
+#if defined(FT_WITH_CUDA)
+#include "ops/cuda/attention/flash_fp8.h"
+#endif
 
 namespace ft::ops {
 namespace {
@@ -85,8 +89,10 @@ void expect_close_to_emulation(const std::vector<float>& out, const std::vector<
 TEST(Fp8AttentionCuda, QuantiserMatchesCpuBitForBit) {
   SKIP_WITHOUT_FP8_GPU();
   const int B = 2, H = 3;
+  // T = 40: the second Q tile is all padding (amax 0: scale 1, zero bytes); 100: one partial tile;
+  // 256: whole tiles; 300: whole tiles and a partial one.
   for (int D : {64, 128, 256})
-    for (int T : {100, 256})
+    for (int T : {40, 100, 256, 300})
       for (bool fused : {false, true}) {
         // fused: q, k, v are strided slices of one (B, T, 3, H, D) buffer, as the attention layer has them.
         const auto vals = outlier_values(static_cast<size_t>(B) * T * 3 * H * D, D + T);
@@ -261,6 +267,34 @@ TEST(Fp8AttentionCuda, RefusesWhatItCannotDo) {
   throws_with([&] { fp8_attention_forward(f16, f16, f16, AttentionOptions{}); }, "bf16");
   const Tensor d32 = Tensor::zeros({1, 8, 2, 32}, DType::BF16, gpu);
   throws_with([&] { fp8_attention_forward(d32, d32, d32, AttentionOptions{}); }, "head dim D must be 64, 128 or 256");
+}
+
+// The kernel-level quantiser (what the benchmark calls, past the op's checks) reads rows with
+// 16-byte loads: it refuses a pointer or a stride that would break them, before touching the GPU.
+TEST(Fp8AttentionCuda, KernelLevelQuantiserRefusesMisalignedRows) {
+#if !defined(FT_WITH_CUDA)
+  GTEST_SKIP() << "built without CUDA";
+#else
+  Fp8QuantParams p;
+  p.B = 2, p.T = 8, p.H = 2, p.D = 64;
+  p.batch_stride = 8 * 2 * 64, p.row_stride = 2 * 64, p.head_stride = 64;
+  alignas(16) static const uint16_t buffer[16] = {};
+  const auto refused = [](const Fp8QuantParams& q) {
+    try {
+      cuda::fp8_quantize(q, nullptr);
+    } catch (const Error& e) {
+      return std::string(e.what()).find("16-byte aligned") != std::string::npos;
+    }
+    return false;
+  };
+  Fp8QuantParams q = p;
+  q.x = buffer + 4;  // 8 bytes past a 16-byte boundary
+  EXPECT_TRUE(refused(q));
+  q = p, q.x = buffer, q.row_stride = 2 * 64 + 4;
+  EXPECT_TRUE(refused(q));
+  q = p, q.x = buffer, q.head_stride = 68;
+  EXPECT_TRUE(refused(q));
+#endif
 }
 
 }  // namespace

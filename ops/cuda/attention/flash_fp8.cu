@@ -1,6 +1,8 @@
 // FP8 attention launchers: the quantiser's launches and the head-dim switch of the forward.
 #include "ops/cuda/attention/flash_fp8.h"
 
+#include <cstdint>
+
 #include "core/cuda/check.h"
 #include "core/error.h"
 #include "ops/cuda/attention/flash_fp8_quantize_kernel.cuh"
@@ -9,17 +11,26 @@
 namespace ft::cuda {
 namespace {
 
-template <int D, int kTileRows>
+// One CTA per tile image; the shape (threads, rows per thread) is Fp8QuantShape's.
+template <int D, Fp8Operand kOperand, bool kRotate>
 void launch_quantize(const Fp8QuantParams& p, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(fp8_padded_rows(p.T) / kTileRows), static_cast<unsigned>(p.B * p.H));
-  flash::fp8_quantize_kernel<D, kTileRows><<<grid, flash::kFp8QuantThreads, 0, stream>>>(p);
+  using Shape = flash::Fp8QuantShape<D, kOperand>;
+  const dim3 grid(static_cast<unsigned>(fp8_padded_rows(p.T) / Shape::kTileRows), static_cast<unsigned>(p.B * p.H));
+  flash::fp8_quantize_kernel<D, kOperand, kRotate><<<grid, Shape::kThreads, 0, stream>>>(p);
   CUDA_CHECK_LAUNCH();
 }
 
 template <int D>
 void launch_quantize(const Fp8QuantParams& p, cudaStream_t stream) {
-  if (p.operand == Fp8Operand::kQ) return launch_quantize<D, kFp8QTileRows>(p, stream);
-  launch_quantize<D, kFp8KvTileRows>(p, stream);
+  switch (p.operand) {
+    case Fp8Operand::kQ:
+      return p.hadamard ? launch_quantize<D, Fp8Operand::kQ, true>(p, stream)
+                        : launch_quantize<D, Fp8Operand::kQ, false>(p, stream);
+    case Fp8Operand::kK:
+      return p.hadamard ? launch_quantize<D, Fp8Operand::kK, true>(p, stream)
+                        : launch_quantize<D, Fp8Operand::kK, false>(p, stream);
+    case Fp8Operand::kV: return launch_quantize<D, Fp8Operand::kV, false>(p, stream);
+  }
 }
 
 }  // namespace
@@ -29,6 +40,12 @@ void fp8_quantize(const Fp8QuantParams& p, Stream stream) {
   FT_CHECK_ARG(static_cast<int64_t>(p.B) * p.H <= 65535, "[fp8_attention] B * H = ",
                static_cast<int64_t>(p.B) * p.H, " exceeds 65535");
   FT_CHECK_ARG(!p.hadamard || p.operand != Fp8Operand::kV, "[fp8_attention] V is never rotated");
+  // The kernel reads rows with 16-byte loads (the ops front door checks the same for its tensors).
+  const bool aligned = reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && (p.B == 1 || p.batch_stride % 8 == 0) &&
+                       (p.T == 1 || p.row_stride % 8 == 0) && (p.H == 1 || p.head_stride % 8 == 0);
+  FT_CHECK_ARG(aligned, "[fp8_attention] the quantiser needs a 16-byte aligned input with batch, row and head ",
+               "strides that are multiples of 8 elements, got strides (", p.batch_stride, ", ", p.row_stride, ", ",
+               p.head_stride, ")");
   auto run = [&](const Fp8QuantParams& q) {
     switch (q.D) {
       case 64: return launch_quantize<64>(q, stream);
