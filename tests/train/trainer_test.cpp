@@ -259,7 +259,7 @@ TEST(Trainer, EvalCommandPrintsLossAndPerplexity) {
     return evaluate(t.model(), loader, 0, Device::cpu());
   }();
   std::ostringstream expect;
-  expect << "loss " << std::fixed << std::setprecision(4) << whole.loss << " | perplexity " << std::setprecision(2)
+  expect << "loss " << std::fixed << std::setprecision(6) << whole.loss << " | perplexity " << std::setprecision(2)
          << whole.ppl;
   EXPECT_EQ(out.str().rfind(expect.str(), 0), 0u) << out.str() << " vs " << expect.str();
 }
@@ -281,10 +281,13 @@ TEST(Trainer, EvalWithFp8AttentionIsCloseToTheModelsLoss) {
     std::istringstream in;
     std::ostringstream out, err;
     EXPECT_EQ(cli_main(args, in, out, err), 0) << err.str();
+    // The line names the FP8 attention when (and only when) it ran.
+    EXPECT_EQ(out.str().find("attention fp8") != std::string::npos, !extra.empty()) << out.str();
     return std::stod(out.str().substr(5));  // "loss X | ..."
   };
   const double model = loss_of({}), fp8 = loss_of({"--attention", "fp8"});
   EXPECT_NEAR(fp8, model, 0.01 * model);
+  EXPECT_NE(fp8, model) << "--attention fp8 gave the model's loss to 6 decimals: was the FP8 path used?";
 }
 
 TEST(Trainer, Fp16OverflowSkipsTheStepAndHalvesTheScale) {
