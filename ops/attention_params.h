@@ -94,16 +94,26 @@ FT_HOST_DEVICE int attention_kv_head(const AttentionParams& p, int h) {
   return p.H_kv > 0 && p.H_kv != p.H ? h / (p.H / p.H_kv) : h;
 }
 
+// kDocMask (the mask functions below): true tests p.doc_start at run time (the CPU references, the
+// naive kernels, the flash kernels' document-mask instantiations); false promises p.doc_start ==
+// nullptr and compiles no document-mask code at all. The flash kernels without the mask take
+// false: the runtime test alone, never taken, cost their D = 64 tiles registers and spills (ptxas,
+// sm_90a: up to 100 spill bytes a kernel) and 1-5% of their time (bench/attention/NOTES.md, session 11).
+
 // The first key of query `row`'s document in batch b (0 without a document mask). Rows past T (the
 // padding rows of a partial tile, whose result nobody reads) read row T - 1's, never past the array.
+template <bool kDocMask = true>
 FT_HOST_DEVICE int attention_doc_start(const AttentionParams& p, int b, int row) {
-  return p.doc_start ? p.doc_start[static_cast<int64_t>(b) * p.T + (row < p.T ? row : p.T - 1)] : 0;
+  if constexpr (!kDocMask) return 0;
+  else return p.doc_start ? p.doc_start[static_cast<int64_t>(b) * p.T + (row < p.T ? row : p.T - 1)] : 0;
 }
 
 // Whether query `row` of batch b attends to key `col` (both < T).
+template <bool kDocMask = true>
 FT_HOST_DEVICE bool attention_allowed(const AttentionParams& p, int b, int row, int col) {
   if (p.causal && col > row) return false;
-  if (p.doc_start && col < attention_doc_start(p, b, row)) return false;
+  if constexpr (kDocMask)
+    if (p.doc_start && col < attention_doc_start(p, b, row)) return false;
   if (p.block_size > 0) {
     const int qb = row / p.block_size, kb = col / p.block_size;
     return (kb <= qb && kb > qb - p.window_blocks) || kb < p.global_blocks;
@@ -118,10 +128,11 @@ FT_HOST_DEVICE bool attention_allowed(const AttentionParams& p, int b, int row, 
 // start of the tile's rows, doc_start being non-decreasing); without one, nothing.
 enum AttentionTileKind : int { kTileEmpty = 0, kTilePartial = 1, kTileFull = 2 };
 
+template <bool kDocMask = true>
 FT_HOST_DEVICE int attention_tile_kind(const AttentionParams& p, int b, int m0, int m1, int n0, int n1) {
   if (p.causal && n0 > m1 - 1) return kTileEmpty;
   bool full = !(p.causal && n1 - 1 > m0);
-  if (p.doc_start) {
+  if (kDocMask && p.doc_start) {
     if (n1 - 1 < attention_doc_start(p, b, m0)) return kTileEmpty;  // every key before every row's document
     full = full && n0 >= attention_doc_start(p, b, m1 - 1);          // every key inside every row's document
   }

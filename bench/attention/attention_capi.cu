@@ -118,6 +118,9 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     return;
   }
   if (p.dtype != AttentionDType::kBF16) throw Error("variants are built for bf16 only");
+  // The tuning variants instantiate the kernels without the document mask (kDocMask false: its
+  // code costs the dense kernels registers); the shipped paths (variants 0 and 4) take it.
+  if (p.doc_start != nullptr) throw Error(str("variant ", variant, " has no document mask (variants 0 and 4 do)"));
   if (variant < 1 || variant > 28) throw Error(str("unknown variant ", variant));
   const int group = variant == 1 ? 0 : FlashConfig<64>::kGroupTokens;
   if (forward) {

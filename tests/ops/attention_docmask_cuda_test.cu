@@ -2,7 +2,8 @@
 // and naive attention against a brute-force float64 attention whose mask comes from the tokens
 // (tests/ops/docmask_test_util.h), flash within twice naive's error, for several documents per
 // row, boundaries inside tiles, back-to-back eots and rows with no eot, dense and block-sparse,
-// both head dims, through every flash kernel path (wgmma and mma.sync forwards, both wgmma tiles,
+// head dims 64 and 128 (and 256, f16, T > 2048: every document-mask instantiation of the kernels),
+// through every flash kernel path (wgmma and mma.sync forwards, both wgmma tiles,
 // the 4-warp and wide backwards, the dQ kernel and the ordered dQ); with dropout against the float64 CPU reference (which the CPU suite checks
 // against the brute force); the deterministic backward stays bit-identical (and finishes: its dQ
 // order counts only the key blocks the mask leaves).
@@ -10,10 +11,12 @@
 
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/attention.h"
 #include "ops/cuda/attention/flash_attention.h"
+#include "ops/cuda/attention/flash_launch_common.h"
 #include "ops/document_mask.h"
 #include "ops/elementwise.h"
 #include "tests/ops/docmask_test_util.h"
@@ -132,40 +135,76 @@ bool sparse_visible(int i, int j, int bs, int window, int global) {
 
 struct Case {
   int T, D, block_size;  // block_size > 0: block-sparse (window 2, global 1) under the document mask
+  DType dtype = DType::BF16;
+  int H = 2;
 };
+
+// Flash (every kernel path, both backward modes) and naive against the brute force on case c.
+void expect_case_against_brute_force(const Case& c) {
+  const int B = 3, H = c.H, T = c.T, D = c.D;
+  // Row 0: documents from 0, 5, inside the second tile and near the end; row 1: no eot; row 2:
+  // back-to-back eots, one document spanning tiles.
+  const std::vector<int32_t> tok = tokens_with_eots(B, T, {{0, 5, 70, 150, T - 1}, {}, {1, 2, 17, 130, 131}});
+  std::vector<bool> mask = brute_force_mask(tok, B, T);
+  AttentionOptions o;
+  if (c.block_size) {
+    o.block_size = c.block_size, o.window_blocks = 2, o.global_blocks = 1;
+    for (int b = 0; b < B; ++b)
+      for (int i = 0; i < T; ++i)
+        for (int j = 0; j < T; ++j)
+          if (!sparse_visible(i, j, c.block_size, 2, 1)) mask[(static_cast<size_t>(b) * T + i) * T + j] = false;
+  }
+  // Values exact in bf16, so in f16 too (randn's range).
+  const Tensor qkv = test::randn_tensor({B, T, 3 * H * D}, 40 + T + D, DType::BF16);
+  const Tensor dout = test::randn_tensor({B, T, H, D}, 41 + T + D, DType::BF16);
+  const auto parts = [&](int which) { return qkv.view({B, T, 3, H, D}).select(2, which).contiguous().to_doubles(); };
+  const BruteForce bf = brute_force_attention(mask, B, T, H, D, 1.f / std::sqrt(static_cast<float>(D)), parts(0),
+                                              parts(1), parts(2), dout.to_doubles());
+  const Tensor qkv_d = cast(qkv, c.dtype).to(Device::cuda(0)), dout_d = cast(dout, c.dtype).to(Device::cuda(0));
+  o.doc_start = document_starts(Tensor::from_vector(tok, {B, T}).to(Device::cuda(0)));
+  const std::string name = "T" + std::to_string(T) + " D" + std::to_string(D) + " sparse" +
+                           std::to_string(c.block_size) + " " + std::string(dtype_name(c.dtype));
+  for (const bool det : {false, true}) {
+    o.deterministic = det;
+    expect_flash_within_twice_naive(qkv_d, dout_d, B, T, H, D, o, {bf.o, bf.dq, bf.dk, bf.dv},
+                                    name + (det ? " deterministic" : ""));
+  }
+}
 
 TEST(DocMaskCuda, FlashAndNaiveAgainstBruteForce) {
   FT_REQUIRE_CUDA();
-  const int B = 3, H = 2;
   for (const Case& c : {Case{200, 64, 0}, Case{200, 128, 0}, Case{333, 64, 0}, Case{333, 128, 0}, Case{300, 64, 64},
-                       Case{300, 128, 32}}) {
-    const int T = c.T, D = c.D;
-    // Row 0: documents from 0, 5, inside the second tile and near the end; row 1: no eot; row 2:
-    // back-to-back eots, one document spanning tiles.
-    const std::vector<int32_t> tok = tokens_with_eots(B, T, {{0, 5, 70, 150, T - 1}, {}, {1, 2, 17, 130, 131}});
-    std::vector<bool> mask = brute_force_mask(tok, B, T);
-    AttentionOptions o;
-    if (c.block_size) {
-      o.block_size = c.block_size, o.window_blocks = 2, o.global_blocks = 1;
-      for (int b = 0; b < B; ++b)
-        for (int i = 0; i < T; ++i)
-          for (int j = 0; j < T; ++j)
-            if (!sparse_visible(i, j, c.block_size, 2, 1)) mask[(static_cast<size_t>(b) * T + i) * T + j] = false;
-    }
-    const Tensor qkv = test::randn_tensor({B, T, 3 * H * D}, 40 + T + D, DType::BF16);  // values exact in bf16
-    const Tensor dout = test::randn_tensor({B, T, H, D}, 41 + T + D, DType::BF16);
-    const auto parts = [&](int which) { return qkv.view({B, T, 3, H, D}).select(2, which).contiguous().to_doubles(); };
-    const BruteForce bf = brute_force_attention(mask, B, T, H, D, 1.f / std::sqrt(static_cast<float>(D)), parts(0),
-                                                parts(1), parts(2), dout.to_doubles());
-    const Tensor qkv_d = qkv.to(Device::cuda(0)), dout_d = dout.to(Device::cuda(0));
-    o.doc_start = document_starts(Tensor::from_vector(tok, {B, T}).to(Device::cuda(0)));
-    const std::string name = "T" + std::to_string(T) + " D" + std::to_string(D) + " sparse" + std::to_string(c.block_size);
-    for (const bool det : {false, true}) {
-      o.deterministic = det;
-      expect_flash_within_twice_naive(qkv_d, dout_d, B, T, H, D, o, {bf.o, bf.dq, bf.dk, bf.dv},
-                                      name + (det ? " deterministic" : ""));
-    }
+                        Case{300, 128, 32}})
+    expect_case_against_brute_force(c);
+}
+
+// A kernel instantiated without the document mask compiles none of its code, so a launcher that
+// would hand it a doc_start (the benchmark's direct launches) refuses by name. Host code only: runs
+// without a GPU.
+TEST(DocMaskCuda, KernelsWithoutTheMaskRefuseADocStart) {
+  AttentionParams p;
+  EXPECT_NO_THROW(cuda::flash::check_doc_mask_built<false>(p));
+  EXPECT_NO_THROW(cuda::flash::check_doc_mask_built<true>(p));  // the twin also serves a dense call
+  const int starts[1] = {0};
+  p.doc_start = starts;
+  EXPECT_NO_THROW(cuda::flash::check_doc_mask_built<true>(p));
+  try {
+    cuda::flash::check_doc_mask_built<false>(p);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("document mask"), std::string::npos) << e.what();
   }
+}
+
+// The document mask is a template flag of the flash kernels (kDocMask), so every kernel the
+// launchers pick has a document-mask twin of its own: these reach the twins the cases above do
+// not -- f16, D = 256, and T > 2048 (the 128-row mma.sync forward tile, the two-warpgroup wgmma
+// forward and the wide backward by default).
+TEST(DocMaskCuda, HalfHeadDim256AndLongRowsTakeTheMask) {
+  FT_REQUIRE_CUDA();
+  for (const Case& c : {Case{200, 64, 0, DType::F16}, Case{333, 128, 0, DType::F16}, Case{333, 256, 0},
+                        Case{200, 256, 0, DType::F16}, Case{2100, 64, 0, DType::BF16, 1}})
+    expect_case_against_brute_force(c);
 }
 
 // Dropout under the document mask: against the float64 CPU reference with the same Philox state;
@@ -173,26 +212,30 @@ TEST(DocMaskCuda, FlashAndNaiveAgainstBruteForce) {
 // finishes and repeats bit for bit.
 TEST(DocMaskCuda, DropoutAgainstReferenceAndDeterministicRepeats) {
   FT_REQUIRE_CUDA();
-  const int B = 2, H = 2, T = 384, D = 64;
-  const std::vector<int32_t> tok = tokens_with_eots(B, T, {{0, 40, 41, 200, 333}, {100}});
-  const Tensor qkv = test::randn_tensor({B, T, 3 * H * D}, 90, DType::BF16);
-  const Tensor dout = test::randn_tensor({B, T, H, D}, 91, DType::BF16);
-  AttentionOptions o;
-  o.dropout_p = 0.1f;
-  o.philox = {77, 5};
-  o.doc_start = document_starts(Tensor::from_vector(tok, {B, T}));
-  const Result ref = run(true, cast(qkv, DType::F64), cast(dout, DType::F64), B, T, H, D, o);  // CPU float64
-  const Expected expected{ref.fwd.out.to_doubles(), part(ref.dqkv, 0, B, T, H, D), part(ref.dqkv, 1, B, T, H, D),
-                          part(ref.dqkv, 2, B, T, H, D)};
-  const Tensor qkv_d = qkv.to(Device::cuda(0)), dout_d = dout.to(Device::cuda(0));
-  o.doc_start = o.doc_start.to(Device::cuda(0));
-  for (const bool det : {false, true}) {
-    o.deterministic = det;
-    expect_flash_within_twice_naive(qkv_d, dout_d, B, T, H, D, o, expected, det ? "p0.1 deterministic" : "p0.1");
+  // D = 64 bf16 as trained; f16 and D = 128, 256 reach the other dropout kernels' document-mask twins.
+  for (const auto& [D, dtype] : {std::pair{64, DType::BF16}, std::pair{128, DType::F16}, std::pair{256, DType::BF16}}) {
+    const int B = 2, H = 2, T = 384;
+    const std::string name = "D" + std::to_string(D) + " " + dtype_name(dtype) + " p0.1";
+    const std::vector<int32_t> tok = tokens_with_eots(B, T, {{0, 40, 41, 200, 333}, {100}});
+    const Tensor qkv = test::randn_tensor({B, T, 3 * H * D}, 90, DType::BF16);  // values exact in bf16 and f16
+    const Tensor dout = test::randn_tensor({B, T, H, D}, 91, DType::BF16);
+    AttentionOptions o;
+    o.dropout_p = 0.1f;
+    o.philox = {77, 5};
+    o.doc_start = document_starts(Tensor::from_vector(tok, {B, T}));
+    const Result ref = run(true, cast(qkv, DType::F64), cast(dout, DType::F64), B, T, H, D, o);  // CPU float64
+    const Expected expected{ref.fwd.out.to_doubles(), part(ref.dqkv, 0, B, T, H, D), part(ref.dqkv, 1, B, T, H, D),
+                            part(ref.dqkv, 2, B, T, H, D)};
+    const Tensor qkv_d = cast(qkv, dtype).to(Device::cuda(0)), dout_d = cast(dout, dtype).to(Device::cuda(0));
+    o.doc_start = o.doc_start.to(Device::cuda(0));
+    for (const bool det : {false, true}) {
+      o.deterministic = det;
+      expect_flash_within_twice_naive(qkv_d, dout_d, B, T, H, D, o, expected, name + (det ? " deterministic" : ""));
+    }
+    o.deterministic = true;
+    const Result a = run(true, qkv_d, dout_d, B, T, H, D, o), b = run(true, qkv_d, dout_d, B, T, H, D, o);
+    EXPECT_EQ(a.dqkv.to_doubles(), b.dqkv.to_doubles()) << name;
   }
-  o.deterministic = true;
-  const Result a = run(true, qkv_d, dout_d, B, T, H, D, o), b = run(true, qkv_d, dout_d, B, T, H, D, o);
-  EXPECT_EQ(a.dqkv.to_doubles(), b.dqkv.to_doubles());
 }
 
 }  // namespace

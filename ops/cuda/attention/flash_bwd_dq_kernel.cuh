@@ -29,7 +29,8 @@ constexpr int flash_bwd_dq_smem_bytes() {
   return (2 * Kt::kBlockM + 4 * Kt::kBlockN) * Kt::kSmemStride * 2;
 }
 
-template <class Kt, bool kBF16, bool kDropout>
+// kDocMask: as flash_fwd_kernel's (no document-mask code without it, for the registers).
+template <class Kt, bool kBF16, bool kDropout, bool kDocMask>
 __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     flash_bwd_dq_kernel(const AttentionParams p, int heads_per_group) {
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
@@ -43,7 +44,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int T = p.T;
-  const QueryBlock<BM, BN> blk(p, heads_per_group);
+  const QueryBlock<BM, BN, kDocMask> blk(p, heads_per_group);
   const int bh = blk.bh, m0 = blk.m0, m1 = blk.m1, n_end = blk.n_end;
   const int warp_row0 = warp * MT * 16;
   DropoutParams drop = p.dropout;
@@ -149,8 +150,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     }
 
     // Masked pairs: S = -inf (P = 0), in a pass only partial tiles take (flash_bwd_kernel.cuh: why).
-    if (attention_tile_kind(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
-      mask_scores(acc_s, p, b, [&](int mi, int nb, int e) {
+    if (attention_tile_kind<kDocMask>(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
+      mask_scores<kDocMask>(acc_s, p, b, [&](int mi, int nb, int e) {
         return make_int2(m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * (e >> 1), n0 + nb * 8 + 2 * (lane & 3) + (e & 1));
       });
     }

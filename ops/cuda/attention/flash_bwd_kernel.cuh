@@ -39,7 +39,9 @@
 
 namespace ft::cuda::flash {
 
-template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false>
+// kDocMask: the document mask (p.doc_start) is compiled in (attention_params.h: without it no
+// document-mask code, for the registers).
+template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq, bool kDocMask>
 __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     flash_bwd_kernel(const AttentionParams p, int heads_per_group, int* dq_semaphore) {
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
@@ -59,7 +61,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   const int T = p.T;
   // Causal: key block 0 sees every query tile, so rank = n_block runs longest first; the
   // deterministic order runs shortest first (see the top of this file).
-  const KeyBlock<BM, BN, D, S, NT> blk(p, heads_per_group, kOrderedDq);
+  const KeyBlock<BM, BN, D, S, NT, kDocMask> blk(p, heads_per_group, kOrderedDq);
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
   const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, n1 = blk.n1, m_blocks = blk.m_blocks;
@@ -232,7 +234,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     if constexpr (kOrderedDq) {
       if (lane == 0) {
         if (pending_release != nullptr) red_release_gpu_add(pending_release, 1);
-        if (dq_blocks_above_closed_form(p) && peek != dq_blocks_above(p, b, m0, m1, n_block, n_blocks, BN, 0))
+        if (dq_blocks_above_closed_form<kDocMask>(p) &&
+            peek != dq_blocks_above<kDocMask>(p, b, m0, m1, n_block, n_blocks, BN, 0))
           peek = ld_relaxed_gpu(dq_sem(m));
       }
       pending_release = nullptr;
@@ -242,8 +245,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     // Tested inside the loop below, the per-element branches cut it into basic blocks the compiler
     // cannot interleave (H200, T = 4096, p = 0.1: bwd 2.85 -> 2.70 ms; the deterministic kernels
     // gained 16-17%; bench/attention/NOTES.md, session 5).
-    if (attention_tile_kind(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T || m0 + BM > T) {
-      mask_scores(acc_s, p, b, [&](int ni, int nb, int e) {
+    if (attention_tile_kind<kDocMask>(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T || m0 + BM > T) {
+      mask_scores<kDocMask>(acc_s, p, b, [&](int ni, int nb, int e) {
         return make_int2(m0 + nb * 8 + 2 * (lane & 3) + (e & 1), n0 + key_row0 + ni * 16 + (lane >> 2) + 8 * (e >> 1));
       });
     }
@@ -337,7 +340,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
         // FlashCuda.DeterministicBackwardIsBitIdentical checks the bits.
         int* sem = nullptr;
         if constexpr (kOrderedDq) {
-          const int expected = dq_blocks_above(p, b, m0, m1, n_block, n_blocks, BN, lane);
+          const int expected = dq_blocks_above<kDocMask>(p, b, m0, m1, n_block, n_blocks, BN, lane);
           sem = dq_sem(m);
           if (lane == 0) {
             if (pending_release != nullptr) red_release_gpu_add(pending_release, 1);

@@ -71,7 +71,8 @@ using FlashBwdWideNoDq = FlashBwdWideTraits<Kt::kHeadDim, Kt::kBlockM, Kt::kBloc
 // slab in descending order, as in flash_bwd_kernel.cuh (its top comment says why that cannot
 // deadlock); a warp's counter is the one of its 16 x kDW slab, four per 32 query rows (the layout
 // of flash_attention_backward_workspace: 2 slabs x 2 column halves). Slabs past T add nothing.
-template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false>
+// kDocMask: as flash_bwd_kernel's (no document-mask code without it, for the registers).
+template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq, bool kDocMask>
 __global__ void __launch_bounds__(Kt::kNThreads, 1)
     flash_bwd_wide_kernel(const AttentionParams p, int heads_per_group, int* dq_semaphore) {
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
@@ -93,7 +94,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   const int T = p.T;
   // Causal: key block 0 sees every query tile, so it runs first (longest first); kOrderedDq runs the
   // blocks in the order they add into dQ (descending).
-  const KeyBlock<BM, BN, D, S, NT> blk(p, heads_per_group, kOrderedDq);
+  const KeyBlock<BM, BN, D, S, NT, kDocMask> blk(p, heads_per_group, kOrderedDq);
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
   const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, n1 = blk.n1, m_blocks = blk.m_blocks;
@@ -164,8 +165,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
 
     // Phase 2: P, dS, P o Z -> shared memory. Row (query) r of fragment (mi, half) is
     // s_row0 + 16 mi + lane / 4 + 8 half; column (key) of (nb, e) is s_col0 + 8 nb + 2 (lane % 4) + (e & 1).
-    if (attention_tile_kind(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T || m0 + BM > T) {
-      mask_scores(acc_s, p, b, [&](int mi, int nb, int e) {
+    if (attention_tile_kind<kDocMask>(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T || m0 + BM > T) {
+      mask_scores<kDocMask>(acc_s, p, b, [&](int mi, int nb, int e) {
         return make_int2(m0 + s_row0 + mi * 16 + (lane >> 2) + 8 * (e >> 1), n0 + s_col0 + nb * 8 + 2 * (lane & 3) + (e & 1));
       });
     }
@@ -259,7 +260,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
           }
           if constexpr (kOrderedDq) {
             if (pass == 0) {
-              const int expected = dq_blocks_above(p, b, m0, m1, blk.n_block, blk.n_blocks, BN, lane);
+              const int expected = dq_blocks_above<kDocMask>(p, b, m0, m1, blk.n_block, blk.n_blocks, BN, lane);
               const int64_t tiles32 = (T + 31) / 32;
               sem = dq_semaphore + (bh * tiles32 + dq_row0 / 32) * 4 + ((dq_row0 / 16) & 1) * 2 + w2;
               if (lane == 0)

@@ -28,7 +28,9 @@
 
 namespace ft::cuda::flash {
 
-template <class Kt, bool kBF16, bool kDropout>
+// kDocMask: the document mask (p.doc_start) is compiled in (attention_params.h: without it no
+// document-mask code, for the registers).
+template <class Kt, bool kBF16, bool kDropout, bool kDocMask>
 __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_kernel(const AttentionParams p,
                                                                                   int heads_per_group) {
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
@@ -41,7 +43,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int T = p.T;
-  const QueryBlock<BM, BN> blk(p, heads_per_group);
+  const QueryBlock<BM, BN, kDocMask> blk(p, heads_per_group);
   const int bh = blk.bh, b = blk.b, m0 = blk.m0, m1 = blk.m1, n_end = blk.n_end;
   const int warp_row0 = warp * MT * 16;  // first local row of this warp
   DropoutParams drop = p.dropout;
@@ -133,7 +135,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
       }
     }
 
-    if (attention_tile_kind(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
+    if (attention_tile_kind<kDocMask>(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
 #pragma unroll
       for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
@@ -142,7 +144,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
           for (int e = 0; e < 4; ++e) {
             const int row = m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * (e >> 1);
             const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
-            if (col >= T || !attention_allowed(p, b, row, col)) acc_s[mi][nb][e] = -INFINITY;
+            if (col >= T || !attention_allowed<kDocMask>(p, b, row, col)) acc_s[mi][nb][e] = -INFINITY;
           }
     }
 

@@ -67,7 +67,8 @@ struct FlashFwdWgmmaTraits {
   static_assert(kPrefetch >= 1 && (kBlockN == 64 || kBlockN == 128), "wgmma forward tile");
 };
 
-template <class Kt, bool kBF16, bool kDropout>
+// kDocMask: as flash_fwd_kernel's (no document-mask code without it, for the registers).
+template <class Kt, bool kBF16, bool kDropout, bool kDocMask>
 __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     flash_fwd_wgmma_kernel(const AttentionParams p, int heads_per_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -83,7 +84,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int T = p.T;
-  const QueryBlock<BM, BN> blk(p, heads_per_group);
+  const QueryBlock<BM, BN, kDocMask> blk(p, heads_per_group);
   const int bh = blk.bh, b = blk.b, m0 = blk.m0, m1 = blk.m1, n_end = blk.n_end;
   const int warp_row0 = warp * 16;
   DropoutParams drop = p.dropout;
@@ -176,14 +177,14 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     reg_fence(acc_s);
     reg_fence(acc_o);
 
-    if (attention_tile_kind(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
+    if (attention_tile_kind<kDocMask>(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
 #pragma unroll
       for (int nb = 0; nb < BN / 8; ++nb)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int row = m0 + warp_row0 + (lane >> 2) + 8 * (e >> 1);
           const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
-          if (col >= T || !attention_allowed(p, b, row, col)) acc_s[nb][e] = -INFINITY;
+          if (col >= T || !attention_allowed<kDocMask>(p, b, row, col)) acc_s[nb][e] = -INFINITY;
         }
     }
 
@@ -284,9 +285,11 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
 #endif
 }
 
-template <class Kt, bool kBF16, bool kDropout>
+template <class Kt, bool kBF16, bool kDropout, bool kDocMask = false>
 void launch_flash_fwd_wgmma(const AttentionParams& p, cudaStream_t stream, int group_tokens) {
-  launch_query_major<Kt>(flash_fwd_wgmma_kernel<Kt, kBF16, kDropout>, Kt::kSmemBytes, p, stream, group_tokens);
+  check_doc_mask_built<kDocMask>(p);
+  launch_query_major<Kt>(flash_fwd_wgmma_kernel<Kt, kBF16, kDropout, kDocMask>, Kt::kSmemBytes, p, stream,
+                         group_tokens);
 }
 
 }  // namespace ft::cuda::flash

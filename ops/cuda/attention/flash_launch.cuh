@@ -1,6 +1,6 @@
-// Launch templates: the one switch that turns runtime choices (dtype, dropout on/off) into
-// template parameters, and the tile shapes per head dim. Included only by the per-head-dim
-// translation units (flash_fwd_hdim64.cu, ...), so each TU instantiates one head dim.
+// Launch templates: the one switch that turns runtime choices (dtype, dropout on/off, document
+// mask on/off) into template parameters, and the tile shapes per head dim. Included only by the
+// per-head-dim translation units (flash_fwd_hdim64.cu, ...), so each TU instantiates one head dim.
 //
 // Tile shapes (see flash_traits.h), chosen from timings on an H200 (bench/attention, causal bf16,
 // H=12, B*T=32768; numbers in bench/attention/NOTES.md):
@@ -123,30 +123,40 @@ struct IsWideBwd : std::false_type {};
 template <int kHeadDim, int kBlockM, int kBlockN, bool kWithDq>
 struct IsWideBwd<FlashBwdWideTraits<kHeadDim, kBlockM, kBlockN, kWithDq>> : std::true_type {};
 
-// Runs f(std::bool_constant<kBF16>, std::bool_constant<kDropout>).
+// Runs f(std::bool_constant<kBF16>, std::bool_constant<kDropout>, std::bool_constant<kDocMask>).
+// The document mask is a template flag rather than a runtime test inside the kernels because the
+// test alone cost the dense D = 64 kernels registers and spills (attention_params.h); the op takes
+// it only with causal attention, but causal is a runtime flag, so every dense kernel has a
+// document-mask twin.
 template <class F>
-void dispatch_dtype_dropout(const AttentionParams& p, F&& f) {
+void dispatch_kernel_flags(const AttentionParams& p, F&& f) {
   const bool bf16 = p.dtype == AttentionDType::kBF16;
   const bool dropout = p.dropout.threshold != 0;
+  auto with_doc_mask = [&](auto kbf16, auto kdropout) {
+    if (p.doc_start != nullptr) f(kbf16, kdropout, std::true_type{});
+    else f(kbf16, kdropout, std::false_type{});
+  };
   if (bf16) {
-    if (dropout) f(std::true_type{}, std::true_type{});
-    else f(std::true_type{}, std::false_type{});
+    if (dropout) with_doc_mask(std::true_type{}, std::true_type{});
+    else with_doc_mask(std::true_type{}, std::false_type{});
   } else {
-    if (dropout) f(std::false_type{}, std::true_type{});
-    else f(std::false_type{}, std::false_type{});
+    if (dropout) with_doc_mask(std::false_type{}, std::true_type{});
+    else with_doc_mask(std::false_type{}, std::false_type{});
   }
 }
 
-template <class Kt, bool kBF16, bool kDropout>
+template <class Kt, bool kBF16, bool kDropout, bool kDocMask = false>
 void launch_flash_fwd(const AttentionParams& p, cudaStream_t stream, int group_tokens) {
-  launch_query_major<Kt>(flash_fwd_kernel<Kt, kBF16, kDropout>, Kt::kSmemBytes, p, stream, group_tokens);
+  check_doc_mask_built<kDocMask>(p);
+  launch_query_major<Kt>(flash_fwd_kernel<Kt, kBF16, kDropout, kDocMask>, Kt::kSmemBytes, p, stream, group_tokens);
 }
 
-// One tile shape for every (dtype, dropout): used by the benchmark's tuning variants.
+// One tile shape for every (dtype, dropout, document mask): used by the benchmark's tuning variants.
 template <class Kt>
 void run_flash_fwd_with(const AttentionParams& p, cudaStream_t stream, int group_tokens = 0) {
-  dispatch_dtype_dropout(p, [&](auto bf16, auto dropout) {
-    launch_flash_fwd<Kt, decltype(bf16)::value, decltype(dropout)::value>(p, stream, group_tokens);
+  dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto doc_mask) {
+    launch_flash_fwd<Kt, decltype(bf16)::value, decltype(dropout)::value, decltype(doc_mask)::value>(p, stream,
+                                                                                                     group_tokens);
   });
 }
 
@@ -180,7 +190,7 @@ struct BwdRowKernels {
   }
 };
 
-template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false>
+template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false, bool kDocMask = false>
 void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_tokens,
                       int* dq_semaphore = nullptr) {
   constexpr int kHeadDim = Kt::kHeadDim;
@@ -188,51 +198,54 @@ void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_t
                 "the dQ counters (flash_attention.h) are sized for 32-query tiles of 4 warps");
   static_assert(DqAccumLayout<kHeadDim>::kRowAlign % Kt::kBlockM == 0, "dq_accum rows cover whole tiles");
   check_grid(p);
+  check_doc_mask_built<kDocMask>(p);
   const BwdRowKernels<kHeadDim> rows(p);
   const int64_t n_semaphores =
       kOrderedDq ? flash_attention_backward_workspace(p).dq_semaphore_ints : 0;
   rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, rows.accum_floats);
-  launch_key_major<Kt>(flash_bwd_kernel<Kt, kBF16, kDropout, kOrderedDq>, Kt::kSmemBytes, p, stream,
+  launch_key_major<Kt>(flash_bwd_kernel<Kt, kBF16, kDropout, kOrderedDq, kDocMask>, Kt::kSmemBytes, p, stream,
                        group_tokens, dq_semaphore);
   rows.template convert_dq<kBF16>(p, stream);
 }
 
 // The wide-tile backward (flash_bwd_wide_kernel.cuh): atomic dQ, or (kOrderedDq) the counter-ordered dQ.
-template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false>
+template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false, bool kDocMask = false>
 void launch_flash_bwd_wide(const AttentionParams& p, cudaStream_t stream, int group_tokens,
                            int* dq_semaphore = nullptr) {
   static_assert(DqAccumLayout<Kt::kHeadDim>::kRowAlign % Kt::kBlockM == 0, "dq_accum rows cover whole tiles");
   static_assert(!kOrderedDq || (Kt::kMQ == 16 && kFlashDqTileRows == 32 && kFlashDqSemaphoresPerTile == 4),
                 "the dQ counters (flash_attention.h): one per 16-row slab and column half, 4 per 32 rows");
   check_grid(p);
+  check_doc_mask_built<kDocMask>(p);
   const BwdRowKernels<Kt::kHeadDim> rows(p);
   const int64_t n_semaphores = kOrderedDq ? flash_attention_backward_workspace(p).dq_semaphore_ints : 0;
   rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, rows.accum_floats);
-  launch_key_major<Kt>(flash_bwd_wide_kernel<Kt, kBF16, kDropout, kOrderedDq>, Kt::kSmemBytes, p, stream,
-                       group_tokens, dq_semaphore);
+  launch_key_major<Kt>(flash_bwd_wide_kernel<Kt, kBF16, kDropout, kOrderedDq, kDocMask>, Kt::kSmemBytes, p,
+                       stream, group_tokens, dq_semaphore);
   rows.template convert_dq<kBF16>(p, stream);
 }
 
 // The split deterministic backward: dK, dV from the main kernel (Kt: the 4-warp or the wide tile)
 // without its dQ phase (longest key blocks first, no counters), then dQ from flash_bwd_dq_kernel
 // (KtDq: a forward-shaped tile).
-template <class Kt, class KtDq, bool kBF16, bool kDropout>
+template <class Kt, class KtDq, bool kBF16, bool kDropout, bool kDocMask = false>
 void launch_flash_bwd_split(const AttentionParams& p, cudaStream_t stream, int group_tokens) {
   constexpr int kHeadDim = Kt::kHeadDim;
   static_assert(KtDq::kHeadDim == kHeadDim, "one head dim");
   check_grid(p);
+  check_doc_mask_built<kDocMask>(p);
   BwdRowKernels<kHeadDim>(p).template preprocess<kBF16>(p, stream, nullptr, 0, 0);
   if constexpr (IsWideBwd<Kt>::value) {
     using KtNoDq = FlashBwdWideNoDq<Kt>;
-    launch_key_major<KtNoDq>(flash_bwd_wide_kernel<KtNoDq, kBF16, kDropout>, KtNoDq::kSmemBytes, p, stream,
-                             group_tokens, nullptr);
+    launch_key_major<KtNoDq>(flash_bwd_wide_kernel<KtNoDq, kBF16, kDropout, false, kDocMask>, KtNoDq::kSmemBytes,
+                             p, stream, group_tokens, nullptr);
   } else {
     using KtNoDq = FlashBwdNoDq<Kt>;
-    launch_key_major<KtNoDq>(flash_bwd_kernel<KtNoDq, kBF16, kDropout, false>, KtNoDq::kSmemBytes, p, stream,
-                             group_tokens, nullptr);
+    launch_key_major<KtNoDq>(flash_bwd_kernel<KtNoDq, kBF16, kDropout, false, kDocMask>, KtNoDq::kSmemBytes, p,
+                             stream, group_tokens, nullptr);
   }
-  launch_query_major<KtDq>(flash_bwd_dq_kernel<KtDq, kBF16, kDropout>, flash_bwd_dq_smem_bytes<KtDq>(), p,
-                           stream, group_tokens);
+  launch_query_major<KtDq>(flash_bwd_dq_kernel<KtDq, kBF16, kDropout, kDocMask>, flash_bwd_dq_smem_bytes<KtDq>(),
+                           p, stream, group_tokens);
 }
 
 // Deterministic: without dropout the split backward, with dropout the counter-ordered dQ; each is
@@ -242,17 +255,20 @@ void launch_flash_bwd_split(const AttentionParams& p, cudaStream_t stream, int g
 template <class Kt>
 void run_flash_bwd_with(const AttentionParams& p, cudaStream_t stream, int group_tokens = 0,
                         const FlashBackwardMode& mode = {}) {
-  dispatch_dtype_dropout(p, [&](auto bf16, auto dropout) {
+  dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto doc_mask) {
     constexpr bool kBF16 = decltype(bf16)::value, kDropout = decltype(dropout)::value;
+    constexpr bool kDoc = decltype(doc_mask)::value;
     constexpr bool kWide = IsWideBwd<Kt>::value;
     if (!mode.deterministic) {
-      if constexpr (kWide) launch_flash_bwd_wide<Kt, kBF16, kDropout>(p, stream, group_tokens);
-      else launch_flash_bwd<Kt, kBF16, kDropout, false>(p, stream, group_tokens);
+      if constexpr (kWide) launch_flash_bwd_wide<Kt, kBF16, kDropout, false, kDoc>(p, stream, group_tokens);
+      else launch_flash_bwd<Kt, kBF16, kDropout, false, kDoc>(p, stream, group_tokens);
     } else if constexpr (kDropout) {
-      if constexpr (kWide) launch_flash_bwd_wide<Kt, kBF16, true, true>(p, stream, group_tokens, mode.dq_semaphore);
-      else launch_flash_bwd<Kt, kBF16, true, true>(p, stream, group_tokens, mode.dq_semaphore);
+      if constexpr (kWide)
+        launch_flash_bwd_wide<Kt, kBF16, true, true, kDoc>(p, stream, group_tokens, mode.dq_semaphore);
+      else launch_flash_bwd<Kt, kBF16, true, true, kDoc>(p, stream, group_tokens, mode.dq_semaphore);
     } else {
-      launch_flash_bwd_split<Kt, typename FlashConfig<Kt::kHeadDim>::BwdDq, kBF16, false>(p, stream, group_tokens);
+      launch_flash_bwd_split<Kt, typename FlashConfig<Kt::kHeadDim>::BwdDq, kBF16, false, kDoc>(p, stream,
+                                                                                               group_tokens);
     }
   });
 }
@@ -261,26 +277,27 @@ template <int kHeadDim>
 void run_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Config = FlashConfig<kHeadDim>;
   [[maybe_unused]] const bool wgmma = kHeadDim == 64 && flash_wgmma_enabled();
-  dispatch_dtype_dropout(p, [&](auto bf16, auto dropout) {
-    constexpr bool kBF16 = decltype(bf16)::value;
+  dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto doc_mask) {
+    constexpr bool kBF16 = decltype(bf16)::value, kDropout = decltype(dropout)::value;
+    constexpr bool kDoc = decltype(doc_mask)::value;
     if constexpr (kHeadDim == 64) {
-      if (wgmma && p.T <= flash_fwd_small_tile_max_t(decltype(dropout)::value)) {
-        using Small = std::conditional_t<decltype(dropout)::value, typename Config::FwdWgmmaSmallTDropout,
+      if (wgmma && p.T <= flash_fwd_small_tile_max_t(kDropout)) {
+        using Small = std::conditional_t<kDropout, typename Config::FwdWgmmaSmallTDropout,
                                          typename Config::FwdWgmmaSmallT>;
-        return launch_flash_fwd_wgmma<Small, kBF16, decltype(dropout)::value>(p, stream, Config::kGroupTokens);
+        return launch_flash_fwd_wgmma<Small, kBF16, kDropout, kDoc>(p, stream, Config::kGroupTokens);
       }
       if (wgmma)
-        return launch_flash_fwd_wgmma<typename Config::FwdWgmma, kBF16, decltype(dropout)::value>(
-            p, stream, Config::kGroupTokens);
+        return launch_flash_fwd_wgmma<typename Config::FwdWgmma, kBF16, kDropout, kDoc>(p, stream,
+                                                                                        Config::kGroupTokens);
     }
     if constexpr (kHeadDim == 256) {
-      launch_flash_fwd<typename Config::Fwd, kBF16, decltype(dropout)::value>(p, stream, Config::kGroupTokens);
-    } else if constexpr (decltype(dropout)::value) {
-      launch_flash_fwd<typename Config::FwdDropout, kBF16, true>(p, stream, Config::kGroupTokens);
+      launch_flash_fwd<typename Config::Fwd, kBF16, kDropout, kDoc>(p, stream, Config::kGroupTokens);
+    } else if constexpr (kDropout) {
+      launch_flash_fwd<typename Config::FwdDropout, kBF16, true, kDoc>(p, stream, Config::kGroupTokens);
     } else if (p.T <= Config::kSmallT) {
-      launch_flash_fwd<typename Config::FwdSmallT, kBF16, false>(p, stream, Config::kGroupTokens);
+      launch_flash_fwd<typename Config::FwdSmallT, kBF16, false, kDoc>(p, stream, Config::kGroupTokens);
     } else {
-      launch_flash_fwd<typename Config::Fwd, kBF16, false>(p, stream, Config::kGroupTokens);
+      launch_flash_fwd<typename Config::Fwd, kBF16, false, kDoc>(p, stream, Config::kGroupTokens);
     }
   });
 }
@@ -289,9 +306,9 @@ void run_flash_bwd(const AttentionParams& p, cudaStream_t stream, const FlashBac
   using Config = FlashConfig<kHeadDim>;
   if constexpr (kHeadDim == 64) {
     if (!mode.deterministic && p.T >= flash_bwd_wide_min_t(p.dropout.threshold != 0)) {
-      return dispatch_dtype_dropout(p, [&](auto bf16, auto dropout) {
-        launch_flash_bwd_wide<typename Config::BwdWide, decltype(bf16)::value, decltype(dropout)::value>(
-            p, stream, Config::kGroupTokens);
+      return dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto doc_mask) {
+        launch_flash_bwd_wide<typename Config::BwdWide, decltype(bf16)::value, decltype(dropout)::value, false,
+                              decltype(doc_mask)::value>(p, stream, Config::kGroupTokens);
       });
     }
   }

@@ -33,6 +33,15 @@ inline void check_grid(const AttentionParams& p) {
                static_cast<int64_t>(p.B) * p.H, " exceeds 65535");
 }
 
+// A kernel instantiated without the document mask (kDocMask false: attention_params.h) compiles no
+// document-mask code, so it must not get a doc_start; the launchers pick kDocMask from p.doc_start,
+// and this catches a direct launch (the benchmark's tuning variants) that would silently drop it.
+template <bool kDocMask>
+void check_doc_mask_built(const AttentionParams& p) {
+  FT_CHECK_ARG(kDocMask || p.doc_start == nullptr,
+               "[flash_attention] a document mask (doc_start) reached a kernel built without it");
+}
+
 // Heads per launch-order group (see grouped_block_order): group_tokens / T, at least 1.
 inline int heads_per_group(const AttentionParams& p, int group_tokens) {
   const int bh = p.B * p.H;

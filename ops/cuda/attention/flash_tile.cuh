@@ -39,8 +39,9 @@ __device__ __forceinline__ T* head_rows(T* base, int b, int h, int64_t batch_str
 // the k, v rows of its K/V head (attention_kv_head), and the key tiles of kBlockN keys it visits:
 // next_key_tile(n) is the first tile >= n that the mask leaves non-empty (n_end when none is left);
 // n_begin is where the search starts (the tile of the block's first document start under a
-// document mask, so the tiles before it cost nothing).
-template <int kBlockM, int kBlockN>
+// document mask, so the tiles before it cost nothing). kDocMask: attention_params.h (false: no
+// document-mask code, for the registers).
+template <int kBlockM, int kBlockN, bool kDocMask>
 struct QueryBlock {
   int bh, b, h, m0, m1, n_begin, n_end;
   const uint16_t *q, *k, *v;
@@ -53,7 +54,7 @@ struct QueryBlock {
     m0 = (m_blocks - 1 - order.rank) * kBlockM, m1 = min(m0 + kBlockM, p.T);
     const int n_blocks = (p.T + kBlockN - 1) / kBlockN;
     n_end = p.causal ? min(n_blocks, (m1 - 1) / kBlockN + 1) : n_blocks;
-    n_begin = attention_doc_start(p, b, m0) / kBlockN;
+    n_begin = attention_doc_start<kDocMask>(p, b, m0) / kBlockN;
     q = head_rows(static_cast<const uint16_t*>(p.q), b, h, p.q_batch_stride, p.q_head_stride);
     const int hk = attention_kv_head(p, h);  // grouped-query attention: the shared K/V head
     k = head_rows(static_cast<const uint16_t*>(p.k), b, hk, p.k_batch_stride, p.k_head_stride);
@@ -62,7 +63,8 @@ struct QueryBlock {
   }
   __device__ __forceinline__ int next_key_tile(const AttentionParams& p, int n) const {
     for (; n < n_end; ++n)
-      if (attention_tile_kind(p, b, m0, m1, n * kBlockN, min(n * kBlockN + kBlockN, p.T)) != kTileEmpty) break;
+      if (attention_tile_kind<kDocMask>(p, b, m0, m1, n * kBlockN, min(n * kBlockN + kBlockN, p.T)) != kTileEmpty)
+        break;
     return n;
   }
 };
@@ -72,8 +74,9 @@ struct QueryBlock {
 // that head's rows (k, v: those of its K/V head; the dK, dV it writes are this query head's
 // partials), and the query tiles of kBlockM rows the CTA visits: next_query_tile(m) is the first
 // tile >= m the mask leaves non-empty (m_blocks when none is left). load_query_tile issues the
-// cp.async copies of tile m's Q, dO (kSmemStride-padded rows), lse and D into one stage.
-template <int kBlockM, int kBlockN, int kHeadDim, int kSmemStride, int kThreads>
+// cp.async copies of tile m's Q, dO (kSmemStride-padded rows), lse and D into one stage. kDocMask:
+// as QueryBlock's.
+template <int kBlockM, int kBlockN, int kHeadDim, int kSmemStride, int kThreads, bool kDocMask>
 struct KeyBlock {
   int bh, b, h, n_blocks, n_block, n0, n1, m_blocks, m_begin;
   const uint16_t *q, *k, *v, *dout;
@@ -100,8 +103,10 @@ struct KeyBlock {
       // Document starts only grow along the rows: once they pass this block's last key, every later
       // tile is empty too (without the stop a block near the start of a long row would read one
       // start per remaining tile, serially).
-      if (attention_doc_start(p, b, m * kBlockM) > n1 - 1) return m_blocks;
-      if (attention_tile_kind(p, b, m * kBlockM, min(m * kBlockM + kBlockM, p.T), n0, n1) != kTileEmpty) break;
+      if constexpr (kDocMask)
+        if (attention_doc_start(p, b, m * kBlockM) > n1 - 1) return m_blocks;
+      if (attention_tile_kind<kDocMask>(p, b, m * kBlockM, min(m * kBlockM + kBlockM, p.T), n0, n1) != kTileEmpty)
+        break;
     }
     return m;
   }
@@ -117,8 +122,8 @@ struct KeyBlock {
 // in a warp's score fragments acc[i][nb][e] of batch b; at(i, nb, e) is the (query row, key) of an element.
 // The backward kernels take this pass only for partial tiles rather than testing the mask per
 // element: those branches cut the elementwise code into basic blocks that the compiler cannot
-// interleave (bench/attention/NOTES.md, session 5).
-template <int kI, int kNb, class At>
+// interleave (bench/attention/NOTES.md, session 5). kDocMask: attention_params.h.
+template <bool kDocMask, int kI, int kNb, class At>
 __device__ __forceinline__ void mask_scores(float (&acc)[kI][kNb][4], const AttentionParams& p, int b, At at) {
 #pragma unroll
   for (int i = 0; i < kI; ++i)
@@ -127,7 +132,7 @@ __device__ __forceinline__ void mask_scores(float (&acc)[kI][kNb][4], const Atte
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int2 rk = at(i, nb, e);
-        if (rk.x >= p.T || rk.y >= p.T || !attention_allowed(p, b, rk.x, rk.y)) acc[i][nb][e] = -INFINITY;
+        if (rk.x >= p.T || rk.y >= p.T || !attention_allowed<kDocMask>(p, b, rk.x, rk.y)) acc[i][nb][e] = -INFINITY;
       }
 }
 
@@ -225,9 +230,9 @@ __device__ __forceinline__ void load_vec_async(float* smem, const float* base, i
 // the per-chunk row bounds and index arithmetic, and lse and D are loaded by different warps. (The
 // 4-warp backward spent about 115 instructions of a 32-query tile on the general path; SASS,
 // session 8.) Partial tiles and thread counts that do not divide the tile take the general path.
-template <int kBlockM, int kBlockN, int kHeadDim, int kSmemStride, int kThreads>
+template <int kBlockM, int kBlockN, int kHeadDim, int kSmemStride, int kThreads, bool kDocMask>
 template <bool kLse>
-__device__ __forceinline__ void KeyBlock<kBlockM, kBlockN, kHeadDim, kSmemStride, kThreads>::load_query_tile(
+__device__ __forceinline__ void KeyBlock<kBlockM, kBlockN, kHeadDim, kSmemStride, kThreads, kDocMask>::load_query_tile(
     const AttentionParams& p, int m, uint16_t* sQ, uint16_t* sdO, float* sLse, float* sDsum, int tid) const {
   constexpr int kChunksPerRow = kHeadDim / 8, kRoundRows = kThreads / kChunksPerRow;
   constexpr bool kEven = kThreads % kChunksPerRow == 0 && kBlockM % kRoundRows == 0 && 2 * kBlockM <= kThreads &&
@@ -253,8 +258,8 @@ __device__ __forceinline__ void KeyBlock<kBlockM, kBlockN, kHeadDim, kSmemStride
   if (kLse) load_vec_async<kBlockM, kThreads>(sLse, lse, m * kBlockM, p.T, tid);
   load_vec_async<kBlockM, kThreads>(sDsum, dsum, m * kBlockM, p.T, tid);
 }
-template <int kBlockM, int kBlockN, int kHeadDim, int kSmemStride, int kThreads>
-__device__ __forceinline__ void KeyBlock<kBlockM, kBlockN, kHeadDim, kSmemStride, kThreads>::load_keys(
+template <int kBlockM, int kBlockN, int kHeadDim, int kSmemStride, int kThreads, bool kDocMask>
+__device__ __forceinline__ void KeyBlock<kBlockM, kBlockN, kHeadDim, kSmemStride, kThreads, kDocMask>::load_keys(
     const AttentionParams& p, uint16_t* sK, uint16_t* sV, int tid) const {
   load_rows_async<kBlockN, kHeadDim, kSmemStride, kThreads>(sK, k, p.k_row_stride, n0, p.T, tid);
   load_rows_async<kBlockN, kHeadDim, kSmemStride, kThreads>(sV, v, p.v_row_stride, n0, p.T, tid);
