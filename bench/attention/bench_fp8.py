@@ -10,6 +10,11 @@ over fwd_ms. bf16 is our flash forward (D = 64, 128 and 256).
 Writes <out>/attention-fp8-<card>.json (rows {impl, D, T, causal, rmse, fwd_ms, quant_ms, fwd_tflops})
 and <out>/attention-fp8-<card>.md.
   python3 bench/attention/bench_fp8.py --lib build/bench/attention/libft_attention.so --out bench/results
+The FP8 forward's schedule comes from the dev-only FLASHTRAIN_FP8_FWD_VARIANT (plain, occ2, wg3, wg4,
+pipe; ops/cuda/attention/flash_fp8.h; a variant that does not fit a head dim runs plain); when set, it
+is recorded and the output files are named attention-fp8-<card>-<variant>.*. --impls picks rows, e.g.
+  FLASHTRAIN_FP8_FWD_VARIANT=pipe python3 bench/attention/bench_fp8.py --lib ... --out /tmp/v \
+      --ts 4096 --causal 0 --impls bf16,fp8_block_hadamard
 """
 import argparse
 import ctypes
@@ -126,12 +131,18 @@ def main():
     ap.add_argument("--ts", default="1024,4096,8192")
     ap.add_argument("--ds", default="64,128,256")
     ap.add_argument("--causal", default="0,1")
+    ap.add_argument("--impls", default=",".join(IMPLS), help="comma-separated subset of " + ", ".join(IMPLS))
     ap.add_argument("--commit", default=os.environ.get("FT_COMMIT", "unknown"))
     args = ap.parse_args()
+    impls = args.impls.split(",")
+    unknown = [i for i in impls if i not in IMPLS]
+    if unknown:
+        ap.error(f"--impls: unknown {', '.join(unknown)} (known: {', '.join(IMPLS)})")
+    variant = os.environ.get("FLASHTRAIN_FP8_FWD_VARIANT", "")
     lib = Lib(args.lib)
     name = torch.cuda.get_device_name()
     card = name.replace("NVIDIA ", "").split()[0].lower()
-    print("device:", name, "torch", torch.__version__, flush=True)
+    print("device:", name, "torch", torch.__version__, "fp8 forward variant:", variant or "default", flush=True)
     rows = []
     for D in [int(d) for d in args.ds.split(",")]:
         for T in [int(t) for t in args.ts.split(",")]:
@@ -140,7 +151,7 @@ def main():
             for causal in [bool(int(c)) for c in args.causal.split(",")]:
                 exact = exact_attention(qkv, causal)
                 flops = 4 * B * H * T * T * D / (2 if causal else 1)
-                for impl in IMPLS:
+                for impl in impls:
                     row = {"impl": impl, "D": D, "T": T, "B": B, "H": H, "causal": causal, "rmse": None,
                            "fwd_ms": None, "quant_ms": None, "fwd_tflops": None}
                     try:
@@ -167,12 +178,13 @@ def main():
             torch.cuda.empty_cache()
     os.makedirs(args.out, exist_ok=True)
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    with open(os.path.join(args.out, f"attention-fp8-{card}.json"), "w") as fh:
+    stem = f"attention-fp8-{card}" + (f"-{variant}" if variant else "")
+    with open(os.path.join(args.out, stem + ".json"), "w") as fh:
         json.dump({"device": name, "torch": torch.__version__, "date": date, "commit": args.commit,
-                   "rows": rows}, fh, indent=1)
+                   "fp8_fwd_variant": variant or "default", "rows": rows}, fh, indent=1)
     fmt = lambda x, spec: format(x, spec) if x is not None else "-"
     lines = [f"# FP8 attention forward on {name}", "",
-             f"Date {date}, commit {args.commit}. FA3's outlier inputs (N(0,1) + N(0,100) Bernoulli(0.001)), "
+             f"Date {date}, commit {args.commit}, FP8 forward variant {variant or 'default'}. FA3's outlier inputs (N(0,1) + N(0,100) Bernoulli(0.001)), "
              f"B*T = {TOKENS}, H*D = {WIDTH}. RMSE against float64 attention. fwd ms: the attention kernel "
              "(operands already quantised); quant ms: quantising q, k, v. TF: 4BHT^2D (halved causal) / fwd ms.",
              "", "| D | T | causal | impl | rmse | fwd ms | quant ms | fwd TF |", "|---|---|---|---|---|---|---|---|"]
@@ -180,7 +192,7 @@ def main():
         lines.append(f"| {r['D']} | {r['T']} | {int(r['causal'])} | {r['impl']} | {fmt(r['rmse'], '.2e')} | "
                      f"{fmt(r['fwd_ms'], '.3f')} | {fmt(r['quant_ms'], '.3f')} | {fmt(r['fwd_tflops'], '.0f')} |"
                      + (f" {r['error']}" if "error" in r else ""))
-    with open(os.path.join(args.out, f"attention-fp8-{card}.md"), "w") as fh:
+    with open(os.path.join(args.out, stem + ".md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -5,7 +5,9 @@
 // same bytes (tight: only bf16 output rounding, fp32 sums and rare one-ulp flips of P differ), with
 // Q = 0 gives the mean of V (the P V half on its own) and with V = I shows P itself (Q K^T); on
 // FlashAttention-3's outlier inputs the RMSE against float64 is that of the emulation and block +
-// Hadamard beats per-tensor. Skips without a GPU or on a GPU without FP8 wgmma (with the reason).
+// Hadamard beats per-tensor. The forward comparisons run every schedule of the kernel
+// (cuda::Fp8FwdVariant: plain, occ2, wg3, wg4, pipe -- the same arithmetic), launched directly.
+// Skips without a GPU or on a GPU without FP8 wgmma (with the reason).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,10 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "core/device.h"
 #include "core/half.h"
 #include "ops/attention_fp8.h"
 #include "ops/cpu/attention_fp8_reference.h"
 #include "ops/cpu/attention_reference.h"
+#include "ops/cuda/attention/flash_fp8.h"
 #include "tests/ops/attention_fp8_test_util.h"
 #include "tests/test_util.h"
 
@@ -53,6 +57,43 @@ Fp8QuantizedOperand to_cpu(const Fp8QuantizedOperand& x) {
   r.bytes = x.bytes.to(Device::cpu());
   r.scales = x.scales.to(Device::cpu());
   return r;
+}
+
+constexpr cuda::Fp8FwdVariant kVariants[] = {cuda::Fp8FwdVariant::kPlain, cuda::Fp8FwdVariant::kOcc2,
+                                             cuda::Fp8FwdVariant::kWg3, cuda::Fp8FwdVariant::kWg4,
+                                             cuda::Fp8FwdVariant::kPipe};
+
+// The GPU forward of one schedule (the op, fp8_attention_forward_quantized, takes the environment's),
+// bf16 output (B, T, H, D) as floats. A variant that does not fit D runs the plain kernel. (A build
+// without CUDA has no launcher; its tests skip before getting here.)
+std::vector<float> forward_variant(const Fp8QuantizedOperand& q, const Fp8QuantizedOperand& k,
+                                   const Fp8QuantizedOperand& v, bool causal, cuda::Fp8FwdVariant variant) {
+#if defined(FT_WITH_CUDA)
+  const Device device = q.bytes.device();
+  Tensor out = Tensor::empty({q.B, q.T, q.H, q.D}, DType::BF16, device);
+  Fp8AttentionParams p;
+  p.q = q.bytes.data<uint8_t>(), p.k = k.bytes.data<uint8_t>(), p.v = v.bytes.data<uint8_t>();
+  p.q_scale = q.scales.data<float>(), p.k_scale = k.scales.data<float>(), p.v_scale = v.scales.data<float>();
+  p.o = static_cast<uint16_t*>(out.data_ptr());
+  p.o_batch_stride = out.stride(0), p.o_row_stride = out.stride(1), p.o_head_stride = out.stride(2);
+  p.B = q.B, p.H = q.H, p.T = q.T, p.D = q.D;
+  p.softmax_scale = 1.f / std::sqrt(static_cast<float>(q.D));  // AttentionOptions' default
+  p.causal = causal;
+  cuda::flash_fp8_forward(p, stream_for(device), variant);
+  return out.to_floats();
+#else
+  (void)q, (void)k, (void)v, (void)causal, (void)variant;
+  return {};
+#endif
+}
+
+std::string variant_label(cuda::Fp8FwdVariant v, int D) {
+#if defined(FT_WITH_CUDA)
+  const char* name = cuda::fp8_fwd_variant_name(v);
+#else
+  const char* name = "?";
+#endif
+  return std::string(" variant ") + name + (cuda::fp8_fwd_variant_fits(v, D) ? "" : " (falls back to plain)");
 }
 
 // GPU output against the emulation: RMSE within 0.5% of the output's RMS (bf16 rounding is 0.2%),
@@ -125,7 +166,7 @@ TEST(Fp8AttentionCuda, ForwardMatchesEmulationOfTheSameBytes) {
   SKIP_WITHOUT_FP8_GPU();
   const int B = 2, H = 2;
   for (int D : {64, 128, 256})
-    for (int T : {1, 77, 128, 300})
+    for (int T : {1, 77, 128, 256, 300, 600})  // 600: partial last blocks of 192 and 256 rows
       for (bool causal : {false, true})
         for (bool block_had : {true, false}) {
           const size_t n = static_cast<size_t>(B) * T * H * D;
@@ -138,12 +179,15 @@ TEST(Fp8AttentionCuda, ForwardMatchesEmulationOfTheSameBytes) {
           a.causal = causal;
           const auto qq = fp8_attention_quantize(q, Fp8Operand::kQ, o), kq = fp8_attention_quantize(k, Fp8Operand::kK, o),
                      vq = fp8_attention_quantize(v, Fp8Operand::kV, o);
-          const auto out = fp8_attention_forward_quantized(qq, kq, vq, a, DType::BF16).to_floats();
           const auto emu =
               fp8_attention_forward_quantized(to_cpu(qq), to_cpu(kq), to_cpu(vq), a, DType::F64).to_doubles();
           const std::string name = "D " + std::to_string(D) + " T " + std::to_string(T) + " causal " +
                                    std::to_string(causal) + " block+hadamard " + std::to_string(block_had);
-          expect_close_to_emulation(out, emu, T, H, D, name);
+          expect_close_to_emulation(fp8_attention_forward_quantized(qq, kq, vq, a, DType::BF16).to_floats(), emu, T, H,
+                                    D, name + " (op)");
+          for (auto variant : kVariants)
+            expect_close_to_emulation(forward_variant(qq, kq, vq, causal, variant), emu, T, H, D,
+                                      name + variant_label(variant, D));
         }
 }
 
@@ -160,13 +204,9 @@ TEST(Fp8AttentionCuda, UniformScoresGiveTheMeanOfV) {
       const Tensor q = Tensor::zeros({B, T, H, D}, DType::BF16, gpu);
       const Tensor k = bf16_tensor(outlier_values(n, 61), B, T, H, D, gpu);
       const Tensor v = bf16_tensor(outlier_values(n, 62), B, T, H, D, gpu);
-      AttentionOptions a;
-      a.causal = causal;
       const Fp8AttentionOptions o{true, true, 7};
-      const auto vq = fp8_attention_quantize(v, Fp8Operand::kV, o);
-      const auto out = fp8_attention_forward_quantized(fp8_attention_quantize(q, Fp8Operand::kQ, o),
-                                                       fp8_attention_quantize(k, Fp8Operand::kK, o), vq, a, DType::BF16)
-                           .to_floats();
+      const auto qq = fp8_attention_quantize(q, Fp8Operand::kQ, o), kq = fp8_attention_quantize(k, Fp8Operand::kK, o),
+                 vq = fp8_attention_quantize(v, Fp8Operand::kV, o);
       const auto vd = cpu::fp8_dequantize({vq.bytes.to_vector<uint8_t>(), vq.scales.to_vector<float>()}, B, T, H, D,
                                           Fp8Operand::kV);
       std::vector<double> mean(n);
@@ -180,8 +220,10 @@ TEST(Fp8AttentionCuda, UniformScoresGiveTheMeanOfV) {
           if (!causal)
             for (int t = 0; t < T; ++t) mean[(static_cast<size_t>(t) * H + h) * D + d] = sum / T;
         }
-      expect_close_to_emulation(out, mean, T, H, D,
-                                "D " + std::to_string(D) + " causal " + std::to_string(causal));
+      for (auto variant : kVariants)
+        expect_close_to_emulation(forward_variant(qq, kq, vq, causal, variant), mean, T, H, D,
+                                  "D " + std::to_string(D) + " causal " + std::to_string(causal) +
+                                      variant_label(variant, D));
     }
 }
 
@@ -207,13 +249,13 @@ TEST(Fp8AttentionCuda, IdentityVShowsTheScores) {
         const Fp8AttentionOptions o{true, had, 7};
         const auto qq = fp8_attention_quantize(q, Fp8Operand::kQ, o), kq = fp8_attention_quantize(k, Fp8Operand::kK, o),
                    vq = fp8_attention_quantize(v, Fp8Operand::kV, o);
-        const auto out = fp8_attention_forward_quantized(qq, kq, vq, a, DType::BF16).to_floats();
         const auto emu =
             fp8_attention_forward_quantized(to_cpu(qq), to_cpu(kq), to_cpu(vq), a, DType::F64).to_doubles();
-        expect_close_to_emulation(out, emu, T, H, D,
-                                  "D " + std::to_string(D) + " causal " + std::to_string(causal) + " hadamard " +
-                                      std::to_string(had) + " (t = query, d = key)",
-                                  0.15);
+        for (auto variant : kVariants)
+          expect_close_to_emulation(forward_variant(qq, kq, vq, causal, variant), emu, T, H, D,
+                                    "D " + std::to_string(D) + " causal " + std::to_string(causal) + " hadamard " +
+                                        std::to_string(had) + variant_label(variant, D) + " (t = query, d = key)",
+                                    0.15);
       }
     }
 }

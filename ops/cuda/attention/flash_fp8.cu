@@ -1,4 +1,4 @@
-// FP8 attention launchers: the quantiser's launches and the head-dim switch of the forward.
+// FP8 attention launchers: the quantiser's launches and the head-dim and variant switch of the forward.
 #include "ops/cuda/attention/flash_fp8.h"
 
 #include <cstdint>
@@ -64,10 +64,14 @@ void fp8_quantize(const Fp8QuantParams& p, Stream stream) {
 }
 
 void flash_fp8_forward(const Fp8AttentionParams& p, Stream stream) {
+  flash_fp8_forward(p, stream, fp8_fwd_variant_from_env());
+}
+
+void flash_fp8_forward(const Fp8AttentionParams& p, Stream stream, Fp8FwdVariant variant) {
   switch (p.D) {
-    case 64: return flash::run_flash_fp8_fwd<64>(p, stream);
-    case 128: return flash::run_flash_fp8_fwd<128>(p, stream);
-    case 256: return flash::run_flash_fp8_fwd<256>(p, stream);
+    case 64: return flash::run_flash_fp8_fwd<64>(p, stream, variant);
+    case 128: return flash::run_flash_fp8_fwd<128>(p, stream, variant);
+    case 256: return flash::run_flash_fp8_fwd<256>(p, stream, variant);
     default: FT_CHECK_ARG(false, "[fp8_attention] head dim ", p.D, " not in {64, 128, 256}");
   }
 }
