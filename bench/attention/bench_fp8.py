@@ -10,8 +10,9 @@ over fwd_ms. bf16 is our flash forward (D = 64, 128 and 256).
 Writes <out>/attention-fp8-<card>.json (rows {impl, D, T, causal, rmse, fwd_ms, quant_ms, fwd_tflops})
 and <out>/attention-fp8-<card>.md.
   python3 bench/attention/bench_fp8.py --lib build/bench/attention/libft_attention.so --out bench/results
-The FP8 forward's schedule comes from the dev-only FLASHTRAIN_FP8_FWD_VARIANT (plain, occ2, wg3, wg4,
-pipe; ops/cuda/attention/flash_fp8.h; a variant that does not fit a head dim runs plain); when set, it
+The FP8 forward's schedule is the fastest per head dim unless the dev-only FLASHTRAIN_FP8_FWD_VARIANT
+picks one (default, plain, occ2, pipe; ops/cuda/attention/flash_fp8.h; a variant that does not fit a
+head dim runs plain); when set, it
 is recorded and the output files are named attention-fp8-<card>-<variant>.*. --impls picks rows, e.g.
   FLASHTRAIN_FP8_FWD_VARIANT=pipe python3 bench/attention/bench_fp8.py --lib ... --out /tmp/v \
       --ts 4096 --causal 0 --impls bf16,fp8_block_hadamard

@@ -27,26 +27,32 @@ inline Fp8QuantizedSizes fp8_quantized_sizes(Fp8Operand operand, int B, int H, i
 // Per-tensor mode (p.per_tensor) needs p.amax: one float of device memory, which this zeroes.
 void fp8_quantize(const Fp8QuantParams& p, Stream stream);
 
-// Schedules of the forward kernel, for benchmarking them against each other (same arithmetic, same
-// output up to fp32 summation order): kPlain = two warpgroups in lock-step (flash_fp8_fwd_kernel.cuh);
-// kOcc2 = the same with two CTAs per SM; kWg3 / kWg4 = three / four consumer warpgroups per CTA;
-// kPipe = FlashAttention-3's intra-warpgroup overlap (flash_fp8_fwd_pipe_kernel.cuh). A variant that
-// does not fit a head dim (registers or shared memory) runs as kPlain: fp8_fwd_variant_fits.
-enum class Fp8FwdVariant : int { kPlain = 0, kOcc2, kWg3, kWg4, kPipe };
+// Schedules of the forward kernel (same arithmetic, same output up to fp32 summation order):
+// kPlain = two warpgroups in lock-step (flash_fp8_fwd_kernel.cuh); kOcc2 = the same with two CTAs
+// per SM, so one CTA's softmax runs under the other's products; kPipe = FlashAttention-3's
+// intra-warpgroup overlap (flash_fp8_fwd_pipe_kernel.cuh). kDefault takes the fastest for the head
+// dim (fp8_fwd_default_variant). A variant that does not fit a head dim (registers or shared
+// memory) runs as kPlain: fp8_fwd_variant_fits. Three and four warpgroups per CTA were measured
+// and dropped (bench/attention/NOTES.md, session 12).
+enum class Fp8FwdVariant : int { kDefault = 0, kPlain, kOcc2, kPipe };
 constexpr bool fp8_fwd_variant_fits(Fp8FwdVariant v, int D) {
   switch (v) {
     // ptxas -v (sm_90a, CUDA 13.0): 128 registers a thread spill 1 KB at D = 128; at D = 256 two
     // CTAs' 161 KB of shared memory do not fit an SM either.
     case Fp8FwdVariant::kOcc2: return D == 64;
-    case Fp8FwdVariant::kWg3: return D <= 128;   // 168 registers a thread: S (64) + O (128) at D = 256
-    case Fp8FwdVariant::kWg4: return D == 64;    // 128 registers a thread (occ2's bound)
     case Fp8FwdVariant::kPipe: return D <= 128;  // two S (128) + O: 254 registers already at D = 128
     default: return true;
   }
 }
+// The fastest schedule per head dim on an H100 (session 12, T = 1024 and 4096, causal and not):
+// occ2 at D = 64 (1.11-1.23x our bf16 forward; plain 0.80-0.89x), pipe at D = 128 (2.11-2.49x;
+// plain 1.97-2.24x), plain at D = 256 (the others do not fit).
+constexpr Fp8FwdVariant fp8_fwd_default_variant(int D) {
+  return D == 64 ? Fp8FwdVariant::kOcc2 : D == 128 ? Fp8FwdVariant::kPipe : Fp8FwdVariant::kPlain;
+}
 const char* fp8_fwd_variant_name(Fp8FwdVariant v);
-// The variant named by the dev-only environment variable FLASHTRAIN_FP8_FWD_VARIANT (plain, occ2,
-// wg3, wg4, pipe; read once; unset = the default), for benchmarks; an unknown name throws.
+// The variant named by the dev-only environment variable FLASHTRAIN_FP8_FWD_VARIANT (default,
+// plain, occ2, pipe; read once; unset = default), for benchmarks; an unknown name throws.
 Fp8FwdVariant fp8_fwd_variant_from_env();
 
 void flash_fp8_forward(const Fp8AttentionParams& p, Stream stream);  // fp8_fwd_variant_from_env()

@@ -15,7 +15,8 @@ namespace ft::cuda::flash {
 template <int D>
 using FlashFp8Fwd = FlashFp8FwdTraits<D, 2>;
 
-// kBlockM rows per CTA; T_pad is a multiple of 128, so 192 and 256 leave a partial last block.
+// kBlockM rows per CTA (the grid rounds up: the traits allow 3 and 4 warpgroups, whose 192 and
+// 256 rows leave a partial last block; no shipped schedule uses them).
 template <class Kt, class Kernel>
 void launch_flash_fp8_fwd(Kernel kernel, const Fp8AttentionParams& p, Stream stream) {
   set_smem_limit(kernel, Kt::kSmemBytes);
@@ -38,14 +39,11 @@ void run_flash_fp8_fwd(const Fp8AttentionParams& p, Stream stream, Fp8FwdVariant
   FT_CHECK_ARG(static_cast<int64_t>(p.B) * p.H <= 65535, "[fp8_attention] B * H = ",
                static_cast<int64_t>(p.B) * p.H, " exceeds 65535");
   using V = Fp8FwdVariant;
+  if (variant == V::kDefault) variant = fp8_fwd_default_variant(D);
   if (!fp8_fwd_variant_fits(variant, D)) variant = V::kPlain;
   // `if constexpr`: a variant that does not fit D is never instantiated (no spilling kernel built).
   if constexpr (fp8_fwd_variant_fits(V::kOcc2, D))
     if (variant == V::kOcc2) return launch_flash_fp8_fwd<FlashFp8FwdTraits<D, 2, 2>>(p, stream);
-  if constexpr (fp8_fwd_variant_fits(V::kWg3, D))
-    if (variant == V::kWg3) return launch_flash_fp8_fwd<FlashFp8FwdTraits<D, 3>>(p, stream);
-  if constexpr (fp8_fwd_variant_fits(V::kWg4, D))
-    if (variant == V::kWg4) return launch_flash_fp8_fwd<FlashFp8FwdTraits<D, 4>>(p, stream);
   if constexpr (fp8_fwd_variant_fits(V::kPipe, D))
     if (variant == V::kPipe) return launch_flash_fp8_fwd<FlashFp8FwdTraits<D, 2, 1, true>>(p, stream);
   launch_flash_fp8_fwd<FlashFp8Fwd<D>>(p, stream);
