@@ -2,7 +2,7 @@
 // and PyTorch's run in one process on the same tensors, timed and memory-counted the same way.
 // Build: nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I. -Xcompiler -fPIC -shared
 //        bench/attention/attention_capi.cu ops/cuda/attention/*.cu ops/cuda/naive_attention.cu
-//        ops/cuda/attention_kv_sum.cu ops/cpu/attention_fp8_reference.cpp ops/cpu/attention_reference.cpp \
+//        ops/cuda/attention_kv_sum.cu ops/cpu/attention_fp8_reference.cpp ops/cpu/attention_reference.cpp
 //        -lcublas -o libft_attention.so
 // (or the CMake target ft_attention_capi). ft_attn_fp8_run is the FP8 forward (bench_fp8.py).
 // Variants (flash D = 64, bf16 only) are experiments kept for tuning; variant 0 is the shipped one.
@@ -84,6 +84,7 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
   if (p.dropout.threshold != 0) return launch_flash_bwd_wgmma<kBM, true, true, true, kDqWgmma>(p, s, group);
   return launch_flash_bwd_wgmma<kBM, true, false, true, kDqWgmma>(p, s, group);
 #else
+  (void)p, (void)s, (void)group;
   throw Error("this build has no wgmma backward");
 #endif
 }

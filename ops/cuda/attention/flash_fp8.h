@@ -28,39 +28,34 @@ inline Fp8QuantizedSizes fp8_quantized_sizes(Fp8Operand operand, int B, int H, i
 void fp8_quantize(const Fp8QuantParams& p, Stream stream);
 
 // Schedules of the forward kernel (same arithmetic, same output up to fp32 summation order):
-// kPlain = two warpgroups in lock-step (flash_fp8_fwd_kernel.cuh); kOcc2 = the same with two CTAs
-// per SM, so one CTA's softmax runs under the other's products; kPipe = FlashAttention-3's
-// intra-warpgroup overlap (flash_fp8_fwd_pipe_kernel.cuh); kWg1Occ3 = one warpgroup per CTA, three
-// CTAs per SM (170 registers a thread, where occ2's 128 serialise its wgmmas), kWg1Occ4 = four
-// (128 registers, as occ2, but no two warpgroups in lock-step); kWg1Pipe2 = pipe's
-// schedule with one warpgroup per CTA and two CTAs per SM. kDefault takes the fastest for the head
-// dim (fp8_fwd_default_variant). A variant that does not fit a head dim (registers or shared
-// memory) runs as kPlain: fp8_fwd_variant_fits. Three and four warpgroups per CTA were measured
-// and dropped (bench/attention/NOTES.md, session 12).
-enum class Fp8FwdVariant : int { kDefault = 0, kPlain, kOcc2, kPipe, kWg1Occ3, kWg1Occ4, kWg1Pipe2 };
+// kPlain = two warpgroups in lock-step (flash_fp8_fwd_kernel.cuh); kPipe = FlashAttention-3's
+// intra-warpgroup overlap (flash_fp8_fwd_pipe_kernel.cuh); kWg1Occ4 = the plain kernel with one
+// warpgroup per CTA and four CTAs per SM, so the CTAs' softmaxes run under each other's products.
+// kDefault takes the fastest for the head dim (fp8_fwd_default_variant). A variant that does not fit
+// a head dim (registers or shared memory) runs as kPlain: fp8_fwd_variant_fits. Also measured on an
+// H100 and dropped (bench/attention/NOTES.md, session 12; code in c300d97 and 938ba77): three and
+// four warpgroups per CTA, two plain CTAs of two warpgroups, three CTAs of one, and pipe with two
+// CTAs of one warpgroup.
+enum class Fp8FwdVariant : int { kDefault = 0, kPlain, kPipe, kWg1Occ4 };
 constexpr bool fp8_fwd_variant_fits(Fp8FwdVariant v, int D) {
   switch (v) {
-    // ptxas -v (sm_90a, CUDA 13.0): 128 registers a thread spill 1 KB at D = 128; at D = 256 two
-    // CTAs' 161 KB of shared memory do not fit an SM either.
-    case Fp8FwdVariant::kOcc2: return D == 64;
-    case Fp8FwdVariant::kPipe: return D <= 128;  // two S (128) + O: 254 registers already at D = 128
-    // One warpgroup a CTA: at D = 128 three CTAs' 170 registers spill and serialise the wgmmas; two
-    // pipelined CTAs' 137 KB of shared memory do not fit an SM.
-    case Fp8FwdVariant::kWg1Occ3: return D == 64;
+    // ptxas -v (sm_90a, CUDA 13.0): two S accumulators (128 registers) + O take 254 registers
+    // already at D = 128.
+    case Fp8FwdVariant::kPipe: return D <= 128;
+    // 128 registers a thread: at D = 128 they spill 1 KB (S + O need 128 on their own).
     case Fp8FwdVariant::kWg1Occ4: return D == 64;
-    case Fp8FwdVariant::kWg1Pipe2: return D == 64;
     default: return true;
   }
 }
-// The fastest schedule per head dim on an H100 (session 12, T = 1024 and 4096, causal and not):
-// occ2 at D = 64 (1.11-1.23x our bf16 forward; plain 0.80-0.89x), pipe at D = 128 (2.11-2.49x;
-// plain 1.97-2.24x), plain at D = 256 (the others do not fit).
+// The fastest schedule per head dim on an H100 (session 12, T = 1024-8192, causal and not), as
+// speed-ups over our bf16 forward: wg1occ4 at D = 64 (1.22-1.34x; plain 0.80-0.89x), pipe at
+// D = 128 (2.11-2.49x; plain 1.97-2.24x), plain at D = 256 (2.9-3.4x; the others do not fit).
 constexpr Fp8FwdVariant fp8_fwd_default_variant(int D) {
-  return D == 64 ? Fp8FwdVariant::kOcc2 : D == 128 ? Fp8FwdVariant::kPipe : Fp8FwdVariant::kPlain;
+  return D == 64 ? Fp8FwdVariant::kWg1Occ4 : D == 128 ? Fp8FwdVariant::kPipe : Fp8FwdVariant::kPlain;
 }
 const char* fp8_fwd_variant_name(Fp8FwdVariant v);
 // The variant named by the dev-only environment variable FLASHTRAIN_FP8_FWD_VARIANT (default,
-// plain, occ2, pipe, wg1occ3, wg1occ4, wg1pipe2; read once; unset = default), for benchmarks; an unknown name throws.
+// plain, pipe, wg1occ4; read once; unset = default), for benchmarks; an unknown name throws.
 Fp8FwdVariant fp8_fwd_variant_from_env();
 
 void flash_fp8_forward(const Fp8AttentionParams& p, Stream stream);  // fp8_fwd_variant_from_env()

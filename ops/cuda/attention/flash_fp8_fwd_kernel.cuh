@@ -13,8 +13,8 @@
 // alpha (the max rescale) times v_scale[previous] / v_scale[tile]; the epilogue multiplies by the
 // last V scale over the row sum (of the unrounded 256 p, so the 256 cancels).
 // This is the simplest schedule (waits for each product; a __syncthreads per key tile), shared by
-// the plain variant (2 warpgroups) and occ2 (2 CTAs per SM: Kt::kMinBlocks; the default at D = 64);
-// flash_fp8_fwd_pipe_kernel.cuh overlaps the softmax with
+// the plain variant (2 warpgroups) and wg1occ4 (1 warpgroup, 4 CTAs per SM: Kt::kWarpGroups,
+// Kt::kMinBlocks; the default at D = 64); flash_fp8_fwd_pipe_kernel.cuh overlaps the softmax with
 // the products. The CPU emulation (ops/cpu/attention_fp8_reference.h) does the same arithmetic in
 // float64; the shared pieces are in flash_fp8_fwd_common.cuh.
 #pragma once

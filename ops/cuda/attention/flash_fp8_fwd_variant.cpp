@@ -11,11 +11,8 @@ namespace ft::cuda {
 const char* fp8_fwd_variant_name(Fp8FwdVariant v) {
   switch (v) {
     case Fp8FwdVariant::kPlain: return "plain";
-    case Fp8FwdVariant::kOcc2: return "occ2";
     case Fp8FwdVariant::kPipe: return "pipe";
-    case Fp8FwdVariant::kWg1Occ3: return "wg1occ3";
     case Fp8FwdVariant::kWg1Occ4: return "wg1occ4";
-    case Fp8FwdVariant::kWg1Pipe2: return "wg1pipe2";
     default: return "default";
   }
 }
@@ -24,10 +21,9 @@ Fp8FwdVariant fp8_fwd_variant_from_env() {
   static const Fp8FwdVariant variant = [] {
     const char* env = std::getenv("FLASHTRAIN_FP8_FWD_VARIANT");
     if (env == nullptr || *env == '\0') return Fp8FwdVariant::kDefault;
-    for (auto v : {Fp8FwdVariant::kDefault, Fp8FwdVariant::kPlain, Fp8FwdVariant::kOcc2, Fp8FwdVariant::kPipe,
-                   Fp8FwdVariant::kWg1Occ3, Fp8FwdVariant::kWg1Occ4, Fp8FwdVariant::kWg1Pipe2})
+    for (auto v : {Fp8FwdVariant::kDefault, Fp8FwdVariant::kPlain, Fp8FwdVariant::kPipe, Fp8FwdVariant::kWg1Occ4})
       if (std::strcmp(env, fp8_fwd_variant_name(v)) == 0) return v;
-    FT_CHECK_ARG(false, "[fp8_attention] FLASHTRAIN_FP8_FWD_VARIANT=", env, " is not one of default, plain, occ2, pipe, wg1occ3, wg1occ4, wg1pipe2");
+    FT_CHECK_ARG(false, "[fp8_attention] FLASHTRAIN_FP8_FWD_VARIANT=", env, " is not one of default, plain, pipe, wg1occ4");
     return Fp8FwdVariant::kDefault;
   }();
   return variant;
