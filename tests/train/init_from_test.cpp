@@ -159,7 +159,7 @@ TEST(InitFrom, CroppedPositionsGiveTheFirstLossEvalGives) {
             0)
       << err.str();
   std::ostringstream expect;
-  expect << "loss " << std::fixed << std::setprecision(4) << s.losses[0] << " | ";
+  expect << "loss " << std::fixed << std::setprecision(6) << s.losses[0] << " | ";
   EXPECT_EQ(out.str().rfind(expect.str(), 0), 0u) << out.str() << " vs " << expect.str();
 }
 
