@@ -148,20 +148,26 @@ Tensor fp8_attention_forward_quantized(const Fp8QuantizedOperand& q, const Fp8Qu
         FT_CHECK_ARG(out_dtype == DType::BF16, "[", kOp, "] CUDA writes bf16 output, asked for ", out_dtype);
         Tensor out = Tensor::empty(bthd, DType::BF16, device);  // (B, T, H, D)
 #if defined(FT_WITH_CUDA)
-        Fp8AttentionParams p;
-        p.q = q.bytes.data<uint8_t>(), p.k = k.bytes.data<uint8_t>(), p.v = v.bytes.data<uint8_t>();
-        p.q_scale = q.scales.data<float>(), p.k_scale = k.scales.data<float>(), p.v_scale = v.scales.data<float>();
-        p.o = static_cast<uint16_t*>(out.data_ptr());
-        p.o_batch_stride = out.stride(0), p.o_row_stride = out.stride(1), p.o_head_stride = out.stride(2);
-        p.B = q.B, p.H = q.H, p.T = q.T, p.D = q.D;
-        p.softmax_scale = cfg.softmax_scale;
-        p.causal = opts.causal;
-        cuda::flash_fp8_forward(p, s);
+        cuda::flash_fp8_forward(fp8_attention_params(q, k, v, out, cfg.softmax_scale, opts.causal), s);
 #else
         (void)s;
 #endif
         return out;
       });
+}
+
+Fp8AttentionParams fp8_attention_params(const Fp8QuantizedOperand& q, const Fp8QuantizedOperand& k,
+                                        const Fp8QuantizedOperand& v, const Tensor& out, float softmax_scale,
+                                        bool causal) {
+  Fp8AttentionParams p;
+  p.q = q.bytes.data<uint8_t>(), p.k = k.bytes.data<uint8_t>(), p.v = v.bytes.data<uint8_t>();
+  p.q_scale = q.scales.data<float>(), p.k_scale = k.scales.data<float>(), p.v_scale = v.scales.data<float>();
+  p.o = static_cast<uint16_t*>(out.data_ptr());
+  p.o_batch_stride = out.stride(0), p.o_row_stride = out.stride(1), p.o_head_stride = out.stride(2);
+  p.B = q.B, p.H = q.H, p.T = q.T, p.D = q.D;
+  p.softmax_scale = softmax_scale;
+  p.causal = causal;
+  return p;
 }
 
 Tensor fp8_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& opts,

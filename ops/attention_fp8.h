@@ -51,4 +51,11 @@ Tensor fp8_attention_forward_quantized(const Fp8QuantizedOperand& q, const Fp8Qu
                                        const Fp8QuantizedOperand& v, const AttentionOptions& opts,
                                        DType out_dtype);
 
+// The FP8 kernel's arguments for three quantised operands and a bf16 (B, T, H, D) output (strided,
+// last dim contiguous): what fp8_attention_forward_quantized launches, and what a test hands
+// cuda::flash_fp8_forward to run one schedule of the kernel.
+Fp8AttentionParams fp8_attention_params(const Fp8QuantizedOperand& q, const Fp8QuantizedOperand& k,
+                                        const Fp8QuantizedOperand& v, const Tensor& out, float softmax_scale,
+                                        bool causal);
+
 }  // namespace ft::ops

@@ -70,16 +70,9 @@ std::vector<float> forward_variant(const Fp8QuantizedOperand& q, const Fp8Quanti
                                    const Fp8QuantizedOperand& v, bool causal, cuda::Fp8FwdVariant variant) {
 #if defined(FT_WITH_CUDA)
   const Device device = q.bytes.device();
-  Tensor out = Tensor::empty({q.B, q.T, q.H, q.D}, DType::BF16, device);
-  Fp8AttentionParams p;
-  p.q = q.bytes.data<uint8_t>(), p.k = k.bytes.data<uint8_t>(), p.v = v.bytes.data<uint8_t>();
-  p.q_scale = q.scales.data<float>(), p.k_scale = k.scales.data<float>(), p.v_scale = v.scales.data<float>();
-  p.o = static_cast<uint16_t*>(out.data_ptr());
-  p.o_batch_stride = out.stride(0), p.o_row_stride = out.stride(1), p.o_head_stride = out.stride(2);
-  p.B = q.B, p.H = q.H, p.T = q.T, p.D = q.D;
-  p.softmax_scale = 1.f / std::sqrt(static_cast<float>(q.D));  // AttentionOptions' default
-  p.causal = causal;
-  cuda::flash_fp8_forward(p, stream_for(device), variant);
+  const Tensor out = Tensor::empty({q.B, q.T, q.H, q.D}, DType::BF16, device);
+  const float softmax_scale = 1.f / std::sqrt(static_cast<float>(q.D));  // AttentionOptions' default
+  cuda::flash_fp8_forward(fp8_attention_params(q, k, v, out, softmax_scale, causal), stream_for(device), variant);
   return out.to_floats();
 #else
   (void)q, (void)k, (void)v, (void)causal, (void)variant;
