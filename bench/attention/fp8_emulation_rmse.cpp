@@ -47,8 +47,8 @@ std::vector<double> rotated(const std::vector<float>& x, int D, const uint32_t* 
   if (!signs) return out;
   std::vector<float> row(D);
   for (size_t r = 0; r < x.size() / D; ++r) {
-    for (int d = 0; d < D; ++d) row[d] = ((signs[d / 32] >> (d % 32)) & 1u) ? -x[r * D + d] : x[r * D + d];
-    cpu::fwht_inplace(row.data(), D);
+    row.assign(x.begin() + r * D, x.begin() + (r + 1) * D);
+    cpu::fp8_rotate_inplace(row.data(), D, signs);
     for (int d = 0; d < D; ++d) out[r * D + d] = row[d] / std::sqrt(static_cast<double>(D));
   }
   return out;
@@ -59,9 +59,9 @@ double one_rounding_rmse(const Inputs& in, int operand, bool block, const uint32
   const AttentionParams& c = in.cfg;
   const bool per_tensor = !block;
   std::vector<double> q = rotated(in.q, c.D, signs), k = rotated(in.k, c.D, signs), v(in.v.begin(), in.v.end());
-  if (operand == 0) q = cpu::fp8_dequantize(cpu::fp8_quantize(in.q.data(), 1, c.T, c.H, c.D, Fp8Operand::kQ, per_tensor, signs), 1, c.T, c.H, c.D, Fp8Operand::kQ);
-  if (operand == 1) k = cpu::fp8_dequantize(cpu::fp8_quantize(in.k.data(), 1, c.T, c.H, c.D, Fp8Operand::kK, per_tensor, signs), 1, c.T, c.H, c.D, Fp8Operand::kK);
-  if (operand == 2) v = cpu::fp8_dequantize(cpu::fp8_quantize(in.v.data(), 1, c.T, c.H, c.D, Fp8Operand::kV, per_tensor, nullptr), 1, c.T, c.H, c.D, Fp8Operand::kV);
+  if (operand == 0) q = cpu::fp8_round_trip(in.q.data(), 1, c.T, c.H, c.D, Fp8Operand::kQ, per_tensor, signs);
+  if (operand == 1) k = cpu::fp8_round_trip(in.k.data(), 1, c.T, c.H, c.D, Fp8Operand::kK, per_tensor, signs);
+  if (operand == 2) v = cpu::fp8_round_trip(in.v.data(), 1, c.T, c.H, c.D, Fp8Operand::kV, per_tensor, nullptr);
   std::vector<double> o(in.exact.size()), lse(static_cast<size_t>(c.H) * c.T);
   if (operand == 3) cpu::fp8_attention_emulate(c, q.data(), k.data(), v.data(), o.data());
   else cpu::attention_reference_forward(c, q.data(), k.data(), v.data(), o.data(), lse.data());

@@ -52,6 +52,12 @@ void fwht_inplace(float* x, int D) {
       }
 }
 
+void fp8_rotate_inplace(float* row, int D, const uint32_t* sign_bits) {
+  for (int d = 0; d < D; ++d)
+    if ((sign_bits[d / 32] >> (d % 32)) & 1u) row[d] = -row[d];
+  fwht_inplace(row, D);
+}
+
 Fp8Quantized fp8_quantize(const float* x, int B, int T, int H, int D, Fp8Operand operand, bool per_tensor,
                           const uint32_t* sign_bits) {
   const int T_pad = fp8_padded_rows(T), R = tile_rows(operand), tiles = T_pad / R;
@@ -62,11 +68,8 @@ Fp8Quantized fp8_quantize(const float* x, int B, int T, int H, int D, Fp8Operand
     for (int h = 0; h < H; ++h)
       for (int t = 0; t < T; ++t) {
         float* row = &rows[(static_cast<size_t>(b * H + h) * T_pad + t) * D];
-        for (int d = 0; d < D; ++d) {
-          const float v = x[bthd(b, t, h, d, T, H, D)];
-          row[d] = sign_bits && ((sign_bits[d / 32] >> (d % 32)) & 1u) ? -v : v;
-        }
-        if (sign_bits) fwht_inplace(row, D);
+        for (int d = 0; d < D; ++d) row[d] = x[bthd(b, t, h, d, T, H, D)];
+        if (sign_bits) fp8_rotate_inplace(row, D, sign_bits);
       }
   std::vector<float> amax(static_cast<size_t>(heads) * tiles, 0.f);
   for (size_t tile = 0; tile < amax.size(); ++tile)
@@ -109,6 +112,11 @@ std::vector<double> fp8_dequantize(const Fp8Quantized& qt, int B, int T, int H, 
       }
     }
   return x;
+}
+
+std::vector<double> fp8_round_trip(const float* x, int B, int T, int H, int D, Fp8Operand operand, bool per_tensor,
+                                   const uint32_t* sign_bits) {
+  return fp8_dequantize(fp8_quantize(x, B, T, H, D, operand, per_tensor, sign_bits), B, T, H, D, operand);
 }
 
 void fp8_attention_emulate(const AttentionParams& cfg, const double* q, const double* k, const double* v,
@@ -156,12 +164,9 @@ void fp8_attention_forward_emulated(const AttentionParams& cfg, const float* q, 
   fp8_hadamard_signs(hadamard_seed, cfg.D, signs);
   const uint32_t* rot = hadamard ? signs : nullptr;
   const bool per_tensor = !block_quant;
-  const auto qd = fp8_dequantize(fp8_quantize(q, cfg.B, cfg.T, cfg.H, cfg.D, Fp8Operand::kQ, per_tensor, rot),
-                                 cfg.B, cfg.T, cfg.H, cfg.D, Fp8Operand::kQ);
-  const auto kd = fp8_dequantize(fp8_quantize(k, cfg.B, cfg.T, cfg.H, cfg.D, Fp8Operand::kK, per_tensor, rot),
-                                 cfg.B, cfg.T, cfg.H, cfg.D, Fp8Operand::kK);
-  const auto vd = fp8_dequantize(fp8_quantize(v, cfg.B, cfg.T, cfg.H, cfg.D, Fp8Operand::kV, per_tensor, nullptr),
-                                 cfg.B, cfg.T, cfg.H, cfg.D, Fp8Operand::kV);
+  const auto qd = fp8_round_trip(q, cfg.B, cfg.T, cfg.H, cfg.D, Fp8Operand::kQ, per_tensor, rot);
+  const auto kd = fp8_round_trip(k, cfg.B, cfg.T, cfg.H, cfg.D, Fp8Operand::kK, per_tensor, rot);
+  const auto vd = fp8_round_trip(v, cfg.B, cfg.T, cfg.H, cfg.D, Fp8Operand::kV, per_tensor, nullptr);
   fp8_attention_emulate(cfg, qd.data(), kd.data(), vd.data(), o);
 }
 

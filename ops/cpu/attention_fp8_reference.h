@@ -33,12 +33,20 @@ void fp8_hadamard_signs(uint64_t seed, int D, uint32_t (&sign_bits)[8]);
 // strides 1, 2, 4, ... like the CUDA quantiser: applying it twice multiplies by D.
 void fwht_inplace(float* x, int D);
 
+// The quantiser's rotation of one row in place, without its 1 / sqrt(D) (which goes into the
+// scale): the sign flips of sign_bits, then fwht_inplace, in fp32 as on the GPU.
+void fp8_rotate_inplace(float* row, int D, const uint32_t* sign_bits);
+
 // x: contiguous (B, T, H, D) floats (already bf16 values: the GPU quantiser reads bf16).
 // sign_bits null: no rotation (V is never rotated).
 Fp8Quantized fp8_quantize(const float* x, int B, int T, int H, int D, Fp8Operand operand,
                           bool per_tensor, const uint32_t* sign_bits);
 
 std::vector<double> fp8_dequantize(const Fp8Quantized& qt, int B, int T, int H, int D, Fp8Operand operand);
+
+// fp8_dequantize(fp8_quantize(...)): what the kernel sees of x, as (B, T, H, D) doubles.
+std::vector<double> fp8_round_trip(const float* x, int B, int T, int H, int D, Fp8Operand operand, bool per_tensor,
+                                   const uint32_t* sign_bits);
 
 // cfg: B, H, T, D, softmax_scale, causal (pointers, strides, dropout, block-sparse ignored; the FP8
 // op refuses the latter two). q, k, v, o contiguous (B, T, H, D).

@@ -163,10 +163,8 @@ TEST(Fp8Quantize, HadamardRotatesQAndKAlike) {
   const auto q = outlier_values(static_cast<size_t>(T) * D, 21), k = outlier_values(static_cast<size_t>(T) * D, 22);
   uint32_t signs[8];
   cpu::fp8_hadamard_signs(5, D, signs);
-  const auto qd = cpu::fp8_dequantize(cpu::fp8_quantize(q.data(), B, T, H, D, Fp8Operand::kQ, false, signs), B, T, H, D,
-                                      Fp8Operand::kQ);
-  const auto kd = cpu::fp8_dequantize(cpu::fp8_quantize(k.data(), B, T, H, D, Fp8Operand::kK, false, signs), B, T, H, D,
-                                      Fp8Operand::kK);
+  const auto qd = cpu::fp8_round_trip(q.data(), B, T, H, D, Fp8Operand::kQ, false, signs);
+  const auto kd = cpu::fp8_round_trip(k.data(), B, T, H, D, Fp8Operand::kK, false, signs);
   double err = 0, norm = 0;
   for (int i = 0; i < T; ++i)
     for (int j = 0; j < T; ++j) {
@@ -213,8 +211,7 @@ TEST(Fp8AttentionEmulate, CloseToExactOnBenignInputs) {
       if (causal) {  // row 0 sees key 0 only: O = dequantised v[0] (P = 256 exactly)
         std::vector<double> o(n);
         cpu::fp8_attention_forward_emulated(cfg, q.data(), k.data(), v.data(), true, true, 1, o.data());
-        const auto vq = cpu::fp8_dequantize(cpu::fp8_quantize(v.data(), 1, cfg.T, cfg.H, D, Fp8Operand::kV, false, nullptr),
-                                            1, cfg.T, cfg.H, D, Fp8Operand::kV);
+        const auto vq = cpu::fp8_round_trip(v.data(), 1, cfg.T, cfg.H, D, Fp8Operand::kV, false, nullptr);
         for (int d = 0; d < D; ++d) EXPECT_DOUBLE_EQ(o[d], vq[d]);
       }
     }
