@@ -37,7 +37,9 @@ struct FlashFp8FwdTraits {
   static constexpr int kOBytes = kBlockM * kOStride * 2;  // O staging reuses the K/V stages
   static constexpr int kSmemBytes = 1024 /* alignment */ + kQBytes + (kStageBytes > kOBytes ? kStageBytes : kOBytes);
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "fp8 head dims");
-  static_assert(kWarpGroups >= 1 && kWarpGroups <= 4, "1 to 4 consumer warpgroups");
+  // One or two warpgroups: a CTA's rows then divide T_pad (a multiple of 128), so every CTA has all
+  // its Q tiles. (Three and four, measured slower in session 12, needed a partial last block.)
+  static_assert(kFp8PadRows % kBlockM == 0, "a CTA's rows divide the padded length: 1 or 2 warpgroups");
 };
 
 // Shared memory: Q images, then kStages K images, then kStages V^T images (1 KB aligned: swizzle).
@@ -52,13 +54,10 @@ struct Fp8FwdSmem {
   }
 };
 
-// One CTA's rows [m0, m0 + kBlockM) of head (b, h) and the key tiles it visits. T_pad (a multiple of
-// 128) need not be a multiple of kBlockM (3 or 4 warpgroups): the last block then has only
-// q_tiles < kWarpGroups Q images; its other warpgroups compute on whatever their shared memory holds
-// and store nothing (their rows are >= T_pad >= T).
+// One CTA's rows [m0, m0 + kBlockM) of head (b, h) and the key tiles it visits.
 template <class Kt>
 struct Fp8FwdBlock {
-  int m0, T, T_pad, n_end, q_tiles;
+  int m0, T, T_pad, n_end;
   const uint8_t *q_img, *k_img, *v_img;
   const float *k_scale, *v_scale;
   float q_factor;  // softmax_scale * log2(e) * this warpgroup's Q scale
@@ -69,13 +68,12 @@ struct Fp8FwdBlock {
     m0 = (gridDim.x - 1 - blockIdx.x) * BM;  // the longest causal blocks first
     const int m1 = min(m0 + BM, T);
     n_end = p.causal ? (m1 - 1) / BN + 1 : (T + BN - 1) / BN;
-    q_tiles = min(Kt::kWarpGroups, (T_pad - m0) / kFp8QTileRows);
     q_img = p.q + (static_cast<int64_t>(bh) * T_pad + m0) * D;
     k_img = p.k + static_cast<int64_t>(bh) * T_pad * D;
     v_img = p.v + static_cast<int64_t>(bh) * T_pad * D;
     k_scale = p.k_scale + static_cast<int64_t>(bh) * (T_pad / BN);
     v_scale = p.v_scale + static_cast<int64_t>(bh) * (T_pad / BN);
-    const int q_tile = m0 / kFp8QTileRows + min(wg, max(q_tiles - 1, 0));
+    const int q_tile = m0 / kFp8QTileRows + wg;
     q_factor = p.softmax_scale * kLog2e * p.q_scale[static_cast<int64_t>(bh) * (T_pad / kFp8QTileRows) + q_tile];
   }
   // Whole block in the padding (m0 >= T): nothing to do.
@@ -88,10 +86,10 @@ __device__ __forceinline__ void fp8_copy_async(uint8_t* dst, const uint8_t* src,
   for (int i = tid * 16; i < bytes; i += kThreads * 16) cp_async_16(smem_u32(dst + i), src + i, 16);
 }
 
-// Q images of the block's q_tiles warpgroups (rows past T_pad belong to the next head or beyond).
+// Q images of the block's warpgroups.
 template <class Kt>
 __device__ __forceinline__ void fp8_load_q(const Fp8FwdSmem<Kt>& s, const Fp8FwdBlock<Kt>& blk, int tid) {
-  fp8_copy_async<Kt::kNThreads>(s.q, blk.q_img, blk.q_tiles * kFp8QTileRows * Kt::kHeadDim, tid);
+  fp8_copy_async<Kt::kNThreads>(s.q, blk.q_img, Kt::kQBytes, tid);
 }
 
 // K and V^T images of key tile n into stage n % kStages (the caller commits).

@@ -15,12 +15,11 @@ namespace ft::cuda::flash {
 template <int D>
 using FlashFp8Fwd = FlashFp8FwdTraits<D, 2>;
 
-// kBlockM rows per CTA (the grid rounds up: the traits allow 3 and 4 warpgroups, whose 192 and
-// 256 rows leave a partial last block; no shipped schedule uses them).
+// kBlockM rows per CTA (kBlockM divides T_pad: the traits' static_assert).
 template <class Kt, class Kernel>
 void launch_flash_fp8_fwd(Kernel kernel, const Fp8AttentionParams& p, Stream stream) {
   set_smem_limit(kernel, Kt::kSmemBytes);
-  const int blocks = (fp8_padded_rows(p.T) + Kt::kBlockM - 1) / Kt::kBlockM;
+  const int blocks = fp8_padded_rows(p.T) / Kt::kBlockM;
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(p.B * p.H));
   kernel<<<grid, Kt::kNThreads, Kt::kSmemBytes, stream>>>(p);
   CUDA_CHECK_LAUNCH();
