@@ -106,12 +106,31 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // dropout calls drawn before the S wait (kEarlyCalls; three of four in the two-warpgroup tile): 22 one
 // of four, 23 all four, 25 two (the two-warpgroup tile otherwise), 24 all eight of a 128-key tile at
 // 1 CTA/SM (variant 9's tile). 26: the one-warpgroup tile (shipped up to T = 2048, 4096 with dropout) with 3 stages;
-// 27, 28: the two- and one-warpgroup tiles as shipped, at every T. Numbers, and the variants tried
+// 27, 28: the two- and one-warpgroup tiles as shipped, at every T. 29-31: the deterministic backward
+// with the ordered dQ, the fixed-point dQ, the fixed-point dQ on the wide tile at every T
+// (flash_deterministic_dq), any D and dtype, like 4. Numbers, and the variants tried
 // and removed: bench/attention/NOTES.md.
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
-  if (variant == 4) {
-    forward ? ft::cuda::flash_attention_forward(p, s)
-            : ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
+  // Deterministic: as shipped (4), the ordered dQ (29), the fixed-point dQ (30), the fixed-point dQ with
+  // the D = 64 wide tile at every T (31).
+  if (variant == 4 || (variant >= 29 && variant <= 31)) {
+    if (forward) return ft::cuda::flash_attention_forward(p, s);
+    using ft::cuda::FlashDeterministicDq;
+    const auto shipped = ft::cuda::flash_deterministic_dq();
+    if (variant != 4)
+      ft::cuda::set_flash_deterministic_dq(variant == 29 ? FlashDeterministicDq::kOrdered : FlashDeterministicDq::kFixedPoint);
+    if (variant == 31) ft::cuda::set_flash_bwd_wide_min_t(0);
+    auto restore = [&] {
+      ft::cuda::set_flash_deterministic_dq(shipped);
+      if (variant == 31) ft::cuda::set_flash_bwd_wide_min_t(-1);
+    };
+    try {
+      ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
+    } catch (...) {
+      restore();
+      throw;
+    }
+    restore();
     return;
   }
   if (p.D != 64 || variant == 0) {
@@ -271,6 +290,11 @@ int ft_attn_run_gqa(int op, int impl, int variant, void* q, void* k, void* v, vo
   return run_attention(op, impl, variant, q, k, v, o, lse, dout, dq, dk, dv, dsum, dq_accum, naive_bufs, B, T, H,
                        H_kv, D, qkv_strides, causal, dropout_p, seed, offset, dtype, softmax_scale, dkv_partial,
                        stream);
+}
+
+// Floats of the backward's dq_accum workspace (fp32 or fixed point: flash_attention.h).
+long long ft_attn_dq_accum_floats(int B, int T, int H, int D) {
+  return ft::cuda::flash::dq_fixed_float_count(static_cast<long long>(B) * H, T, D);
 }
 
 // Element counts of the FP8 workspaces: sizes[0..2] bytes of quantised q, k, v; sizes[3..5] their

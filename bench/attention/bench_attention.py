@@ -117,8 +117,14 @@ class Flashtrain:
         dsum = dq_accum = None
         if self.impl == 0:
             dsum = torch.empty(B * H * T, dtype=torch.float32, device="cuda")
-            # T rounded up to 128 rows (ops/cuda/attention/flash_dq_accum.cuh)
-            dq_accum = torch.empty(B * H * ((T + 127) // 128) * 128 * D, dtype=torch.float32, device="cuda")
+            # fp32 or fixed point, T rounded up to 128 rows (ops/cuda/attention/flash_dq_accum.cuh);
+            # a --base-lib from before the fixed-point dQ lacks the size function
+            if hasattr(self.lib, "ft_attn_dq_accum_floats"):
+                self.lib.ft_attn_dq_accum_floats.restype = ctypes.c_longlong
+                n = self.lib.ft_attn_dq_accum_floats(B, T, H, D)
+            else:
+                n = B * H * ((T + 127) // 128) * 128 * D
+            dq_accum = torch.empty(n, dtype=torch.float32, device="cuda")
         else:
             self.naive[3] = torch.empty(B * H * T * T, dtype=self.qkv.dtype, device="cuda")
         # grouped-query: per-query-head dK, dV before the group sum (as ops/attention.cpp allocates)
@@ -225,8 +231,13 @@ def measure(impl, qkv, dout, causal, p):
 
 IMPLS = {
     "flashtrain_flash": lambda lib: Flashtrain(lib, 0),
-    # The deterministic backward (fixed dQ order; what training uses by default): variant 4.
+    # The deterministic backward (what training uses by default): variant 4, whose dQ form the library
+    # picks per call (flash_fixed_point_dq). Forced: the ordered dQ (29), the fixed-point dQ (30), the
+    # fixed-point dQ on the D = 64 wide tile at every T (31).
     "flashtrain_flash_det": lambda lib: Flashtrain(lib, 0, 4),
+    "flashtrain_flash_det_ordered": lambda lib: Flashtrain(lib, 0, 29),
+    "flashtrain_flash_det_fixed": lambda lib: Flashtrain(lib, 0, 30),
+    "flashtrain_flash_det_fixed_wide": lambda lib: Flashtrain(lib, 0, 31),
     "flashtrain_naive": lambda lib: Flashtrain(lib, 1),
     "torch_flash": lambda lib: TorchSdpa(SDPBackend.FLASH_ATTENTION),
     "torch_cudnn": lambda lib: TorchSdpa(SDPBackend.CUDNN_ATTENTION),
@@ -235,7 +246,8 @@ IMPLS = {
 
 
 # The implementations the full benchmark re-measures with --rounds (the slow ones run once).
-REPEATED_IMPLS = ("flashtrain_flash", "flashtrain_flash_det", "torch_flash", "torch_cudnn")
+REPEATED_IMPLS = ("flashtrain_flash", "flashtrain_flash_det", "flashtrain_flash_det_ordered", "flashtrain_flash_det_fixed",
+                  "torch_flash", "torch_cudnn")
 
 
 def make_inputs(B, T, seed=0):
@@ -360,7 +372,9 @@ def write_outputs(args, card, rows, quiet=True):
                    "date": args.date, "commit": args.commit, "rows": rows}, fh, indent=1)
     lines = [f"# Attention benchmark on {torch.cuda.get_device_name()} (torch {torch.__version__})",
              "", f"Date {args.date}, commit {args.commit}. flashtrain_flash_det is our deterministic "
-             "backward (bit-identical dq; what training uses by default). "
+             "backward (bit-identical dq; what training uses by default), whose dQ form the library picks per call: "
+             "_det_fixed forces the fixed-point dQ adds, _det_ordered the ordered form (counters with dropout, "
+             "a separate dQ kernel without). "
              f"{REPEATED_IMPLS} measured in {args.rounds} interleaved round(s), median. Timing: {args.timing} "
              "(call: one synchronised call per timing, host latency to the first kernel included; stream: "
              "calls back to back, GPU time).", "", f"bf16, H*D={HIDDEN} (D, H per row), H_kv={KV_HEADS or 'H'}, causal, B*T={TOKENS}. "

@@ -3,7 +3,8 @@
 // flash and naive draw identical dropout masks; the dropped fraction matches p; block-sparse flash
 // equals masked naive; fully masked rows give zeros; flash allocates nothing and its buffers grow
 // linearly in T; dK and dV are bit-reproducible (dQ uses atomics: its spread is measured); the
-// deterministic backward gives bit-identical dq, dk, dv; a device offset base equals a plain offset;
+// deterministic backward gives bit-identical dq, dk, dv in both its forms (fixed-point dQ, ordered
+// dQ), and the fixed-point form's out-of-range heads come out NaN; a device offset base equals a plain offset;
 // head dims 64, 128 and 256 (FlashCudaHeadDim256 and the _D256_ cases);
 // scores that grow along the keys (the forward's lazy rescale) stay within twice naive's error.
 #include <cublas_v2.h>
@@ -444,8 +445,10 @@ TEST(FlashCuda, WorkspaceLinearInT) {
     DeviceAttention dev(cfg, in);
     dev.run_flash();
     const auto ws = cuda::flash_attention_backward_workspace(dev.params());
+    // dq_accum's fixed-point form ends in one flag int per (batch, head): the only part not in T.
+    const int64_t flags = cuda::flash::dq_fixed_float_count(12, T, 64) - 2 * cuda::flash::dq_accum_float_count(12, T, 64);
     bytes.push_back(static_cast<double>(n) * 2 * 8 +
-                    (ws.dsum_floats + ws.dq_accum_floats + ws.dq_semaphore_ints + T * 12) * 4.0);
+                    (ws.dsum_floats + ws.dq_accum_floats - flags + ws.dq_semaphore_ints + T * 12) * 4.0);
     std::printf("T %d: flash fwd+bwd buffers %.1f MiB\n", T, bytes.back() / 1048576.0);
   }
   EXPECT_NEAR(bytes[1] / bytes[0], 4.0, 1e-9);
@@ -484,7 +487,23 @@ void expect_deterministic_backward_bit_identical(const std::vector<AttentionCase
               cases.size());
 }
 
-// Over the grid of the issue.
+// Runs f() with the deterministic backward's dQ made one way (flash_deterministic_dq), then restores
+// the shipped choice.
+template <class F>
+void with_deterministic_dq(cuda::FlashDeterministicDq how, F&& f) {
+  const cuda::FlashDeterministicDq shipped = cuda::flash_deterministic_dq();
+  cuda::set_flash_deterministic_dq(how);
+  f();
+  cuda::set_flash_deterministic_dq(shipped);
+}
+constexpr cuda::FlashDeterministicDq kBothDeterministicDq[] = {cuda::FlashDeterministicDq::kFixedPoint,
+                                                               cuda::FlashDeterministicDq::kOrdered};
+// kAuto (the default) picks one of the two per call; the tests force each.
+const char* dq_name(cuda::FlashDeterministicDq how) {
+  return how == cuda::FlashDeterministicDq::kFixedPoint ? "fixed-point dq" : "ordered dq";
+}
+
+// Over the grid of the issue, both deterministic forms.
 TEST(FlashCuda, DeterministicBackwardIsBitIdentical) {
   SKIP_WITHOUT_CUDA();
   std::vector<AttentionCase> cases;
@@ -494,7 +513,41 @@ TEST(FlashCuda, DeterministicBackwardIsBitIdentical) {
         for (int D : {64, 128}) cases.push_back({T >= 2048 ? 1 : 2, T >= 1000 ? 4 : 3, T, D, causal, p});
   cases.push_back({1, 2, 1000, 64, true, 0.1f, AttentionDType::kBF16, 32, 4, 2});   // block-sparse
   cases.push_back({2, 2, 333, 128, false, 0.1f, AttentionDType::kF16, 64, 2, 1});  // f16, sparse
-  expect_deterministic_backward_bit_identical(cases);
+  // T >= 2048 at D = 64 takes the wide-tile backward with the fixed-point dQ.
+  cases.push_back({1, 2, 4100, 64, true, 0.1f});
+  cases.push_back({1, 2, 2300, 64, false, 0.f});
+  for (auto how : kBothDeterministicDq) {
+    SCOPED_TRACE(dq_name(how));
+    with_deterministic_dq(how, [&] { expect_deterministic_backward_bit_identical(cases); });
+  }
+}
+
+// The fixed-point dQ's range (flash_attention.h): a head whose dQ contributions reach the bound comes
+// out NaN, every other head as the atomic backward gives it (to rounding), and dK, dV are unchanged.
+TEST(FlashCuda, FixedPointDqOutOfRangeGivesNaNForThatHeadOnly) {
+  SKIP_WITHOUT_CUDA();
+  for (int D : {64, 128}) {
+    const AttentionCase c{1, 2, 256, D, true, 0.f};
+    AttentionInputs in = make_inputs(c, 4242u + D);
+    // Head 1's upstream gradient x 1e8: its contributions to dQ reach ~1e8, far past 2^23 / 4 key blocks.
+    for (int t = 0; t < c.T; ++t)
+      for (int d = 0; d < D; ++d) in.dout[(static_cast<size_t>(t) * c.H + 1) * D + d] *= 1e8f;
+    DeviceAttention dev(config_of(c), in);
+    Outputs fixed;
+    with_deterministic_dq(cuda::FlashDeterministicDq::kFixedPoint, [&] { fixed = dev.run_flash(true); });
+    const Outputs atomic = dev.run_flash(false);
+    size_t nan_head1 = 0, bad_head0 = 0;
+    for (int t = 0; t < c.T; ++t)
+      for (int d = 0; d < D; ++d) {
+        const size_t i0 = (static_cast<size_t>(t) * c.H) * D + d, i1 = i0 + D;
+        nan_head1 += std::isnan(fixed.dq[i1]);
+        bad_head0 += !(std::abs(fixed.dq[i0] - atomic.dq[i0]) <= 0.02f * std::abs(atomic.dq[i0]) + 1e-3f);
+        ASSERT_TRUE(std::isfinite(atomic.dq[i1])) << "the atomic path stays finite here";
+      }
+    EXPECT_EQ(nan_head1, static_cast<size_t>(c.T) * D) << "D " << D << ": head 1's dq must be all NaN";
+    EXPECT_EQ(bad_head0, 0u) << "D " << D << ": head 0's dq must be the atomic path's";
+    EXPECT_TRUE(same_bits(fixed.dk, atomic.dk) && same_bits(fixed.dv, atomic.dv)) << "D " << D;
+  }
 }
 
 // D = 256: the split backward without dropout, the wide tile's counter-ordered dQ with it.
@@ -505,7 +558,10 @@ TEST(FlashCudaHeadDim256, DeterministicBackwardIsBitIdentical) {
     for (float p : {0.f, 0.1f})
       for (int T : {17, 300}) cases.push_back({2, 2, T, 256, causal, p});
   cases.push_back({1, 2, 300, 256, true, 0.1f, AttentionDType::kF16, 32, 4, 2});  // f16, block-sparse
-  expect_deterministic_backward_bit_identical(cases);
+  for (auto how : kBothDeterministicDq) {
+    SCOPED_TRACE(dq_name(how));
+    with_deterministic_dq(how, [&] { expect_deterministic_backward_bit_identical(cases); });
+  }
 }
 
 TEST(FlashCudaHeadDim256, SameMaskAsNaive) {
@@ -516,6 +572,7 @@ TEST(FlashCudaHeadDim256, SameMaskAsNaive) {
 TEST(FlashCudaHeadDim256, FullyMaskedRowsGiveZerosNotNaN) {
   SKIP_WITHOUT_CUDA();
   for (bool deterministic : {false, true}) expect_fully_masked_rows_give_zeros(256, deterministic);
+  with_deterministic_dq(cuda::FlashDeterministicDq::kOrdered, [] { expect_fully_masked_rows_give_zeros(256, true); });
 }
 
 // Graph replay (core/dropout_mask.h): offset_base pointing at a device word X with offset Y gives

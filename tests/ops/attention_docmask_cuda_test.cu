@@ -208,8 +208,8 @@ TEST(DocMaskCuda, HalfHeadDim256AndLongRowsTakeTheMask) {
 }
 
 // Dropout under the document mask: against the float64 CPU reference with the same Philox state;
-// and the deterministic backward (its ordered dQ adds count only the key blocks the mask leaves)
-// finishes and repeats bit for bit.
+// and the deterministic backward in both forms (the ordered dQ's adds count only the key blocks the
+// mask leaves) finishes and repeats bit for bit.
 TEST(DocMaskCuda, DropoutAgainstReferenceAndDeterministicRepeats) {
   FT_REQUIRE_CUDA();
   // D = 64 bf16 as trained; f16 and D = 128, 256 reach the other dropout kernels' document-mask twins.
@@ -233,8 +233,16 @@ TEST(DocMaskCuda, DropoutAgainstReferenceAndDeterministicRepeats) {
       expect_flash_within_twice_naive(qkv_d, dout_d, B, T, H, D, o, expected, name + (det ? " deterministic" : ""));
     }
     o.deterministic = true;
-    const Result a = run(true, qkv_d, dout_d, B, T, H, D, o), b = run(true, qkv_d, dout_d, B, T, H, D, o);
-    EXPECT_EQ(a.dqkv.to_doubles(), b.dqkv.to_doubles()) << name;
+    // Both deterministic forms (flash_deterministic_dq): the fixed-point dQ (default) and the ordered one.
+    for (const auto how : {cuda::FlashDeterministicDq::kFixedPoint, cuda::FlashDeterministicDq::kOrdered}) {
+      const auto shipped = cuda::flash_deterministic_dq();
+      cuda::set_flash_deterministic_dq(how);
+      const std::string form = how == cuda::FlashDeterministicDq::kOrdered ? " ordered dq" : " fixed-point dq";
+      expect_flash_within_twice_naive(qkv_d, dout_d, B, T, H, D, o, expected, name + " deterministic" + form);
+      const Result a = run(true, qkv_d, dout_d, B, T, H, D, o), b = run(true, qkv_d, dout_d, B, T, H, D, o);
+      cuda::set_flash_deterministic_dq(shipped);
+      EXPECT_EQ(a.dqkv.to_doubles(), b.dqkv.to_doubles()) << name << form;
+    }
   }
 }
 

@@ -2,6 +2,8 @@
 #include "ops/cuda/attention/flash_attention.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/cuda/check.h"
 #include "core/error.h"
@@ -34,7 +36,39 @@ DispatchThreshold g_bwd_wide_min_t{2048, 4096};
 // level up to T = 2048 (0.276 / 0.264-0.274, 0.396 / 0.390-0.397), then behind (T = 4096 0.613 /
 // 0.646-0.720, T = 16384 2.16-2.20 / 2.50-2.58).
 DispatchThreshold g_fwd_small_tile_max_t{2048, 4096};
+
+// -1: not set by set_flash_deterministic_dq (then the environment, else kAuto).
+std::atomic<int> g_deterministic_dq{-1};
+FlashDeterministicDq deterministic_dq_from_env() {
+  const char* v = std::getenv("FLASHTRAIN_DETERMINISTIC_DQ");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return FlashDeterministicDq::kAuto;
+  if (std::strcmp(v, "fixed") == 0) return FlashDeterministicDq::kFixedPoint;
+  if (std::strcmp(v, "ordered") == 0) return FlashDeterministicDq::kOrdered;
+  throw Error(str("FLASHTRAIN_DETERMINISTIC_DQ=", v, ": expected auto, fixed or ordered"));
+}
 }  // namespace
+
+FlashDeterministicDq flash_deterministic_dq() {
+  const int set = g_deterministic_dq.load(std::memory_order_relaxed);
+  if (set >= 0) return static_cast<FlashDeterministicDq>(set);
+  static const FlashDeterministicDq from_env = deterministic_dq_from_env();
+  return from_env;
+}
+void set_flash_deterministic_dq(FlashDeterministicDq how) { g_deterministic_dq = static_cast<int>(how); }
+
+bool flash_fixed_point_dq(const AttentionParams& p) {
+  switch (flash_deterministic_dq()) {
+    case FlashDeterministicDq::kFixedPoint: return true;
+    case FlashDeterministicDq::kOrdered: return false;
+    case FlashDeterministicDq::kAuto: break;
+  }
+  // bwd ms, fixed point / ordered (H100, session 13): D = 64 p = 0 T = 1024 1.02 / 0.87, T = 4096
+  // 2.59 / 2.68; p = 0.1 T = 1024 1.07 / 1.13. D = 128 p = 0 T = 4096 2.94 / 2.86, p = 0.1 2.96 / 3.54.
+  // D = 256 T = 1024 p = 0.1 1.12 / 1.04, T = 4096 3.39 / 3.41 (p = 0 3.39 / 3.47).
+  const bool dropout = p.dropout.threshold != 0;
+  if (p.T >= 4096) return p.D != 128 || dropout;
+  return dropout && p.D <= 128;
+}
 
 int flash_fwd_small_tile_max_t(bool dropout) { return g_fwd_small_tile_max_t.get(dropout); }
 void set_flash_fwd_small_tile_max_t(int T) { g_fwd_small_tile_max_t.set(T); }

@@ -2,13 +2,22 @@
 //
 // flash_attention_forward writes p.o and p.lse from p.q, p.k, p.v.
 // flash_attention_backward reads q, k, v, o, lse, dout and writes dq, dk, dv; it needs workspaces
-// from the caller (sizes: flash_attention_backward_workspace): p.dsum always; p.dq_accum unless
-// deterministic without dropout; mode.dq_semaphore only when deterministic with dropout
-// (flash_backward_needs). dk and dv are always deterministic. dQ is a sum over key blocks: by
-// default added with fp32 atomics in whatever order the CTAs get there (reproducible only to
-// rounding). mode.deterministic makes dq bit-identical run to run: without dropout a separate dQ
-// kernel sums each row's key tiles in order in registers; with dropout every (query tile, warp)
-// waits on a counter so the key blocks add in one fixed order (flash_launch.cuh: why two designs).
+// from the caller (sizes: flash_attention_backward_workspace; which ones: flash_backward_needs):
+// p.dsum always; p.dq_accum except for the ordered deterministic backward without dropout;
+// mode.dq_semaphore for the ordered one with dropout. dk and dv are always deterministic. dQ is a
+// sum over key blocks: by default added with fp32 atomics in whatever order the CTAs get there
+// (reproducible only to rounding). mode.deterministic makes dq bit-identical run to run, in one of
+// two ways (flash_fixed_point_dq says which a call takes):
+//   fixed point: the atomic backward's kernels add 64-bit fixed-point integers (2^-40 units;
+//     flash_dq_accum.cuh), whose sum does not depend on the order. Range: a key block's
+//     contribution to one dQ element, before the softmax scale, must stay below 2^23 / (key
+//     blocks); beyond it that head's dq comes out NaN rather than wrong.
+//   ordered: without dropout a separate dQ kernel sums each row's key tiles in order in registers;
+//     with dropout every (query tile, warp) waits on a counter so the key blocks add in one fixed
+//     order (flash_launch.cuh).
+// The integer adds cost 12-30% of the backward against fp32 atomics (H100, session 13;
+// bench/attention/NOTES.md): mostly less than the counters with dropout, mostly more than the
+// separate dQ kernel without it. kAuto takes the faster of the two per call.
 // Supported: bf16 / f16, D in {64, 128, 256}, T >= 1, strides multiples of 8 elements, 16-byte aligned
 // pointers (the ops front door validates; the launchers throw ft::Error on other head dims).
 // Dropout with p.dropout.offset_base set: the kernels add *offset_base to the offset at their start
@@ -25,8 +34,18 @@ namespace ft::cuda {
 
 struct FlashBackwardMode {
   bool deterministic = false;
-  int* dq_semaphore = nullptr;  // deterministic with dropout: dq_semaphore_ints ints (zeroed by the launch)
+  int* dq_semaphore = nullptr;  // ordered deterministic with dropout: dq_semaphore_ints ints (zeroed by the launch)
 };
+
+// How the deterministic backward fixes dQ's bits (above), process-wide: the environment variable
+// FLASHTRAIN_DETERMINISTIC_DQ=auto|fixed|ordered when set (read once; benchmarks), else kAuto;
+// set_flash_deterministic_dq overrides both (tests run each form).
+enum class FlashDeterministicDq { kAuto, kFixedPoint, kOrdered };
+FlashDeterministicDq flash_deterministic_dq();
+void set_flash_deterministic_dq(FlashDeterministicDq how);
+// Whether a deterministic backward of p takes the fixed-point dQ (kAuto: where it measured faster,
+// flash_attention.cu: with dropout at D <= 128, and from T = 4096 on except D = 128 without dropout).
+bool flash_fixed_point_dq(const AttentionParams& p);
 
 void flash_attention_forward(const AttentionParams& p, Stream stream);
 void flash_attention_backward(const AttentionParams& p, Stream stream, const FlashBackwardMode& mode = {});
@@ -63,7 +82,9 @@ constexpr int kFlashDqSemaphoresPerTile = 4;
 
 struct FlashBackwardWorkspace {
   int64_t dsum_floats;        // (B, H, T)
-  int64_t dq_accum_floats;    // (B, H, ceil(T / 128) * 128, D)
+  // (B, H, ceil(T / 128) * 128, D) fp32, or as many int64 plus a flag per (b, h) (fixed point):
+  // the larger of the two (flash_dq_accum.cuh)
+  int64_t dq_accum_floats;
   int64_t dq_semaphore_ints;  // (B, H, ceil(T / 32), 4)
 };
 // Which of the workspaces a backward call with this mode uses.
@@ -72,13 +93,14 @@ struct FlashBackwardNeeds {
 };
 inline FlashBackwardNeeds flash_backward_needs(const AttentionParams& p, bool deterministic) {
   const bool dropout = p.dropout.threshold != 0;
+  if (deterministic && flash_fixed_point_dq(p)) return {true, false};
   return {!deterministic || dropout, deterministic && dropout};
 }
 
 inline FlashBackwardWorkspace flash_attention_backward_workspace(const AttentionParams& p) {
   const int64_t bh = static_cast<int64_t>(p.B) * p.H;
   const int64_t tiles = (p.T + kFlashDqTileRows - 1) / kFlashDqTileRows;
-  return {bh * p.T, bh * flash::dq_accum_rows(p.T) * p.D, bh * tiles * kFlashDqSemaphoresPerTile};
+  return {bh * p.T, flash::dq_fixed_float_count(bh, p.T, p.D), bh * tiles * kFlashDqSemaphoresPerTile};
 }
 
 }  // namespace ft::cuda

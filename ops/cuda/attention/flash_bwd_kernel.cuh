@@ -26,6 +26,9 @@
 // causal mask block n + 1 starts two query tiles further on than block n, so it runs ahead.
 // (Ascending order would make block n wait for block n - 1 to reach its first tile: a wavefront
 // that keeps every CTA of a head resident until block 0 finishes.)
+// kFixedDq (the deterministic backward's default) needs no order: dQ is added as 64-bit fixed-point
+// integers (flash_dq_accum.cuh), whose sum is the same in any order, and the CTAs run as the atomic
+// backward's do.
 #pragma once
 
 #include <cmath>
@@ -41,9 +44,10 @@ namespace ft::cuda::flash {
 
 // kDocMask: the document mask (p.doc_start) is compiled in (attention_params.h: without it no
 // document-mask code, for the registers).
-template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq, bool kDocMask>
+template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq, bool kDocMask, bool kFixedDq = false>
 __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     flash_bwd_kernel(const AttentionParams p, int heads_per_group, int* dq_semaphore) {
+  static_assert(!(kOrderedDq && kFixedDq), "one way of making dQ deterministic");
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
   constexpr int DS = Kt::kDsStride, NT = Kt::kNThreads;
 
@@ -76,8 +80,12 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   // kernel spilled 12 bytes more).
   constexpr bool kLeanTile = !kOrderedDq && D == 64;
   constexpr int kDqTileChunks = BM / 16 * DqLayout::kTilesD * 32;
-  float4* const dq_warp = reinterpret_cast<float4*>(
-      dq_accum + DqLayout::chunk(warp % Kt::kWarpsM, warp / Kt::kWarpsM * (Kt::kDqCols / 8), lane));
+  const int64_t dq_warp_chunk = DqLayout::chunk(warp % Kt::kWarpsM, warp / Kt::kWarpsM * (Kt::kDqCols / 8), lane);
+  float4* const dq_warp = reinterpret_cast<float4*>(dq_accum + dq_warp_chunk);
+  // kFixedDq: the same chunks as int64 words (tile m: m * kDqTileChunks * 4 words further, dj * 128).
+  unsigned long long* const dq_fixed = dq_fixed_words<D>(p.dq_accum, bh, T);
+  unsigned long long* const dq_fixed_warp = dq_fixed + DqLayout::fixed_word(dq_warp_chunk, lane);
+  DqFixedAdder fixed_adder(n_blocks);
   auto next_tile = [&](int m) { return blk.next_query_tile(p, m); };
   auto load_q_tile = [&](int m, int stage) {
     blk.template load_query_tile<!kLeanTile>(p, m, sQ + stage * BM * S, sdO + stage * BM * S,
@@ -357,10 +365,18 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
         if (Kt::kDiag == 0 || T < 0) {  // kDiag 1: the products stay, the adds go
 #pragma unroll
           for (int dj = 0; dj < kCols / 8; ++dj) {
-            float4* const chunk =
-                kLeanTile ? dq_warp + static_cast<int64_t>(m) * kDqTileChunks + dj * 32
-                          : reinterpret_cast<float4*>(dq_accum + DqLayout::chunk((m0 >> 4) + wm, wd * (kCols / 8) + dj, lane));
-            atomicAdd(chunk, make_float4(acc_dq[dj][0], acc_dq[dj][1], acc_dq[dj][2], acc_dq[dj][3]));
+            if constexpr (kFixedDq) {
+              unsigned long long* const word =
+                  kLeanTile ? dq_fixed_warp + static_cast<int64_t>(m) * kDqTileChunks * 4 + dj * 128
+                            : dq_fixed + DqLayout::fixed_word(
+                                             DqLayout::chunk((m0 >> 4) + wm, wd * (kCols / 8) + dj, lane), lane);
+              fixed_adder.add4(word, acc_dq[dj][0], acc_dq[dj][1], acc_dq[dj][2], acc_dq[dj][3]);
+            } else {
+              float4* const chunk =
+                  kLeanTile ? dq_warp + static_cast<int64_t>(m) * kDqTileChunks + dj * 32
+                            : reinterpret_cast<float4*>(dq_accum + DqLayout::chunk((m0 >> 4) + wm, wd * (kCols / 8) + dj, lane));
+              atomicAdd(chunk, make_float4(acc_dq[dj][0], acc_dq[dj][1], acc_dq[dj][2], acc_dq[dj][3]));
+            }
           }
         }
         if constexpr (kOrderedDq) {
@@ -386,6 +402,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     __syncwarp();
     if (lane == 0) red_release_gpu_add(pending_release, 1);
   }
+  if constexpr (kFixedDq && Kt::kDiag == 0) fixed_adder.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
   cp_async_wait<0>();
   __syncthreads();  // every warp is done reading sK (dQ) before it is reused for the output
 

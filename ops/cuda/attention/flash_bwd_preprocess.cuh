@@ -4,7 +4,8 @@
 //     counters of the deterministic mode -- one pass, no separate memset (n_accum 0: the split
 //     deterministic backward, whose dQ kernel writes dq directly, needs neither).
 //   flash_bwd_convert_dq_kernel: dQ = softmax_scale * dq_accum, rounded to the input dtype and
-//     written (B, T, H, D) with dq's strides; dq_accum is in its tile layout (flash_dq_accum.cuh).
+//     written (B, T, H, D) with dq's strides; dq_accum is in its tile layout (flash_dq_accum.cuh),
+//     fp32 or (kFixedDq) int64 fixed point, whose head's overflow flag turns its dQ into NaN.
 // Both are memory-bound, with 16-byte loads: the preprocess kernel has kThreadsPerRow threads per
 // (b, t, h) row, the convert kernel one thread per 16-byte chunk of dq_accum and 16-byte stores.
 #pragma once
@@ -55,7 +56,7 @@ __global__ void flash_bwd_preprocess_kernel(const AttentionParams p, int* semaph
 // straight from the chunks, each lane stored 4 bytes into 16-byte row pieces: 0.071 ms against
 // FA2's 0.061 ms at T = 2048 on an H100, session 8.)
 constexpr int kConvertThreads = 256;
-template <int kHeadDim, bool kBF16>
+template <int kHeadDim, bool kBF16, bool kFixedDq>
 __global__ void __launch_bounds__(kConvertThreads) flash_bwd_convert_dq_kernel(const AttentionParams p) {
   using L = DqAccumLayout<kHeadDim>;
   static_assert(kHeadDim % 64 == 0 && L::kRowAlign % 16 == 0, "a block is 64 columns of a 16-row tile");
@@ -67,8 +68,23 @@ __global__ void __launch_bounds__(kConvertThreads) flash_bwd_convert_dq_kernel(c
   const int64_t head_chunk = first % chunks_per_head;
   const int row0 = L::row_of(head_chunk), col0 = L::col_of(head_chunk);  // the block's tile corner
   const int tid = threadIdx.x, lane = tid % 32;
-  const float4 x = reinterpret_cast<const float4*>(p.dq_accum)[first + tid];
-  const float s = p.softmax_scale;
+  float4 x;  // dQ before the softmax scale (fp32 path) or after it (fixed point)
+  if constexpr (kFixedDq) {
+    // The chunk's four words (flash_dq_accum.cuh), scaled back (softmax scale included) in double:
+    // the integer sum is exact, so this is dQ's one rounding before the dtype's.
+    const unsigned long long* w = dq_fixed_words<kHeadDim>(p.dq_accum, bh, p.T) +
+                                  L::fixed_word((head_chunk + tid) * 4, lane);
+    const bool overflow = *dq_fixed_flag<kHeadDim>(p.dq_accum, static_cast<int64_t>(p.B) * p.H, bh, p.T) != 0;
+    const double unit = static_cast<double>(p.softmax_scale) / static_cast<double>(1ull << kDqFixedFracBits);
+    float v[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      v[e] = overflow ? NAN : static_cast<float>(static_cast<double>(static_cast<long long>(w[32 * e])) * unit);
+    x = make_float4(v[0], v[1], v[2], v[3]);
+  } else {
+    x = reinterpret_cast<const float4*>(p.dq_accum)[first + tid];
+  }
+  const float s = kFixedDq ? 1.f : p.softmax_scale;
   const int r = lane / 4, col = (tid / 32) * 8 + 2 * (lane % 4);
   *reinterpret_cast<uint32_t*>(tile + r * kStride + col) = pack2<kBF16>(x.x * s, x.y * s);
   *reinterpret_cast<uint32_t*>(tile + (r + 8) * kStride + col) = pack2<kBF16>(x.z * s, x.w * s);

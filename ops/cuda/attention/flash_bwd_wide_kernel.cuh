@@ -72,9 +72,11 @@ using FlashBwdWideNoDq = FlashBwdWideTraits<Kt::kHeadDim, Kt::kBlockM, Kt::kBloc
 // deadlock); a warp's counter is the one of its 16 x kDW slab, four per 32 query rows (the layout
 // of flash_attention_backward_workspace: 2 slabs x 2 column halves). Slabs past T add nothing.
 // kDocMask: as flash_bwd_kernel's (no document-mask code without it, for the registers).
-template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq, bool kDocMask>
+// kFixedDq: fixed-point dQ adds in any order (flash_dq_accum.cuh), the deterministic default.
+template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq, bool kDocMask, bool kFixedDq = false>
 __global__ void __launch_bounds__(Kt::kNThreads, 1)
     flash_bwd_wide_kernel(const AttentionParams p, int heads_per_group, int* dq_semaphore) {
+  static_assert(!(kOrderedDq && kFixedDq), "one way of making dQ deterministic");
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
   constexpr int PS = Kt::kPStride, NT = Kt::kNThreads;
   constexpr int MS = Kt::kMS, NS = Kt::kNS, NK = Kt::kNK, MQ = Kt::kMQ, DW = Kt::kDW, DQ = Kt::kDqCols;
@@ -99,6 +101,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
   const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, n1 = blk.n1, m_blocks = blk.m_blocks;
   float* dq_accum = p.dq_accum + bh * DqLayout::rows(T) * D;
+  unsigned long long* const dq_fixed = dq_fixed_words<D>(p.dq_accum, bh, T);
+  DqFixedAdder fixed_adder(blk.n_blocks);
   auto load_q_tile = [&](int m, int stage) {
     blk.load_query_tile(p, m, sQ + stage * BM * S, sdO + stage * BM * S, sLse + stage * BM, sDsum + stage * BM, tid);
   };
@@ -272,9 +276,15 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
 #pragma unroll
           for (int mi = 0; mi < MQ / 16; ++mi)
 #pragma unroll
-            for (int j = 0; j < DQ / 8; ++j)
-              atomicAdd(reinterpret_cast<float4*>(dq_accum + DqLayout::chunk(dq_row0 / 16 + mi, c0 / 8 + j, lane)),
-                        make_float4(acc_dq[mi][j][0], acc_dq[mi][j][1], acc_dq[mi][j][2], acc_dq[mi][j][3]));
+            for (int j = 0; j < DQ / 8; ++j) {
+              const int64_t chunk = DqLayout::chunk(dq_row0 / 16 + mi, c0 / 8 + j, lane);
+              if constexpr (kFixedDq)
+                fixed_adder.add4(dq_fixed + DqLayout::fixed_word(chunk, lane), acc_dq[mi][j][0], acc_dq[mi][j][1],
+                                 acc_dq[mi][j][2], acc_dq[mi][j][3]);
+              else
+                atomicAdd(reinterpret_cast<float4*>(dq_accum + chunk),
+                          make_float4(acc_dq[mi][j][0], acc_dq[mi][j][1], acc_dq[mi][j][2], acc_dq[mi][j][3]));
+            }
         }
         if constexpr (kOrderedDq) {
           __syncwarp();
@@ -285,6 +295,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
     m = mn;
     stage ^= 1;
   }
+  if constexpr (kFixedDq && Kt::kWithDq) fixed_adder.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
   cp_async_wait<0>();
   __syncthreads();  // every warp is done with sK, sV (phase 4) before they stage the output
 

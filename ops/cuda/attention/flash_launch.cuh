@@ -28,10 +28,12 @@
 // Launch order (both directions, D=64): a 1-D grid walked in groups of 32768 / T heads, longest
 // causal blocks first inside a group (grouped_block_order): 2-4% on fwd+bwd at T >= 2048 against
 // one head at a time; all heads longest-first lost (L2). D=128 keeps one head per group.
-// Deterministic backward without dropout: the dK/dV kernel without its dQ phase, then a dQ kernel
-// shaped like the forward (64-row tile as FwdSmallT); with dropout: the counter-ordered dQ, whose
-// key blocks launch in descending order inside the same groups (shortest causal block first: the
-// order in which they add into dQ; flash_bwd_kernel.cuh says why).
+// Deterministic backward (flash_fixed_point_dq picks the form): the atomic backward's kernels and
+// launch order with fixed-point dQ adds (kFixedDq), or the ordered form; without dropout: the dK/dV
+// kernel without its dQ phase, then a dQ kernel shaped like the forward (64-row tile as FwdSmallT);
+// with dropout: the counter-ordered dQ, whose key blocks launch in descending order inside the same
+// groups (shortest causal block first: the order in which they add into dQ; flash_bwd_kernel.cuh
+// says why).
 #pragma once
 
 #include <algorithm>
@@ -165,10 +167,12 @@ void run_flash_fwd_with(const AttentionParams& p, cudaStream_t stream, int group
 template <int kHeadDim>
 struct BwdRowKernels {
   static constexpr int kThreads = 256;
-  int64_t accum_floats;  // dq_accum's size (flash_attention_backward_workspace)
+  int64_t accum_floats;  // the fp32 dq_accum's floats (the fixed-point one: fixed_floats)
+  int64_t fixed_floats;
   unsigned blocks, convert_blocks;
   explicit BwdRowKernels(const AttentionParams& p)
-      : accum_floats(flash_attention_backward_workspace(p).dq_accum_floats) {
+      : accum_floats(dq_accum_float_count(static_cast<int64_t>(p.B) * p.H, p.T, kHeadDim)),
+        fixed_floats(dq_fixed_float_count(static_cast<int64_t>(p.B) * p.H, p.T, kHeadDim)) {
     const int64_t row_threads = static_cast<int64_t>(p.B) * p.H * p.T * (kHeadDim / 8);
     blocks = static_cast<unsigned>((row_threads + kThreads - 1) / kThreads);
     // Exact: dq_accum's rows per head are a multiple of 128, so its chunks a multiple of 256.
@@ -183,14 +187,17 @@ struct BwdRowKernels {
                                                                                    n_accum);
     CUDA_CHECK_LAUNCH();
   }
-  template <bool kBF16>
+  // The floats the preprocess zeroes for a main kernel that adds into dq_accum.
+  int64_t accum_to_zero(bool fixed_dq) const { return fixed_dq ? fixed_floats : accum_floats; }
+  template <bool kBF16, bool kFixedDq>
   void convert_dq(const AttentionParams& p, cudaStream_t stream) const {
-    flash_bwd_convert_dq_kernel<kHeadDim, kBF16><<<convert_blocks, kThreads, 0, stream>>>(p);
+    flash_bwd_convert_dq_kernel<kHeadDim, kBF16, kFixedDq><<<convert_blocks, kThreads, 0, stream>>>(p);
     CUDA_CHECK_LAUNCH();
   }
 };
 
-template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false, bool kDocMask = false>
+template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false, bool kDocMask = false,
+          bool kFixedDq = false>
 void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_tokens,
                       int* dq_semaphore = nullptr) {
   constexpr int kHeadDim = Kt::kHeadDim;
@@ -202,14 +209,16 @@ void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_t
   const BwdRowKernels<kHeadDim> rows(p);
   const int64_t n_semaphores =
       kOrderedDq ? flash_attention_backward_workspace(p).dq_semaphore_ints : 0;
-  rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, rows.accum_floats);
-  launch_key_major<Kt>(flash_bwd_kernel<Kt, kBF16, kDropout, kOrderedDq, kDocMask>, Kt::kSmemBytes, p, stream,
-                       group_tokens, dq_semaphore);
-  rows.template convert_dq<kBF16>(p, stream);
+  rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, rows.accum_to_zero(kFixedDq));
+  launch_key_major<Kt>(flash_bwd_kernel<Kt, kBF16, kDropout, kOrderedDq, kDocMask, kFixedDq>, Kt::kSmemBytes, p,
+                       stream, group_tokens, dq_semaphore);
+  rows.template convert_dq<kBF16, kFixedDq>(p, stream);
 }
 
-// The wide-tile backward (flash_bwd_wide_kernel.cuh): atomic dQ, or (kOrderedDq) the counter-ordered dQ.
-template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false, bool kDocMask = false>
+// The wide-tile backward (flash_bwd_wide_kernel.cuh): atomic dQ, (kOrderedDq) the counter-ordered dQ,
+// or (kFixedDq) the fixed-point one.
+template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false, bool kDocMask = false,
+          bool kFixedDq = false>
 void launch_flash_bwd_wide(const AttentionParams& p, cudaStream_t stream, int group_tokens,
                            int* dq_semaphore = nullptr) {
   static_assert(DqAccumLayout<Kt::kHeadDim>::kRowAlign % Kt::kBlockM == 0, "dq_accum rows cover whole tiles");
@@ -219,10 +228,10 @@ void launch_flash_bwd_wide(const AttentionParams& p, cudaStream_t stream, int gr
   check_doc_mask_built<kDocMask>(p);
   const BwdRowKernels<Kt::kHeadDim> rows(p);
   const int64_t n_semaphores = kOrderedDq ? flash_attention_backward_workspace(p).dq_semaphore_ints : 0;
-  rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, rows.accum_floats);
-  launch_key_major<Kt>(flash_bwd_wide_kernel<Kt, kBF16, kDropout, kOrderedDq, kDocMask>, Kt::kSmemBytes, p,
-                       stream, group_tokens, dq_semaphore);
-  rows.template convert_dq<kBF16>(p, stream);
+  rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, rows.accum_to_zero(kFixedDq));
+  launch_key_major<Kt>(flash_bwd_wide_kernel<Kt, kBF16, kDropout, kOrderedDq, kDocMask, kFixedDq>, Kt::kSmemBytes,
+                       p, stream, group_tokens, dq_semaphore);
+  rows.template convert_dq<kBF16, kFixedDq>(p, stream);
 }
 
 // The split deterministic backward: dK, dV from the main kernel (Kt: the 4-warp or the wide tile)
@@ -248,10 +257,11 @@ void launch_flash_bwd_split(const AttentionParams& p, cudaStream_t stream, int g
                            p, stream, group_tokens);
 }
 
-// Deterministic: without dropout the split backward, with dropout the counter-ordered dQ; each is
-// the faster of the two there (H200, T = 1024 .. 16384: bench/attention/NOTES.md, D = 64): the split
-// recomputes S and dP, which costs less than the ordering's waits, unless the dropout bits must be
-// drawn a third time as well. Kt: the 4-warp tile, or the wide one (D = 256).
+// Deterministic: the fixed-point dQ where it is faster (flash_fixed_point_dq); the ordered form: without dropout the split backward,
+// with dropout the counter-ordered dQ, each the faster of the two there (H200, T = 1024 .. 16384:
+// bench/attention/NOTES.md, D = 64): the split recomputes S and dP, which costs less than the
+// ordering's waits, unless the dropout bits must be drawn a third time as well. Kt: the 4-warp tile,
+// or the wide one (D = 256).
 template <class Kt>
 void run_flash_bwd_with(const AttentionParams& p, cudaStream_t stream, int group_tokens = 0,
                         const FlashBackwardMode& mode = {}) {
@@ -262,6 +272,9 @@ void run_flash_bwd_with(const AttentionParams& p, cudaStream_t stream, int group
     if (!mode.deterministic) {
       if constexpr (kWide) launch_flash_bwd_wide<Kt, kBF16, kDropout, false, kDoc>(p, stream, group_tokens);
       else launch_flash_bwd<Kt, kBF16, kDropout, false, kDoc>(p, stream, group_tokens);
+    } else if (flash_fixed_point_dq(p)) {
+      if constexpr (kWide) launch_flash_bwd_wide<Kt, kBF16, kDropout, false, kDoc, true>(p, stream, group_tokens);
+      else launch_flash_bwd<Kt, kBF16, kDropout, false, kDoc, true>(p, stream, group_tokens);
     } else if constexpr (kDropout) {
       if constexpr (kWide)
         launch_flash_bwd_wide<Kt, kBF16, true, true, kDoc>(p, stream, group_tokens, mode.dq_semaphore);
@@ -305,10 +318,14 @@ template <int kHeadDim>
 void run_flash_bwd(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode) {
   using Config = FlashConfig<kHeadDim>;
   if constexpr (kHeadDim == 64) {
-    if (!mode.deterministic && p.T >= flash_bwd_wide_min_t(p.dropout.threshold != 0)) {
+    // The fixed-point deterministic dQ adds in any order, so it takes the atomic backward's kernels.
+    const bool fixed = mode.deterministic && flash_fixed_point_dq(p);
+    if ((!mode.deterministic || fixed) && p.T >= flash_bwd_wide_min_t(p.dropout.threshold != 0)) {
       return dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto doc_mask) {
-        launch_flash_bwd_wide<typename Config::BwdWide, decltype(bf16)::value, decltype(dropout)::value, false,
-                              decltype(doc_mask)::value>(p, stream, Config::kGroupTokens);
+        using W = typename Config::BwdWide;
+        constexpr bool kB = decltype(bf16)::value, kP = decltype(dropout)::value, kM = decltype(doc_mask)::value;
+        if (fixed) launch_flash_bwd_wide<W, kB, kP, false, kM, true>(p, stream, Config::kGroupTokens);
+        else launch_flash_bwd_wide<W, kB, kP, false, kM>(p, stream, Config::kGroupTokens);
       });
     }
   }
