@@ -6,7 +6,8 @@
 // writes dlogits once: softmax is recomputed as exp(x - lse), so no (N, V) probabilities buffer
 // exists. Contiguous rows of V = 50257 mostly start off a 16-byte boundary, so each row is walked
 // as a scalar head up to the first boundary, a body of 16-byte vectors and a scalar tail (the
-// GPT head's padded rows, MatmulOptions::align_rows, all start on one).
+// GPT head's padded rows, MatmulOptions::align_rows, all start on one). The training head's
+// one-pass kernel (loss and dlogits together, cross_entropy_loss_and_grad) is at the end.
 #include "ops/cuda/cross_entropy.h"
 
 #include "core/cuda/check.h"

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "core/cuda/graph.h"
@@ -372,6 +373,11 @@ TEST(MatmulCuda, AlphaScaleFromDeviceMemory) {
     EXPECT_LT(rel_error(ops::matmul(g.to(gpu), x.to(gpu), scaled(true, false, s.to(gpu))), want),
               dt == DType::F32 ? 1e-5 : 1e-2)
         << dt;
+    // beta 0 read from device memory still means "C is not read": NaN there must not leak in
+    // (fresh outputs come from the caching allocator with whatever bits they held).
+    Tensor over_nan = Tensor::full({24, 32}, std::nan(""), DType::F32, gpu);
+    ops::matmul_out(g.to(gpu), x.to(gpu), over_nan, scaled(true, false, s.to(gpu)));
+    EXPECT_LT(rel_error(over_nan, want), dt == DType::F32 ? 1e-5 : 1e-2) << dt << " output held NaN before";
     Tensor acc = randn_tensor({24, 32}, 612), acc_gpu = acc.to(gpu);
     ops::matmul_out(g, x, acc, scaled(true, false, s), true);
     ops::matmul_out(g.to(gpu), x.to(gpu), acc_gpu, scaled(true, false, s.to(gpu)), true);
