@@ -6,6 +6,7 @@
 #include "autograd/functions/cross_entropy.h"
 #include "autograd/functions/elementwise.h"
 #include "autograd/functions/linear_cross_entropy.h"
+#include "autograd/functions/linear_cross_entropy_mean.h"
 #include "autograd/functions/matmul.h"
 #include "nn/init.h"
 #include "ops/document_mask.h"
@@ -41,7 +42,8 @@ GPT::GPT(const GPTConfig& cfg, uint64_t seed)
   init_gpt2_parameters(*this, cfg.initializer_range, cfg.n_layers, seed);
 }
 
-GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_targets) const {
+GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_targets,
+                       const Tensor& grad_scale_hint) const {
   FT_CHECK_ARG(idx.defined() && idx.dim() == 2 && idx.dtype() == DType::I32, "[gpt] idx must be (B, T) int32, got ",
                idx.defined() ? str(idx.shape(), " ", idx.dtype()) : std::string("undefined"));
   const int64_t T = idx.size(1);
@@ -70,6 +72,14 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_t
     FT_CHECK_ARG(targets.shape() == idx.shape() && targets.dtype() == DType::I32, "[gpt] targets must be (B, T) = ",
                  idx.shape(), " int32 like idx, got ", targets.shape(), " ", targets.dtype());
     if (valid_targets < 0) valid_targets = autograd::count_valid_rows(targets);
+    if (grad_scale_hint.defined()) {
+      // The training step: one pass over the logits makes the loss and dlogits (in place).
+      const autograd::LinearCrossEntropyMeanOut head =
+          autograd::linear_cross_entropy_mean(x, wte.weight, targets, valid_targets, grad_scale_hint);
+      out.logits = head.logits;  // (B, T, V), dlogits when gradients are recorded
+      out.loss = head.loss;      // scalar
+      return out;
+    }
     // Tied head and loss in one op: its backward turns the logits' buffer into dlogits in place.
     const autograd::LinearCrossEntropyOut head = autograd::linear_cross_entropy(x, wte.weight, targets);
     out.logits = head.logits;                                       // (B, T, V)

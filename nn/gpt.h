@@ -27,7 +27,9 @@ namespace ft::nn {
 struct GPTOutput {
   // (B, T, V), the parameters' dtype. With targets, the head and the loss are one op
   // (autograd::linear_cross_entropy) whose backward reuses this buffer for dlogits: read the
-  // logits before calling backward on the loss.
+  // logits before calling backward on the loss. With a grad_scale_hint while gradients are
+  // recorded (the training step), the forward itself already turned them into dlogits
+  // (autograd::linear_cross_entropy_mean): not readable as logits at all.
   Tensor logits;
   Tensor loss;  // scalar mean cross-entropy over the targets; undefined without targets
 };
@@ -41,7 +43,14 @@ class GPT : public Module {
   // idx (B, T) int32 token ids, T <= max_seq_len; targets (B, T) int32 or undefined, -1 marking
   // positions without a target. valid_targets is the count of targets != -1 when the caller knows
   // it (the data loader does: B * T); -1 makes the loss count them, a device sync on a GPU.
-  GPTOutput forward(const Tensor& idx, const Tensor& targets = Tensor(), int64_t valid_targets = -1) const;
+  // grad_scale_hint (the training step): the () f32 backward seed the caller is about to pass to
+  // backward (fp16's loss scale, else 1), in device memory. Given, with targets, while gradients
+  // are recorded, the loss is the one-pass head autograd::linear_cross_entropy_mean: its forward
+  // writes dlogits over the logits for that seed (any seed still gives the exact gradient), so
+  // out.logits are not readable. Undefined: the two-pass head; the logits stay readable until
+  // backward.
+  GPTOutput forward(const Tensor& idx, const Tensor& targets = Tensor(), int64_t valid_targets = -1,
+                    const Tensor& grad_scale_hint = Tensor()) const;
 
   const GPTConfig& config() const { return cfg_; }
   Generator& generator() { return gen_; }

@@ -162,4 +162,59 @@ void cross_entropy_backward_(const Tensor& dloss, const Tensor& logits, const Te
   backward_into(in, logits, logits, ignore_index, logits.is_cuda() ? row_stride(logits) : 0);
 }
 
+Tensor cross_entropy_loss_and_grad_(const Tensor& logits, const Tensor& targets0, const Tensor& grad_scale,
+                                    double row_scale, int32_t ignore_index) {
+  const Tensor targets = checked_targets("cross_entropy_loss_and_grad_", logits, targets0);  // (N)
+  FT_CHECK_ARG(rows_collapse(logits) || logits.dim() == 1, "[cross_entropy_loss_and_grad_] the logits ",
+               logits.shape(), " with strides ", logits.strides(),
+               " are not a stack of rows; in place needs contiguous or padded rows");
+  const DType sd = stat_dtype(logits.dtype());
+  if (grad_scale.defined()) {
+    FT_CHECK_ARG(grad_scale.numel() == 1 && grad_scale.dtype() == sd && grad_scale.device() == logits.device(),
+                 "[cross_entropy_loss_and_grad_] grad_scale must be one ", sd, " element on ", logits.device(),
+                 ", got ", grad_scale.shape(), " ", grad_scale.dtype(), " on ", grad_scale.device());
+  }
+  Tensor loss;
+  dispatch(
+      logits.device(),
+      [&] {  // the reference: two passes
+        const CrossEntropyOut ce = cross_entropy_forward(logits, targets, ignore_index);
+        const double g = row_scale * (grad_scale.defined() ? grad_scale.to_doubles()[0] : 1.0);
+        cross_entropy_backward_(Tensor::full(targets.shape(), g, sd), logits, targets, ce.lse, ignore_index);
+        loss = ce.loss;
+      },
+      [&](Stream s) {
+        loss = Tensor::empty(targets.shape(), sd, logits.device());
+        cuda::CrossEntropyLossGradParams p;
+        p.logits = logits.data_ptr();
+        p.targets = targets.data<int32_t>();
+        p.loss = loss.data<float>();
+        p.grad_scale = grad_scale.defined() ? grad_scale.data<float>() : nullptr;
+        p.row_scale = static_cast<float>(row_scale);
+        p.rows = targets.numel();
+        p.vocab = logits.size(-1);
+        p.row_stride = row_stride(logits);
+        p.zero_to = p.row_stride;
+        p.ignore_index = ignore_index;
+        p.dtype = logits.dtype();
+        cuda::cross_entropy_loss_and_grad(p, s);
+      });
+  return loss;  // (...), the targets' shape
+}
+
+Tensor scalar_ratio(const Tensor& a, const Tensor& b) {
+  FT_CHECK_ARG(a.defined() && b.defined() && a.numel() == 1 && b.numel() == 1 && a.dtype() == b.dtype() &&
+                   a.device() == b.device() &&
+                   (a.dtype() == DType::F32 || (a.dtype() == DType::F64 && !a.is_cuda())),
+               "[scalar_ratio] needs two one-element f32 tensors (f64 also on the CPU) on one device, got ",
+               a.defined() ? str(a.shape(), " ", a.dtype(), " on ", a.device()) : std::string("undefined"), " and ",
+               b.defined() ? str(b.shape(), " ", b.dtype(), " on ", b.device()) : std::string("undefined"));
+  Tensor out = Tensor::empty({1}, a.dtype(), a.device());
+  dispatch(
+      a.device(),
+      [&] { out.fill_(a.to_doubles()[0] / b.to_doubles()[0]); },
+      [&](Stream s) { cuda::scalar_ratio(a.data<float>(), b.data<float>(), out.data<float>(), s); });
+  return out;
+}
+
 }  // namespace ft::ops

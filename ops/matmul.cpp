@@ -95,6 +95,14 @@ Shape check_and_shape(const Tensor& a, const Tensor& b, const MatmulOptions& o, 
     FT_CHECK_ARG(c.device() == a.device(), "[matmul] bias on ", c.device(), ", operands on ", a.device());
     FT_CHECK_ARG(c.stride(0) == 1 || n == 1, "[matmul] bias must be contiguous, has stride ", c.stride(0));
   }
+  if (o.alpha_scale.defined()) {
+    const Tensor& s = o.alpha_scale;
+    FT_CHECK_ARG(s.numel() == 1 && s.device() == a.device() &&
+                     (s.dtype() == DType::F32 || (s.dtype() == DType::F64 && !a.is_cuda())),
+                 "[matmul] alpha_scale must be one f32 element (f64 also on the CPU) on ", a.device(), ", got ",
+                 s.shape(), " ", s.dtype(), " on ", s.device());
+    FT_CHECK_ARG(o.alpha == 1.f, "[matmul] alpha_scale replaces alpha, which must stay 1, got ", o.alpha);
+  }
   Shape out = ba.empty() ? bb : ba;
   out.push_back(m);
   out.push_back(n);
@@ -150,7 +158,8 @@ void run(const Tensor& a, const Tensor& b, const Tensor& out, const MatmulOption
           Tensor(out).copy_(cast(out_f, out.dtype()));
           return;
         }
-        const MatmulGeometry g = geometry(a, b, out, o, beta);
+        MatmulGeometry g = geometry(a, b, out, o, beta);
+        if (o.alpha_scale.defined()) g.alpha = o.alpha_scale.to_doubles()[0];  // host memory: no sync
         dispatch_cpu_float(a.dtype(), "matmul", [&](auto tag) {
           using T = decltype(tag);
           cpu::matmul<T>(a.data<T>(), b.data<T>(), out.data<T>(), o.bias.defined() ? o.bias.data<T>() : nullptr, g);
@@ -165,6 +174,7 @@ void run(const Tensor& a, const Tensor& b, const Tensor& out, const MatmulOption
         p.dtype = a.dtype();
         p.out_dtype = out.dtype();
         p.g = geometry(a, b, out, o, beta);
+        if (o.alpha_scale.defined()) p.alpha_device = o.alpha_scale.data<float>();
         p.epilogue = epilogue;
         if (aux.defined()) {
           p.aux = aux.data_ptr();

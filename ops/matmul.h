@@ -31,6 +31,14 @@ struct MatmulOptions {
   bool trans_b = false;  // use b^T: b is stored (..., N, K)
   Tensor bias;           // optional (N), contiguous, the output's dtype; added to every output row
   float alpha = 1.f;     // scales the product (not the bias, not the accumulated output)
+  // Optional: a one-element tensor on the operands' device (f32; f32 or f64 on the CPU) that
+  // scales the product like alpha (which must then stay 1), read when the product runs rather
+  // than when it is issued. On CUDA cuBLASLt takes alpha, and beta, by device pointer
+  // (CUBLASLT_POINTER_MODE_DEVICE): a factor computed on the device needs no host read, and a
+  // product captured in a CUDA graph reads the factor's current value at every replay. The GPT
+  // head's loss scales its two backward products by upstream / hint this way
+  // (autograd::linear_cross_entropy_mean).
+  Tensor alpha_scale;
   // f32 only: let CUDA use TF32 tensor cores (10-bit mantissa inputs). Off by default so f32
   // results stay close to the CPU reference.
   bool allow_tf32 = false;

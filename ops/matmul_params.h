@@ -18,7 +18,9 @@ struct MatmulGeometry {
   int64_t lda = 0, ldb = 0, ldd = 0;
   int64_t batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_d = 0;  // elements between batch entries
-  float alpha = 1.f;
+  // double so that a CPU f64 product scaled by a tensor (MatmulOptions::alpha_scale) keeps its
+  // precision; CUDA takes it as fp32.
+  double alpha = 1.0;
   float beta = 0.f;  // 0: D is overwritten (its old contents may be garbage); 1: accumulate
 };
 

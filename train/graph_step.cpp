@@ -62,14 +62,18 @@ void CapturedMicroStep::load_batch(const Batch& batch) {
 void CapturedMicroStep::body(double eager_seed, bool reduce) {
   const Tensor inputs = windows_.slice(1, 0, T_).contiguous();       // (B, T)
   const Tensor targets = windows_.slice(1, 1, T_ + 1).contiguous();  // (B, T)
-  const nn::GPTOutput out = model_.forward(inputs, targets, B_ * T_);
+  // The seed (the loss is an f32 scalar) is made by the first, eager run, outside any graph pool.
+  // It is also the head's grad_scale_hint, read from device memory by the forward's loss kernel
+  // and the backward's products: a replay uses the scale run() stored there, like the eager step.
+  if (!seed_.defined()) seed_ = Tensor::empty({}, DType::F32, device_);
+  if (eager_seed >= 0) seed_.fill_(eager_seed);
+  const nn::GPTOutput out = model_.forward(inputs, targets, B_ * T_, seed_);
+  FT_ASSERT(out.loss.shape() == seed_.shape() && out.loss.dtype() == seed_.dtype(), "[compile_model] the loss is ",
+            out.loss.shape(), " ", out.loss.dtype(), ", the seed ", seed_.shape(), " ", seed_.dtype());
   {
     autograd::NoGradGuard no_grad;
     ops::add_(loss_sum_, ops::cast(out.loss.detach(), DType::F32).reshape({1}));
   }
-  if (!seed_.defined() || seed_.shape() != out.loss.shape() || seed_.dtype() != out.loss.dtype())
-    seed_ = Tensor::empty(out.loss.shape(), out.loss.dtype(), device_);
-  if (eager_seed >= 0) seed_.fill_(eager_seed);
   if (reduce) reduction_.before_backward();
   autograd::backward(out.loss, seed_);
   if (reduce) reduction_.after_backward(loss_sum_);

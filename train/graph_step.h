@@ -3,9 +3,10 @@
 //
 // A micro-step, eager or replayed, is exactly
 //   inputs, targets = windows[:, :T], windows[:, 1:]     (contiguous copies on the device)
-//   loss = model.forward(inputs, targets, B * T).loss
+//   seed = the loss scale, 1 without one                  (a () f32 tensor on the device)
+//   loss = model.forward(inputs, targets, B * T, seed).loss (seed: the head's grad_scale_hint)
 //   loss_sum += f32(loss)
-//   backward(loss, seed)                                   (seed = the loss scale, 1 without one)
+//   backward(loss, seed)
 // with the gradients adding into the parameters' gradient views (the trainer's arena), so
 // gradient accumulation is A replays between one zeroing and one optimizer step, both outside.
 // It issues the same kernels with the same arguments as the trainer's eager micro-step, so a
@@ -111,7 +112,7 @@ class CapturedMicroStep {
   uint64_t pool_ = 0;  // cuda::PoolId shared by the variants' graphs; 0 before the first capture
   int64_t last_kernels_ = 0;
   Tensor windows_;     // (B, T+1) int32, read by the graph
-  Tensor seed_;        // the loss's shape and dtype: the backward seed
+  Tensor seed_;        // () f32: the backward seed and the head's grad_scale_hint
   Tensor loss_sum_;    // (1) f32
   Tensor philox_base_; // (1) i64: the logical generator offset of the current replay
   int64_t B_ = 0, T_ = 0;

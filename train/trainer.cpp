@@ -192,16 +192,16 @@ double Trainer::train_step() {
       continue;
     }
     const DeviceBatch b = to_device(train_loader_->next(), device_);
-    const nn::GPTOutput out = model_->forward(b.inputs, b.targets, b.tokens());
+    // The backward seed (fp16's loss scale, else 1; the loss is an f32 scalar) exists before the
+    // forward: the head's one-pass loss writes dlogits for it (nn::GPT::forward's grad_scale_hint).
+    const Tensor seed = Tensor::full({}, scaler_.scale(), DType::F32, device_);
+    const nn::GPTOutput out = model_->forward(b.inputs, b.targets, b.tokens(), seed);
     {
       autograd::NoGradGuard no_grad;
       ops::add_(loss_sum, ops::cast(out.loss.detach(), DType::F32).reshape({1}));
     }
     if (dp_ && a == A - 1) dp_->before_last_backward();  // buckets all-reduce as this backward fills them
-    if (scaler_.enabled())
-      autograd::backward(out.loss, Tensor::full(out.loss.shape(), scaler_.scale(), out.loss.dtype(), device_));
-    else
-      autograd::backward(out.loss);
+    autograd::backward(out.loss, seed);
   }
   // Data parallel: gradients and loss become sums over the W ranks; 1/W joins the scale below.
   // With compile_model the last micro-step did it (inside its graph).

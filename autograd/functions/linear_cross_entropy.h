@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "autograd/node.h"
 #include "core/tensor.h"
 
 namespace ft::autograd {
@@ -26,5 +27,27 @@ struct LinearCrossEntropyOut {
 // ops::cross_entropy_forward; ignore_index rows have loss 0 and no gradient).
 LinearCrossEntropyOut linear_cross_entropy(const Tensor& x, const Tensor& w, const Tensor& targets,
                                            int32_t ignore_index = -1);
+
+// ---- Shared with linear_cross_entropy_mean (autograd/functions/linear_cross_entropy_mean.h) ----
+
+// The head's product: x and w validated (`op` names the caller), w zero-padded to Vp rows on
+// CUDA, the (..., Vp) logits buffer and its (..., V) view.
+struct HeadProduct {
+  Tensor w_used;  // (Vp, C)
+  Tensor full;    // (..., Vp)
+  Tensor logits;  // (..., V)
+};
+HeadProduct head_product(const char* op, const Tensor& x, const Tensor& w);
+
+// The head's backward products from dlogits lying in the logits' buffer `full` (..., Vp), padding
+// zero: dx = dlogits w (over the padded vocabulary) and dw = dlogits^T x over the V real columns,
+// the latter straight into a preset fp32 gradient when there is one (then undefined; see
+// linear_weight_grad). Each only where node.needs_grad says so (inputs 0 and 1 are x and w);
+// both times alpha_scale's value when it is given (MatmulOptions::alpha_scale).
+struct HeadGrads {
+  Tensor dx, dw;
+};
+HeadGrads head_backward_products(const Node& node, const Tensor& x, const Tensor& w_used, const Tensor& full,
+                                 int64_t vocab, const Tensor& alpha_scale = Tensor());
 
 }  // namespace ft::autograd

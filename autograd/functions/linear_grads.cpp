@@ -7,10 +7,13 @@
 namespace ft::autograd {
 namespace {
 
-// out (N, K) (+)= g2^T x2 for g2 (M, N), x2 (M, K): the split of linear_weight_grad's header.
-void weight_product_into(const Tensor& g2, const Tensor& x2, const Tensor& out, bool accumulate) {
+// out (N, K) (+)= g2^T x2 (times alpha_scale) for g2 (M, N), x2 (M, K): the split of
+// linear_weight_grad's header.
+void weight_product_into(const Tensor& g2, const Tensor& x2, const Tensor& out, bool accumulate,
+                         const Tensor& alpha_scale) {
   ops::MatmulOptions o;
   o.trans_a = true;
+  o.alpha_scale = alpha_scale;
   const int64_t N = out.size(0), Nm = N / 64 * 64;
   if (!out.is_cuda() || Nm == 0 || Nm == N) {
     ops::matmul_out(g2, x2, out, o, accumulate);
@@ -26,17 +29,18 @@ Tensor as_rows(const Tensor& t) { return rows_collapse(t) ? t.view({-1, t.size(-
 
 bool sink_usable(const Tensor& t) { return t.dtype() == DType::F32 || (is_half(t.dtype()) && t.is_cuda()); }
 
-Tensor linear_weight_grad(const Node& node, size_t w_input, const Tensor& x, const Tensor& g) {
+Tensor linear_weight_grad(const Node& node, size_t w_input, const Tensor& x, const Tensor& g,
+                          const Tensor& alpha_scale) {
   const Tensor x2 = as_rows(x), g2 = as_rows(g);  // (M, K), (M, N)
   const Shape shape = {g2.size(1), x2.size(1)};   // (N, K)
   const Tensor sink = sink_usable(x) ? direct_grad(node, w_input, shape) : Tensor();
   if (sink.defined()) {
-    weight_product_into(g2, x2, sink, /*accumulate=*/true);
+    weight_product_into(g2, x2, sink, /*accumulate=*/true, alpha_scale);
     mark_delivered(node, w_input);
     return Tensor();
   }
   Tensor dw = Tensor::empty(shape, x.dtype(), x.device());
-  weight_product_into(g2, x2, dw, /*accumulate=*/false);
+  weight_product_into(g2, x2, dw, /*accumulate=*/false, alpha_scale);
   return dw;
 }
 

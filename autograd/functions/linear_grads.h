@@ -23,8 +23,10 @@ bool sink_usable(const Tensor& t);
 // that is not a multiple of 64 is two products, over the first N - N % 64 rows of dw and over the
 // rest: for GPT-2's whole odd V = 50257 (the tied head) cuBLASLt picks a Turing-era kernel
 // (2.62 ms on an H100 at M = 16384) where it runs its Hopper kernels for a multiple of 64 (1.66 ms
-// for 50304 rows; bench/train/dev/epilogue_bench.cu).
-Tensor linear_weight_grad(const Node& node, size_t w_input, const Tensor& x, const Tensor& g);
+// for 50304 rows; bench/train/dev/epilogue_bench.cu). alpha_scale (optional, see
+// MatmulOptions::alpha_scale) multiplies the gradient: g^T x times its value.
+Tensor linear_weight_grad(const Node& node, size_t w_input, const Tensor& x, const Tensor& g,
+                          const Tensor& alpha_scale = Tensor());
 // g (..., N) a stack of rows; `b_input` is b's input index in `node`.
 Tensor linear_bias_grad(const Node& node, size_t b_input, const Tensor& g);
 

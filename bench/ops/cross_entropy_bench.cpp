@@ -1,6 +1,9 @@
 // Cross-entropy over GPT-2's vocabulary: logits (B*T = 16384, V = 50257) bf16, int32 targets.
 // Bytes: forward reads the logits once (+ targets) and writes loss and lse; backward reads the
-// logits once (+ targets, lse, dloss) and writes dlogits once.
+// logits once (+ targets, lse, dloss) and writes dlogits once. The "head" entries run on the
+// training head's layout (rows padded to 50264, dlogits written over the logits): the two-pass
+// forward + cross_entropy_backward_ against the one-pass cross_entropy_loss_and_grad_ (one read
+// and one write of the padded rows; the bytes counted are the same for both, so GB/s compare).
 #include <random>
 #include <vector>
 
@@ -32,6 +35,18 @@ std::vector<OpBench> make() {
                  const ops::CrossEntropyOut o = ops::cross_entropy_forward(logits, targets);
                  ops::cross_entropy_backward(dloss, logits, targets, o.lse);
                }});
+  constexpr int64_t Vp = 50264;  // ops::aligned_cols(V, bf16)
+  const Tensor full = Tensor::zeros({N, Vp}, DType::BF16, gpu);
+  full.slice(1, 0, V).copy_(logits);
+  const Tensor head = full.slice(1, 0, V);  // (N, V), rows Vp apart; rewritten in place by each run
+  const Tensor hint = Tensor::full({}, 1.0, DType::F32, gpu);
+  const double in_place = 2 * 2.0 * N * Vp + 4.0 * N + 4.0 * N;
+  v.push_back({"cross_entropy head fwd+bwd_ in place bf16 (16384, 50257 of 50264)", in_place, 0, [=] {
+                 const ops::CrossEntropyOut o = ops::cross_entropy_forward(head, targets);
+                 ops::cross_entropy_backward_(dloss, head, targets, o.lse);
+               }});
+  v.push_back({"cross_entropy head loss_and_grad_ bf16 (16384, 50257 of 50264)", in_place, 0,
+               [=] { ops::cross_entropy_loss_and_grad_(head, targets, hint, 1.0 / N); }});
   return v;
 }
 

@@ -6,7 +6,8 @@
 // writes dlogits once: softmax is recomputed as exp(x - lse), so no (N, V) probabilities buffer
 // exists. Contiguous rows of V = 50257 mostly start off a 16-byte boundary, so each row is walked
 // as a scalar head up to the first boundary, a body of 16-byte vectors and a scalar tail (the
-// GPT head's padded rows, MatmulOptions::align_rows, all start on one).
+// GPT head's padded rows, MatmulOptions::align_rows, all start on one). The training head's
+// one-pass kernel (loss and dlogits together, cross_entropy_loss_and_grad) is at the end.
 #include "ops/cuda/cross_entropy.h"
 
 #include "core/cuda/check.h"
@@ -144,6 +145,105 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_backward_kernel(CrossE
   if (c < V) dx[c] = from_f32<T>(grad(to_f32(x[c]), c));
 }
 
+// ---- The loss and its gradient in one pass (the training head) ----
+//
+// One block of 1024 threads per row, two blocks per SM: at most 2 x 132 rows (26 MB of bf16
+// rows of V = 50264 on an H100) are in flight, well inside the 50 MB L2. Pass 1 reads the row
+// from memory (online max and sum, as the forward kernel) BACK TO FRONT, so the row's start is
+// what was read last; pass 2 reads it again FRONT TO BACK -- from L2, beginning with the freshest
+// lines -- and writes dlogits over it. Pass 2's loads and all stores are streaming
+// (evict-first): neither is read again, and they should not push out the rows other blocks are
+// between their passes on. Blocks take rows last first: the head's product wrote those last, so
+// they are the likeliest to be in L2 already. Each row thus costs one read and one write of
+// memory: the copy ceiling.
+
+constexpr int kFusedThreads = 1024;
+
+template <class T, int kVec>
+__device__ __forceinline__ void load_vec_streaming(const T* p, float (&out)[kVec]) {
+  static_assert(sizeof(T) * kVec == 16, "one 16-byte vector");
+  const uint4 bits = __ldcs(reinterpret_cast<const uint4*>(p));
+  Vec<T, kVec> v;
+  memcpy(&v, &bits, 16);
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) out[j] = to_f32(v.v[j]);
+}
+
+template <class T, int kVec>
+__device__ __forceinline__ void store_vec_streaming(T* p, const float (&in)[kVec]) {
+  static_assert(sizeof(T) * kVec == 16, "one 16-byte vector");
+  Vec<T, kVec> v;
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) v.v[j] = from_f32<T>(in[j]);
+  uint4 bits;
+  memcpy(&bits, &v, 16);
+  __stcs(reinterpret_cast<uint4*>(p), bits);
+}
+
+template <class T, int kVec>
+__global__ void __launch_bounds__(kFusedThreads, 2) cross_entropy_loss_and_grad_kernel(CrossEntropyLossGradParams p) {
+  __shared__ float scratch[kWarpSize];
+  const int64_t row = p.rows - 1 - blockIdx.x;  // last rows first (above)
+  const int32_t target = p.targets[row];
+  const int64_t V = p.vocab;
+  T* x = static_cast<T*>(p.logits) + row * p.row_stride;  // (V): logits, then dlogits
+  const RowSplit sp = split_row<T, kVec>(x, V);
+  T* body = x + sp.head;
+  // Row padding (the head's backward products run over the padded vocabulary): zeros.
+  for (int64_t c = V + threadIdx.x; c < p.zero_to; c += kFusedThreads) x[c] = from_f32<T>(0.f);
+  if (target == p.ignore_index) {  // loss 0 and no gradient: zeros, without reading the logits
+    float z[kVec];
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) z[j] = 0.f;
+    if (threadIdx.x < sp.head) x[threadIdx.x] = from_f32<T>(0.f);
+    for (int64_t i = threadIdx.x; i < sp.nbody; i += kFusedThreads) store_vec_streaming<T, kVec>(body + i * kVec, z);
+    if (sp.tail_start + threadIdx.x < V) x[sp.tail_start + threadIdx.x] = from_f32<T>(0.f);
+    if (threadIdx.x == 0) p.loss[row] = 0.f;
+    return;
+  }
+  const bool in_range = target >= 0 && target < V;
+  // Read before the barriers of the reductions below, hence before pass 2 overwrites it.
+  const float target_logit = threadIdx.x == 0 && in_range ? to_f32(x[target]) : 0.f;
+
+  // Pass 1, back to front: the tail, the body's vectors, the head.
+  float m = -INFINITY, s = 0.f;
+  if (sp.tail_start + threadIdx.x < V) {
+    const float v[1] = {to_f32(x[sp.tail_start + threadIdx.x])};
+    online_add(m, s, v);
+  }
+  for (int64_t i = sp.nbody - 1 - threadIdx.x; i >= 0; i -= kFusedThreads) {
+    float v[kVec];
+    load_vec<kVec>(body + i * kVec, v);
+    online_add(m, s, v);
+  }
+  if (threadIdx.x < sp.head) {
+    const float v[1] = {to_f32(x[threadIdx.x])};
+    online_add(m, s, v);
+  }
+  const float row_max = block_max(m, scratch);
+  const float sum = block_sum(m == -INFINITY ? 0.f : s * __expf(m - row_max), scratch);
+  const float lse = row_max + logf(sum);
+  if (threadIdx.x == 0) p.loss[row] = in_range ? lse - target_logit : NAN;
+
+  // Pass 2, front to back: dlogits over the logits, each element read and then written by the
+  // same thread.
+  const float g = (p.grad_scale ? *p.grad_scale : 1.f) * p.row_scale;
+  auto grad = [&](float v, int64_t c) { return (__expf(v - lse) - (c == target ? 1.f : 0.f)) * g; };
+  if (threadIdx.x < sp.head) x[threadIdx.x] = from_f32<T>(grad(to_f32(x[threadIdx.x]), threadIdx.x));
+  for (int64_t i = threadIdx.x; i < sp.nbody; i += kFusedThreads) {
+    float v[kVec];
+    load_vec_streaming<T, kVec>(body + i * kVec, v);
+    const int64_t c0 = sp.head + i * kVec;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) v[j] = grad(v[j], c0 + j);
+    store_vec_streaming<T, kVec>(body + i * kVec, v);
+  }
+  const int64_t c = sp.tail_start + threadIdx.x;
+  if (c < V) x[c] = from_f32<T>(grad(to_f32(x[c]), c));
+}
+
+__global__ void scalar_ratio_kernel(const float* a, const float* b, float* out) { *out = *a / *b; }
+
 }  // namespace
 
 void cross_entropy_forward(const CrossEntropyForwardParams& p, Stream stream) {
@@ -169,6 +269,22 @@ void cross_entropy_backward(const CrossEntropyBackwardParams& p, Stream stream) 
     }
     CUDA_CHECK_LAUNCH();
   });
+}
+
+void cross_entropy_loss_and_grad(const CrossEntropyLossGradParams& p, Stream stream) {
+  if (p.rows == 0) return;
+  FT_CHECK_ARG(p.rows <= INT32_MAX, "[cross_entropy_loss_and_grad] ", p.rows, " rows exceed one grid");
+  dispatch_cuda_float(p.dtype, "[cross_entropy_loss_and_grad]", [&](auto tag) {
+    using T = decltype(tag);
+    cross_entropy_loss_and_grad_kernel<T, kVecOf<T>>
+        <<<static_cast<unsigned>(p.rows), kFusedThreads, 0, stream>>>(p);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void scalar_ratio(const float* a, const float* b, float* out, Stream stream) {
+  scalar_ratio_kernel<<<1, 1, 0, stream>>>(a, b, out);
+  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace ft::cuda

@@ -38,7 +38,25 @@ struct CrossEntropyBackwardParams {
   DType dtype = DType::BF16;
 };
 
+// The loss and its gradient in one kernel, dlogits written over the logits (see
+// ops::cross_entropy_loss_and_grad_): per row, loss = lse - logits[target] and
+// dlogits = (softmax - onehot(target)) * (*grad_scale) * row_scale.
+struct CrossEntropyLossGradParams {
+  void* logits = nullptr;              // (N, V), rows row_stride apart: read, then holds dlogits
+  const int32_t* targets = nullptr;    // (N)
+  float* loss = nullptr;               // (N)
+  const float* grad_scale = nullptr;   // (1) in device memory, read by the kernel; null: 1
+  float row_scale = 1.f;
+  int64_t rows = 0, vocab = 0, row_stride = 0;
+  int64_t zero_to = 0;  // > vocab: columns [vocab, zero_to) of every row are set to 0
+  int32_t ignore_index = -1;
+  DType dtype = DType::BF16;
+};
+
 FT_CUDA_LAUNCHER(void cross_entropy_forward(const CrossEntropyForwardParams& p, Stream stream));
 FT_CUDA_LAUNCHER(void cross_entropy_backward(const CrossEntropyBackwardParams& p, Stream stream));
+FT_CUDA_LAUNCHER(void cross_entropy_loss_and_grad(const CrossEntropyLossGradParams& p, Stream stream));
+// *out = *a / *b, three f32 scalars in device memory: one thread.
+FT_CUDA_LAUNCHER(void scalar_ratio(const float* a, const float* b, float* out, Stream stream));
 
 }  // namespace ft::cuda

@@ -72,7 +72,7 @@ void make_layout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, int64_t ro
   }
 }
 
-using PlanKey = std::array<int64_t, 25>;
+using PlanKey = std::array<int64_t, 26>;
 
 std::unique_ptr<Plan> build_plan(const Context& ctx, const MatmulParams& p, const MatmulGeometry& g,
                                  const std::array<uint32_t, 4>& align) {
@@ -85,6 +85,11 @@ std::unique_ptr<Plan> build_plan(const Context& ctx, const MatmulParams& p, cons
   const int32_t op_b = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
+  if (p.alpha_device) {
+    // Before the heuristic: it sees the pointer mode (which may change the algorithm it picks).
+    const int32_t mode = CUBLASLT_POINTER_MODE_DEVICE;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &mode, sizeof(mode)));
+  }
   uint32_t epilogue = p.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   if (p.epilogue == MatmulEpilogue::kGeluAux) epilogue = p.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
   if (p.epilogue == MatmulEpilogue::kDGelu) epilogue = CUBLASLT_EPILOGUE_DGELU;
@@ -155,7 +160,7 @@ void run_lt(const MatmulParams& p, const MatmulGeometry& g, const void* a, const
                        p.bias ? alignment_of(p.bias, 0) : 0, g.m, g.n, g.k, g.trans_a, g.trans_b,
                        g.lda, g.ldb, g.ldd, g.batch, g.stride_a, g.stride_b, g.stride_d,
                        align[0], align[1], align[2], 0, static_cast<int64_t>(p.epilogue),
-                       p.aux ? alignment_of(p.aux, 0) : 0, p.ld_aux};
+                       p.aux ? alignment_of(p.aux, 0) : 0, p.ld_aux, p.alpha_device != nullptr};
 
   std::lock_guard<std::mutex> lock(mu);  // the cached descriptor's bias pointer is per call
   auto it = cache->find(key);
@@ -167,8 +172,17 @@ void run_lt(const MatmulParams& p, const MatmulGeometry& g, const void* a, const
   if (p.epilogue != MatmulEpilogue::kNone)
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &p.aux,
                                                 sizeof(p.aux)));
-  const float alpha = g.alpha, beta = g.beta;
-  CUBLAS_CHECK(cublasLtMatmul(ctx.blas_lt, plan.desc, &alpha, b, plan.lt_a, a, plan.lt_b, &beta, d,
+  // Host pointer mode: alpha and beta from the host, frozen at issue (and at graph capture).
+  // Device pointer mode: both read from device memory when the product runs.
+  const float alpha = static_cast<float>(g.alpha), beta = g.beta;
+  const void* alpha_ptr = &alpha;
+  const void* beta_ptr = &beta;
+  if (p.alpha_device) {
+    FT_ASSERT(beta == 0.f || beta == 1.f, "[matmul] device pointer mode takes beta 0 or 1, got ", beta);
+    alpha_ptr = p.alpha_device;
+    beta_ptr = matmul_device_beta(beta);
+  }
+  CUBLAS_CHECK(cublasLtMatmul(ctx.blas_lt, plan.desc, alpha_ptr, b, plan.lt_a, a, plan.lt_b, beta_ptr, d,
                               plan.lt_d, d, plan.lt_d, &plan.algo, ctx.workspace, ctx.workspace_bytes,
                               stream));
 }

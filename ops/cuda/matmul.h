@@ -27,10 +27,19 @@ struct MatmulParams {
   int64_t ld_aux = 0;
   bool allow_tf32 = false;
   int device = 0;
+  // Not null: alpha is read from this f32 in device memory when the product runs (g.alpha is
+  // ignored), and beta (0 or 1) from a constant in device memory (matmul_device_beta):
+  // cuBLASLt's device pointer mode, which covers both.
+  const float* alpha_device = nullptr;
 };
 
 // Runs the product on `stream` with fp32 accumulation. The cuBLASLt plan (descriptors and the
 // heuristic's algorithm) is built on the first call of a geometry and cached for the process.
 FT_CUDA_LAUNCHER(void matmul(const MatmulParams& p, Stream stream));
+
+// The address of a device-memory float holding `beta` (0 or 1) on the current device: a
+// statically initialised __device__ constant, so it needs no allocation or copy and stays valid
+// (and capturable) for the process's life.
+FT_CUDA_LAUNCHER(const float* matmul_device_beta(float beta));
 
 }  // namespace ft::cuda

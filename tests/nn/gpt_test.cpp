@@ -245,6 +245,39 @@ TEST(Gpt, FusedResidualLayerNormsGiveTheUnfusedModelOnCpu) {
   }
 }
 
+// The training step's one-pass head (forward with a grad_scale_hint: the forward writes dlogits,
+// autograd::linear_cross_entropy_mean) against the two-pass head (no hint), both seeded with
+// `seed` (the trainer passes its seed as the hint; fp16's loss scale is 1024 here).
+LossAndGrads run_head(const GPTConfig& c, bool one_pass, double seed, DType dtype, Device dev) {
+  GPT model(c, 31);
+  model.to(dtype);
+  model.to(dev);
+  const Tensor idx = random_ids(2, 16, c.vocab_size, 32).to(dev), targets = random_ids(2, 16, c.vocab_size, 33).to(dev);
+  const Tensor s = Tensor::full({}, seed, DType::F32, dev);
+  const GPTOutput out = model.forward(idx, targets, 2 * 16, one_pass ? s : Tensor());
+  autograd::backward(out.loss, s);
+  LossAndGrads r{out.loss.item(), {}};
+  model.for_each_parameter(
+      [&](const std::string& n, Tensor& p) { r.grads.emplace_back(n, autograd::grad(p).to(Device::cpu())); });
+  return r;
+}
+
+// On the CPU the one-pass head runs the same reference kernels with the same factors (the
+// products' alpha is seed / seed = 1): equal to the bit, in f32 and bf16.
+TEST(Gpt, OnePassHeadGivesTheTwoPassHeadOnCpu) {
+  for (DType dt : {DType::F32, DType::BF16}) {
+    for (double seed : {1.0, 1024.0}) {
+      const LossAndGrads a = run_head(small_config(), true, seed, dt, Device::cpu());
+      const LossAndGrads b = run_head(small_config(), false, seed, dt, Device::cpu());
+      EXPECT_EQ(a.loss, b.loss) << dt << " seed " << seed;
+      ASSERT_EQ(a.grads.size(), b.grads.size());
+      for (size_t i = 0; i < a.grads.size(); ++i)
+        EXPECT_EQ(test::max_abs_diff(a.grads[i].second, b.grads[i].second), 0.0)
+            << a.grads[i].first << " " << dt << " seed " << seed;
+    }
+  }
+}
+
 // document_mask: positions before a row's first eot (and rows without one, or with one only at 0)
 // keep the logits of plain causal attention bit for bit; positions from a later eot on change. So
 // the loss of rows without boundaries is unchanged, and a row with boundaries changes it.
@@ -403,6 +436,24 @@ TEST(GptCuda, FusedResidualLayerNormsGiveTheUnfusedModelInBf16) {
       if (ln) EXPECT_LE(test::rel_error(f.grads[i].second, u.grads[i].second), 1e-2) << f.grads[i].first;
       else EXPECT_EQ(test::max_abs_diff(f.grads[i].second, u.grads[i].second), 0.0) << f.grads[i].first << " p=" << p;
     }
+  }
+}
+
+// On CUDA the one-pass kernel sums each row's exponentials in another order than the forward
+// kernel (fp32 rounding of lse), so dlogits may round to a neighbouring half value here and there:
+// the loss agrees to fp32 rounding, the gradients to half rounding. bf16 with seed 1, fp16 with
+// the loss scale 1024 as seed and hint.
+TEST(GptCuda, OnePassHeadGivesTheTwoPassHead) {
+  FT_REQUIRE_CUDA();
+  GPTConfig c = small_config(1001, 64, 1);  // odd V: padded logits rows
+  c.use_flash_attention = false;            // the head is what differs; attention takes any dtype
+  for (const auto& [dt, seed] : {std::pair{DType::BF16, 1.0}, std::pair{DType::F16, 1024.0}}) {
+    const LossAndGrads a = run_head(c, true, seed, dt, Device::cuda());
+    const LossAndGrads b = run_head(c, false, seed, dt, Device::cuda());
+    EXPECT_NEAR(a.loss, b.loss, 1e-5 * std::fabs(b.loss)) << dt;
+    ASSERT_EQ(a.grads.size(), b.grads.size());
+    for (size_t i = 0; i < a.grads.size(); ++i)
+      EXPECT_LE(test::rel_error(a.grads[i].second, b.grads[i].second), 1e-2) << a.grads[i].first << " " << dt;
   }
 }
 

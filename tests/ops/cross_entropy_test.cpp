@@ -179,5 +179,107 @@ TEST(CrossEntropyCuda, MisalignedLogitsAndOutOfRangeTargets) {
   EXPECT_TRUE(std::isnan(loss[3]));
 }
 
+// ---- cross_entropy_loss_and_grad_: the loss and dlogits in one op, dlogits over the logits ----
+
+// The one-pass op against the naive reference with dloss = grad_scale * row_scale on every row:
+// losses, and the logits' own buffer holding dlogits afterwards (ignored row zero).
+TEST(CrossEntropyLossAndGrad, CpuMatchesNaiveInPlace) {
+  const int64_t B = 2, T = 3, V = 37;
+  const auto tv = make_targets(B * T, V, 11, true);
+  const Tensor targets = Tensor::from_vector(tv, {B, T});
+  for (DType dt : {DType::F64, DType::F32}) {
+    for (bool with_scale : {true, false}) {
+      const Tensor logits = randn_tensor({B, T, V}, 12, dt, Device::cpu(), 3.f);
+      const std::vector<double> x = logits.to_doubles();
+      const double g = with_scale ? 3.0 : 1.0, row_scale = 1.0 / 5.0;
+      const Tensor grad_scale = with_scale ? Tensor::full({}, g, dt) : Tensor();
+      std::vector<double> loss, dx;
+      naive_cross_entropy(x, tv, std::vector<double>(B * T, g * row_scale), V, -1, loss, dx);
+      const Tensor l = ops::cross_entropy_loss_and_grad_(logits, targets, grad_scale, row_scale);
+      EXPECT_EQ(l.shape(), (Shape{B, T}));
+      EXPECT_EQ(l.dtype(), dt);
+      const double tol = dt == DType::F64 ? 1e-13 : 1e-6;
+      EXPECT_LT(rel_error(l.to_doubles(), loss), tol) << dt;
+      EXPECT_LT(rel_error(logits.to_doubles(), dx), tol) << dt << ": the logits now hold dlogits";
+      for (double v : logits.slice(0, 0, 1).select(1, 2).to_doubles()) ASSERT_EQ(v, 0.0) << "ignored row";
+    }
+  }
+}
+
+TEST(CrossEntropyLossAndGrad, BadInputsNameTheOp) {
+  const Tensor logits = Tensor::zeros({4, 10}, DType::F32);
+  const Tensor t = Tensor::from_vector<int32_t>({0, 1, 2, 3}, {4});
+  test::expect_error([&] { ops::cross_entropy_loss_and_grad_(logits, t, Tensor::zeros({2}, DType::F32), 1.0); },
+                     "[cross_entropy_loss_and_grad_]", {"grad_scale", "(2,)"});
+  test::expect_error([&] { ops::cross_entropy_loss_and_grad_(logits, t, Tensor::zeros({}, DType::F64), 1.0); },
+                     "[cross_entropy_loss_and_grad_]", {"grad_scale", "f64"});
+  test::expect_error([&] { ops::cross_entropy_loss_and_grad_(logits.transpose(0, 1), t, Tensor(), 1.0); },
+                     "[cross_entropy_loss_and_grad_]");
+  test::expect_error([&] { ops::scalar_ratio(Tensor::zeros({2}, DType::F32), Tensor::zeros({1}, DType::F32)); },
+                     "[scalar_ratio]");
+}
+
+TEST(ScalarRatio, CpuDividesInItsDtype) {
+  const Tensor r = ops::scalar_ratio(Tensor::full({}, 1.0, DType::F64), Tensor::full({1}, 3.0, DType::F64));
+  EXPECT_EQ(r.dtype(), DType::F64);
+  EXPECT_EQ(r.to_doubles()[0], 1.0 / 3.0);
+}
+
+// CUDA against the CPU op on the same logits: GPT-2's V (rows off 16-byte boundaries), an odd V,
+// one smaller than a vector's misalignment head; a grad_scale in device memory (fp16's 1024) and
+// the mean's row_scale; ignored rows; an out-of-range target is a NaN loss, not a bad read.
+TEST(CrossEntropyLossAndGradCuda, MatchesCpu) {
+  FT_REQUIRE_CUDA();
+  const int64_t vocabs[] = {50257, 1001, 3};
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    for (int64_t V : vocabs) {
+      const int64_t rows = 7;
+      const Tensor logits = randn_tensor({rows, V}, 13, dt, Device::cpu(), 3.f);
+      const Tensor targets = Tensor::from_vector(make_targets(rows, V, 5, true), {rows});
+      const Tensor c = logits.clone(), gl = logits.to(Device::cuda());
+      const Tensor cl = ops::cross_entropy_loss_and_grad_(c, targets, Tensor::full({}, 1024.0, DType::F32), 1.0 / 6);
+      const Tensor gloss = ops::cross_entropy_loss_and_grad_(gl, targets.to(Device::cuda()),
+                                                             Tensor::full({}, 1024.0, DType::F32, Device::cuda()), 1.0 / 6);
+      EXPECT_LT(rel_error(gloss, cl), 1e-5) << dt << " V=" << V;
+      const double tol = dt == DType::F32 ? 1e-4 : (dt == DType::BF16 ? 8e-3 : 1e-3);
+      EXPECT_LT(rel_error(gl, c), tol) << dt << " V=" << V;
+      for (float v : gl.slice(0, 2, 3).to_floats()) ASSERT_EQ(v, 0.f) << "ignored row must get a zero gradient";
+      EXPECT_EQ(gloss.to_floats()[2], 0.f);
+    }
+  }
+  const Tensor gl = randn_tensor({4, 1000}, 14, DType::BF16, Device::cuda());
+  const Tensor bad = Tensor::from_vector<int32_t>({1, 1000, 2, -7}, {4}).to(Device::cuda());
+  const auto loss = ops::cross_entropy_loss_and_grad_(gl, bad, Tensor(), 1.0).to_floats();
+  EXPECT_TRUE(std::isfinite(loss[0]));
+  EXPECT_TRUE(std::isnan(loss[1]));
+  EXPECT_TRUE(std::isnan(loss[3]));
+}
+
+// The GPT head's layout: the first V columns of rows padded to 16 bytes. The padding, garbage
+// before, is zero afterwards (the head's backward products run over it); the rest matches the
+// CPU op on the contiguous logits.
+TEST(CrossEntropyLossAndGradCuda, PaddedRowsGetZeroPadding) {
+  FT_REQUIRE_CUDA();
+  const int64_t B = 2, T = 3, V = 1001, Vp = 1008;
+  const Tensor padded = randn_tensor({B, T, Vp}, 15, DType::BF16, Device::cpu(), 3.f);  // padding nonzero
+  const Tensor c = padded.slice(-1, 0, V).contiguous();
+  const Tensor gfull = padded.to(Device::cuda());
+  const Tensor targets = Tensor::from_vector(make_targets(B * T, V, 16, true), {B, T});
+  const Tensor cl = ops::cross_entropy_loss_and_grad_(c, targets, Tensor(), 0.25);
+  const Tensor gl = ops::cross_entropy_loss_and_grad_(gfull.slice(-1, 0, V), targets.to(Device::cuda()), Tensor(), 0.25);
+  EXPECT_EQ(gl.shape(), (Shape{B, T}));
+  EXPECT_LT(rel_error(gl, cl), 1e-5);
+  EXPECT_LT(rel_error(gfull.slice(-1, 0, V).contiguous(), c), 8e-3);
+  for (float v : gfull.slice(-1, V, Vp).contiguous().to_floats()) ASSERT_EQ(v, 0.f) << "row padding";
+}
+
+TEST(ScalarRatioCuda, DividesOnTheDevice) {
+  FT_REQUIRE_CUDA();
+  const Tensor r = ops::scalar_ratio(Tensor::full({}, 3072.0, DType::F32, Device::cuda()),
+                                     Tensor::full({}, 1024.0, DType::F32, Device::cuda()));
+  EXPECT_TRUE(r.is_cuda());
+  EXPECT_EQ(r.to_floats(), std::vector<float>{3.f});
+}
+
 }  // namespace
 }  // namespace ft

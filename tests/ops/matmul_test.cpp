@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
+#include "core/cuda/graph.h"
 #include "ops/matmul.h"
 #include "tests/test_util.h"
 
@@ -318,6 +320,88 @@ TEST(MatmulCuda, BadInputs) {
   const Tensor g = Tensor::zeros({4, 3}, DType::F32, Device::cuda());
   expect_error([&] { ops::matmul(g, g, opts(false, true, 1.f, Tensor::zeros({4}, DType::F32))); }, "[matmul]",
                {"bias", "cpu"});
+}
+
+// ---- alpha_scale: the product scaled by a one-element tensor read when the product runs ----
+
+ops::MatmulOptions scaled(bool ta, bool tb, const Tensor& alpha_scale) {
+  ops::MatmulOptions o = opts(ta, tb);
+  o.alpha_scale = alpha_scale;
+  return o;
+}
+
+// f64 keeps the factor's double precision (0.3 is not a float); accumulate keeps what was there.
+TEST(Matmul, CpuAlphaScaleScalesTheProductOnly) {
+  for (DType dt : {DType::F64, DType::F32}) {
+    const Tensor a = randn_tensor({9, 4}, 600, dt), g = randn_tensor({9, 3}, 601, dt);
+    const Tensor s = Tensor::full({1}, 0.3, dt);
+    const double tol = dt == DType::F64 ? 1e-14 : 1e-6;
+    EXPECT_LT(rel_error(ops::matmul(g, a, scaled(true, false, s)).to_doubles(), naive_matmul(g, a, true, false, 0.3)),
+              tol)
+        << dt;
+    Tensor dw = randn_tensor({3, 4}, 602, dt);
+    const auto before = dw.to_doubles();
+    ops::matmul_out(g, a, dw, scaled(true, false, s), /*accumulate=*/true);
+    EXPECT_LT(rel_error(dw.to_doubles(), naive_matmul(g, a, true, false, 0.3, Tensor(), before)), tol) << dt;
+  }
+  const Tensor a = randn_tensor({6, 16}, 603, DType::BF16), b = randn_tensor({16, 8}, 604, DType::BF16);
+  EXPECT_LT(rel_error(ops::matmul(a, b, scaled(false, false, Tensor::full({}, -2.5, DType::F32))).to_doubles(),
+                      naive_matmul(a, b, false, false, -2.5)),
+            4e-3);  // half dtypes: in f32, one rounding
+}
+
+TEST(Matmul, AlphaScaleBadInputs) {
+  const Tensor a = Tensor::zeros({4, 3}, DType::F32);
+  expect_error([&] { ops::matmul(a, a, scaled(false, true, Tensor::zeros({2}, DType::F32))); }, "[matmul]",
+               {"alpha_scale", "(2,)"});
+  expect_error([&] { ops::matmul(a, a, scaled(false, true, Tensor::zeros({1}, DType::I32))); }, "[matmul]",
+               {"alpha_scale"});
+  ops::MatmulOptions both = scaled(false, true, Tensor::zeros({1}, DType::F32));
+  both.alpha = 2.f;
+  expect_error([&] { ops::matmul(a, a, both); }, "[matmul]", {"alpha_scale", "alpha"});
+}
+
+// Device pointer mode: alpha and beta (0 overwrite, 1 accumulate) from device memory, for f32 and
+// bf16 (f32 output), against the CPU product with the same factor.
+TEST(MatmulCuda, AlphaScaleFromDeviceMemory) {
+  FT_REQUIRE_CUDA();
+  const Device gpu = Device::cuda();
+  for (DType dt : {DType::F32, DType::BF16}) {
+    const Tensor g = randn_tensor({64, 24}, 610, dt), x = randn_tensor({64, 32}, 611, dt);
+    const Tensor s = Tensor::full({}, 0.375, DType::F32);
+    const Tensor want = ops::matmul(g, x, scaled(true, false, s));  // (24, 32) = 0.375 g^T x
+    EXPECT_LT(rel_error(ops::matmul(g.to(gpu), x.to(gpu), scaled(true, false, s.to(gpu))), want),
+              dt == DType::F32 ? 1e-5 : 1e-2)
+        << dt;
+    // beta 0 read from device memory still means "C is not read": NaN there must not leak in
+    // (fresh outputs come from the caching allocator with whatever bits they held).
+    Tensor over_nan = Tensor::full({24, 32}, std::nan(""), DType::F32, gpu);
+    ops::matmul_out(g.to(gpu), x.to(gpu), over_nan, scaled(true, false, s.to(gpu)));
+    EXPECT_LT(rel_error(over_nan, want), dt == DType::F32 ? 1e-5 : 1e-2) << dt << " output held NaN before";
+    Tensor acc = randn_tensor({24, 32}, 612), acc_gpu = acc.to(gpu);
+    ops::matmul_out(g, x, acc, scaled(true, false, s), true);
+    ops::matmul_out(g.to(gpu), x.to(gpu), acc_gpu, scaled(true, false, s.to(gpu)), true);
+    EXPECT_LT(rel_error(acc_gpu, acc), 1e-5) << dt << " accumulate into f32 (beta 1 from device memory)";
+  }
+}
+
+// The factor is read when the product runs: a captured product replays with the value the
+// factor's memory holds at each replay (what a graph-captured training step needs).
+TEST(MatmulCuda, AlphaScaleIsReadAtReplay) {
+  FT_REQUIRE_CUDA();
+  const Device gpu = Device::cuda();
+  const Tensor a = randn_tensor({32, 16}, 620), b = randn_tensor({24, 16}, 621);
+  const Tensor ag = a.to(gpu), bg = b.to(gpu);
+  Tensor s = Tensor::full({1}, 1.0, DType::F32, gpu);
+  Tensor out = Tensor::zeros({32, 24}, DType::F32, gpu);
+  ops::matmul_out(ag, bg, out, scaled(false, true, s));  // eager first: the plan exists before capture
+  cuda::Graph graph(gpu.index);
+  graph.capture([&] { ops::matmul_out(ag, bg, out, scaled(false, true, s)); });
+  for (double f : {2.0, -0.5}) {
+    s.fill_(f);
+    graph.replay();
+    EXPECT_LT(rel_error(out.to_doubles(), naive_matmul(a, b, false, true, f)), 1e-5) << f;
+  }
 }
 
 }  // namespace

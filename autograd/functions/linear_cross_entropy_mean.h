@@ -1,0 +1,49 @@
+// The training step's head and MEAN loss as one differentiable op, with the loss's backward pass
+// folded into the forward (what llm.c's fused classifier does). It computes
+//   mean_over_rows(linear_cross_entropy(x, w, targets, ignore_index).loss, valid_rows)
+// -- the scalar mean cross-entropy of the logits x w^T over the valid rows -- with gradients for
+// x and w, but makes ONE pass over the (rows, V) logits instead of two.
+//
+// Why it is exact for any upstream gradient g: the mean's gradient with respect to the logits is
+// (softmax - onehot(target)) * g / valid_rows, and g is only known when backward runs. The
+// forward (when gradients are recorded) writes the gradient for g = hint,
+//   dlogits = (softmax - onehot(target)) * hint / valid_rows,
+// over the logits in place in the same kernel that computes the losses (ops::
+// cross_entropy_loss_and_grad_: each row read once, written once); the backward's two products
+// dx = dlogits w and dw += dlogits^T x then take alpha = g / hint, computed on the device and
+// read by cuBLASLt from device memory (MatmulOptions::alpha_scale). So nothing touches dlogits
+// again, nothing is read back to the host, and a captured CUDA graph replays it with whatever g
+// and hint its device memory holds at each replay.
+//
+// The hint only decides the scale at which dlogits are stored in the half dtype: fp16's
+// (rows, V) dlogits / valid_rows would underflow without the loss scale, so pass the backward seed
+// you are going to use (the trainer passes the very seed tensor: g / hint is then exactly 1 and the
+// step computes what the two-pass head computed). It must be positive and finite; it is not
+// checked (that would read device memory). Undefined means 1.
+//
+// Without recorded gradients (evaluation, no_grad) it is the forward-only path:
+// ops::cross_entropy_forward and the mean, and the logits stay readable.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace ft::autograd {
+
+struct LinearCrossEntropyMeanOut {
+  Tensor loss;  // () fp32 (f64 for f64 x): the per-row losses summed, over valid_rows
+  // (..., V) x w^T, without a gradient of its own. When gradients are recorded it ALREADY holds
+  // dlogits (times hint / valid_rows) when the op returns: do not read it as logits then.
+  Tensor logits;
+};
+
+// x (..., C) bf16/f16/f32 (f64 on the CPU); w (V, C) in x's dtype; targets (...) int32, rows whose
+// target is ignore_index have no loss and no gradient; valid_rows: the number of the other rows
+// (-1: counted from the targets, a device sync on a GPU). grad_scale_hint: undefined, or one
+// element of the loss's dtype (f32; f64 for f64 x) on x's device (see above).
+LinearCrossEntropyMeanOut linear_cross_entropy_mean(const Tensor& x, const Tensor& w, const Tensor& targets,
+                                                    int64_t valid_rows, const Tensor& grad_scale_hint = Tensor(),
+                                                    int32_t ignore_index = -1);
+
+}  // namespace ft::autograd
