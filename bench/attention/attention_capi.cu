@@ -113,15 +113,12 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
   // Deterministic: as shipped (4), the ordered dQ (29), the fixed-point dQ (30), the fixed-point dQ with
   // the D = 64 wide tile at every T (31).
-  // 32: the grid form (kGrid).
-  if (variant == 4 || (variant >= 29 && variant <= 32)) {
+  if (variant == 4 || (variant >= 29 && variant <= 31)) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);
     using ft::cuda::FlashDeterministicDq;
     const auto shipped = ft::cuda::flash_deterministic_dq();
     if (variant != 4)
-      ft::cuda::set_flash_deterministic_dq(variant == 29   ? FlashDeterministicDq::kOrdered
-                                           : variant == 32 ? FlashDeterministicDq::kGrid
-                                                           : FlashDeterministicDq::kFixedPoint);
+      ft::cuda::set_flash_deterministic_dq(variant == 29 ? FlashDeterministicDq::kOrdered : FlashDeterministicDq::kFixedPoint);
     if (variant == 31) ft::cuda::set_flash_bwd_wide_min_t(0);
     auto restore = [&] {
       ft::cuda::set_flash_deterministic_dq(shipped);

@@ -238,7 +238,6 @@ IMPLS = {
     "flashtrain_flash_det_ordered": lambda lib: Flashtrain(lib, 0, 29),
     "flashtrain_flash_det_fixed": lambda lib: Flashtrain(lib, 0, 30),
     "flashtrain_flash_det_fixed_wide": lambda lib: Flashtrain(lib, 0, 31),
-    "flashtrain_flash_det_grid": lambda lib: Flashtrain(lib, 0, 32),
     "flashtrain_naive": lambda lib: Flashtrain(lib, 1),
     "torch_flash": lambda lib: TorchSdpa(SDPBackend.FLASH_ATTENTION),
     "torch_cudnn": lambda lib: TorchSdpa(SDPBackend.CUDNN_ATTENTION),

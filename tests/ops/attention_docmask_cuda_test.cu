@@ -234,13 +234,10 @@ TEST(DocMaskCuda, DropoutAgainstReferenceAndDeterministicRepeats) {
     }
     o.deterministic = true;
     // Both deterministic forms (flash_deterministic_dq): the fixed-point dQ (default) and the ordered one.
-    for (const auto how : {cuda::FlashDeterministicDq::kFixedPoint, cuda::FlashDeterministicDq::kOrdered,
-                           cuda::FlashDeterministicDq::kGrid}) {
+    for (const auto how : {cuda::FlashDeterministicDq::kFixedPoint, cuda::FlashDeterministicDq::kOrdered}) {
       const auto shipped = cuda::flash_deterministic_dq();
       cuda::set_flash_deterministic_dq(how);
-      const std::string form = how == cuda::FlashDeterministicDq::kOrdered  ? " ordered dq"
-                               : how == cuda::FlashDeterministicDq::kGrid ? " grid dq"
-                                                                          : " fixed-point dq";
+      const std::string form = how == cuda::FlashDeterministicDq::kOrdered ? " ordered dq" : " fixed-point dq";
       expect_flash_within_twice_naive(qkv_d, dout_d, B, T, H, D, o, expected, name + " deterministic" + form);
       const Result a = run(true, qkv_d, dout_d, B, T, H, D, o), b = run(true, qkv_d, dout_d, B, T, H, D, o);
       cuda::set_flash_deterministic_dq(shipped);

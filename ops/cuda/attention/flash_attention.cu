@@ -44,8 +44,7 @@ FlashDeterministicDq deterministic_dq_from_env() {
   if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return FlashDeterministicDq::kAuto;
   if (std::strcmp(v, "fixed") == 0) return FlashDeterministicDq::kFixedPoint;
   if (std::strcmp(v, "ordered") == 0) return FlashDeterministicDq::kOrdered;
-  if (std::strcmp(v, "grid") == 0) return FlashDeterministicDq::kGrid;
-  throw Error(str("FLASHTRAIN_DETERMINISTIC_DQ=", v, ": expected auto, fixed, ordered or grid"));
+  throw Error(str("FLASHTRAIN_DETERMINISTIC_DQ=", v, ": expected auto, fixed or ordered"));
 }
 }  // namespace
 
@@ -60,8 +59,7 @@ void set_flash_deterministic_dq(FlashDeterministicDq how) { g_deterministic_dq =
 bool flash_fixed_point_dq(const AttentionParams& p) {
   switch (flash_deterministic_dq()) {
     case FlashDeterministicDq::kFixedPoint: return true;
-    case FlashDeterministicDq::kOrdered:
-    case FlashDeterministicDq::kGrid: return false;
+    case FlashDeterministicDq::kOrdered: return false;
     case FlashDeterministicDq::kAuto: break;
   }
   // bwd ms, fixed point / ordered (H100, session 13): D = 64 p = 0 T = 1024 1.02 / 0.87, T = 4096

@@ -40,9 +40,7 @@ struct FlashBackwardMode {
 // How the deterministic backward fixes dQ's bits (above), process-wide: the environment variable
 // FLASHTRAIN_DETERMINISTIC_DQ=auto|fixed|ordered when set (read once; benchmarks), else kAuto;
 // set_flash_deterministic_dq overrides both (tests run each form).
-// kGrid (experimental, session 13): fp32 adds of contributions rounded to a per-row grid
-// (flash_dq_accum.cuh), exact and so order-independent.
-enum class FlashDeterministicDq { kAuto, kFixedPoint, kOrdered, kGrid };
+enum class FlashDeterministicDq { kAuto, kFixedPoint, kOrdered };
 FlashDeterministicDq flash_deterministic_dq();
 void set_flash_deterministic_dq(FlashDeterministicDq how);
 // Whether a deterministic backward of p takes the fixed-point dQ (kAuto: where it measured faster,
@@ -95,8 +93,7 @@ struct FlashBackwardNeeds {
 };
 inline FlashBackwardNeeds flash_backward_needs(const AttentionParams& p, bool deterministic) {
   const bool dropout = p.dropout.threshold != 0;
-  if (deterministic && (flash_deterministic_dq() == FlashDeterministicDq::kGrid || flash_fixed_point_dq(p)))
-    return {true, false};
+  if (deterministic && flash_fixed_point_dq(p)) return {true, false};
   return {!deterministic || dropout, deterministic && dropout};
 }
 

@@ -44,11 +44,10 @@ namespace ft::cuda::flash {
 
 // kDocMask: the document mask (p.doc_start) is compiled in (attention_params.h: without it no
 // document-mask code, for the registers).
-template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq, bool kDocMask, bool kFixedDq = false,
-          bool kGridDq = false>
+template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq, bool kDocMask, bool kFixedDq = false>
 __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     flash_bwd_kernel(const AttentionParams p, int heads_per_group, int* dq_semaphore) {
-  static_assert(int(kOrderedDq) + int(kFixedDq) + int(kGridDq) <= 1, "one way of making dQ deterministic");
+  static_assert(!(kOrderedDq && kFixedDq), "one way of making dQ deterministic");
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
   constexpr int DS = Kt::kDsStride, NT = Kt::kNThreads;
 
@@ -87,13 +86,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   unsigned long long* const dq_fixed = dq_fixed_words<D>(p.dq_accum, bh, T);
   unsigned long long* const dq_fixed_warp = dq_fixed + DqLayout::fixed_word(dq_warp_chunk, lane);
   DqFixedAdder fixed_adder(n_blocks);
-  // kGridDq: the head's K and V maxima (the preprocess's), for the rows' grids (flash_dq_accum.cuh).
-  const int64_t bh_count = static_cast<int64_t>(p.B) * p.H;
-  float grid_kmax = 0.f, grid_vmax = 0.f;
-  if constexpr (kGridDq) {
-    const float* maxima = p.dq_accum + dq_grid_maxima_offset(bh_count, T, D);
-    grid_kmax = maxima[bh], grid_vmax = maxima[bh_count + bh];
-  }
   auto next_tile = [&](int m) { return blk.next_query_tile(p, m); };
   auto load_q_tile = [&](int m, int stage) {
     blk.template load_query_tile<!kLeanTile>(p, m, sQ + stage * BM * S, sdO + stage * BM * S,
@@ -371,22 +363,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
         // fp32 RED per lane and n8 tile, 512 contiguous bytes per warp (two 8-byte REDs per lane
         // into (T, D) rows before: bwd 2.64 -> 2.47 ms at T = 4096; bench/attention/NOTES.md).
         if (Kt::kDiag == 0 || T < 0) {  // kDiag 1: the products stay, the adds go
-          // kGridDq: the grids of this lane's rows r and r + 8 of the 16-row tile (C fragment elements
-          // 0, 1 and 2, 3).
-          DqGrid grid_r0{}, grid_r1{};
-          if constexpr (kGridDq) {
-            const int r_tile = wm * 16 + (lane >> 2);
-            grid_r0 = dq_row_grid(p.dq_accum, bh_count, bh, T, D, m0 + r_tile, sDsum[stage * BM + r_tile], grid_kmax,
-                                  grid_vmax);
-            grid_r1 = dq_row_grid(p.dq_accum, bh_count, bh, T, D, m0 + r_tile + 8, sDsum[stage * BM + r_tile + 8],
-                                  grid_kmax, grid_vmax);
-          }
 #pragma unroll
           for (int dj = 0; dj < kCols / 8; ++dj) {
-            if constexpr (kGridDq) {
-#pragma unroll
-              for (int e = 0; e < 4; ++e) acc_dq[dj][e] = dq_grid_round(acc_dq[dj][e], e < 2 ? grid_r0 : grid_r1);
-            }
             if constexpr (kFixedDq) {
               unsigned long long* const word =
                   kLeanTile ? dq_fixed_warp + static_cast<int64_t>(m) * kDqTileChunks * 4 + dj * 128

@@ -16,10 +16,7 @@
 
 namespace ft::cuda::flash {
 
-// kGridDq: also what the grid form of the deterministic dQ needs (flash_dq_accum.cuh): per row
-// keep_scale |dO|_2, and per batch * head max |K|_inf and max |V row|_2 by atomicMax on the float
-// bits (non-negative floats order as their bits; the launcher zeroes the maxima before this kernel).
-template <int kHeadDim, bool kBF16, bool kGridDq = false>
+template <int kHeadDim, bool kBF16>
 __global__ void flash_bwd_preprocess_kernel(const AttentionParams p, int* semaphores,
                                             int64_t n_semaphores, int64_t n_accum) {
   constexpr int kThreadsPerRow = kHeadDim / 8;
@@ -31,8 +28,7 @@ __global__ void flash_bwd_preprocess_kernel(const AttentionParams p, int* semaph
   const int64_t row_id = idx / kThreadsPerRow;  // = bh * T + t
   const int c = static_cast<int>(idx % kThreadsPerRow) * 8;
   const int64_t rows = static_cast<int64_t>(p.B) * p.H * p.T;
-  float dot = 0.f, do_sq = 0.f, k_max = 0.f, v_sq = 0.f;
-  int bh_row = -1;
+  float dot = 0.f;
   if (row_id < rows) {
     const int t = static_cast<int>(row_id % p.T), bh = static_cast<int>(row_id / p.T);
     const int b = bh / p.H, h = bh % p.H;
@@ -47,49 +43,11 @@ __global__ void flash_bwd_preprocess_kernel(const AttentionParams p, int* semaph
     for (int i = 0; i < 4; ++i) {
       const float2 of = unpack2<kBF16>(ow[i]), df = unpack2<kBF16>(dw[i]);
       dot = fmaf(of.x, df.x, fmaf(of.y, df.y, dot));
-      if constexpr (kGridDq) do_sq = fmaf(df.x, df.x, fmaf(df.y, df.y, do_sq));
-    }
-    if constexpr (kGridDq) {
-      bh_row = bh;
-      const int hk = attention_kv_head(p, h);
-      const uint4 k = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride +
-                                                      t * p.k_row_stride + hk * p.k_head_stride + c);
-      const uint4 v = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
-                                                      t * p.v_row_stride + hk * p.v_head_stride + c);
-      const uint32_t kw[4] = {k.x, k.y, k.z, k.w}, vw[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float2 kf = unpack2<kBF16>(kw[i]), vf = unpack2<kBF16>(vw[i]);
-        k_max = fmaxf(k_max, fmaxf(fabsf(kf.x), fabsf(kf.y)));
-        v_sq = fmaf(vf.x, vf.x, fmaf(vf.y, vf.y, v_sq));
-      }
     }
   }
 #pragma unroll
-  for (int off = kThreadsPerRow / 2; off > 0; off /= 2) {
-    dot += __shfl_xor_sync(0xffffffffu, dot, off);
-    if constexpr (kGridDq) {
-      do_sq += __shfl_xor_sync(0xffffffffu, do_sq, off);
-      v_sq += __shfl_xor_sync(0xffffffffu, v_sq, off);
-      k_max = fmaxf(k_max, __shfl_xor_sync(0xffffffffu, k_max, off));
-    }
-  }
+  for (int off = kThreadsPerRow / 2; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
   if (row_id < rows && c == 0) p.dsum[row_id] = dot;
-  if constexpr (kGridDq) {
-    // (K and V rows are read once per query head: grouped-query heads read their shared rows again.)
-    const int64_t bh_count = static_cast<int64_t>(p.B) * p.H;
-    if (row_id < rows && c == 0)
-      p.dq_accum[dq_grid_rows_offset(bh_count, p.T, kHeadDim) + row_id] = sqrtf(do_sq) * p.dropout.keep_scale;
-    // One atomicMax per head and warp: the lanes of this warp's rows of the same head agree first.
-    const unsigned same_head = __match_any_sync(0xffffffffu, bh_row);
-    const unsigned k_bits = __reduce_max_sync(same_head, __float_as_uint(k_max));
-    const unsigned v_bits = __reduce_max_sync(same_head, __float_as_uint(sqrtf(v_sq)));
-    if (bh_row >= 0 && (threadIdx.x % 32) == __ffs(same_head) - 1) {
-      unsigned* maxima = reinterpret_cast<unsigned*>(p.dq_accum + dq_grid_maxima_offset(bh_count, p.T, kHeadDim));
-      atomicMax(maxima + bh_row, k_bits);
-      atomicMax(maxima + bh_count + bh_row, v_bits);
-    }
-  }
 }
 
 // One block of kConvertThreads threads per 256 consecutive chunks of dq_accum, which are 8 n8 tiles

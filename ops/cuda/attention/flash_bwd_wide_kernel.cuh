@@ -73,11 +73,10 @@ using FlashBwdWideNoDq = FlashBwdWideTraits<Kt::kHeadDim, Kt::kBlockM, Kt::kBloc
 // of flash_attention_backward_workspace: 2 slabs x 2 column halves). Slabs past T add nothing.
 // kDocMask: as flash_bwd_kernel's (no document-mask code without it, for the registers).
 // kFixedDq: fixed-point dQ adds in any order (flash_dq_accum.cuh), the deterministic default.
-template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq, bool kDocMask, bool kFixedDq = false,
-          bool kGridDq = false>
+template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq, bool kDocMask, bool kFixedDq = false>
 __global__ void __launch_bounds__(Kt::kNThreads, 1)
     flash_bwd_wide_kernel(const AttentionParams p, int heads_per_group, int* dq_semaphore) {
-  static_assert(int(kOrderedDq) + int(kFixedDq) + int(kGridDq) <= 1, "one way of making dQ deterministic");
+  static_assert(!(kOrderedDq && kFixedDq), "one way of making dQ deterministic");
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, S = Kt::kSmemStride;
   constexpr int PS = Kt::kPStride, NT = Kt::kNThreads;
   constexpr int MS = Kt::kMS, NS = Kt::kNS, NK = Kt::kNK, MQ = Kt::kMQ, DW = Kt::kDW, DQ = Kt::kDqCols;
@@ -104,13 +103,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   float* dq_accum = p.dq_accum + bh * DqLayout::rows(T) * D;
   unsigned long long* const dq_fixed = dq_fixed_words<D>(p.dq_accum, bh, T);
   DqFixedAdder fixed_adder(blk.n_blocks);
-  // kGridDq: the head's K and V maxima (the preprocess's), for the rows' grids (flash_dq_accum.cuh).
-  const int64_t bh_count = static_cast<int64_t>(p.B) * p.H;
-  float grid_kmax = 0.f, grid_vmax = 0.f;
-  if constexpr (kGridDq) {
-    const float* maxima = p.dq_accum + dq_grid_maxima_offset(bh_count, T, D);
-    grid_kmax = maxima[bh], grid_vmax = maxima[bh_count + bh];
-  }
   auto load_q_tile = [&](int m, int stage) {
     blk.load_query_tile(p, m, sQ + stage * BM * S, sdO + stage * BM * S, sLse + stage * BM, sDsum + stage * BM, tid);
   };
@@ -248,17 +240,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
       const int dq_row0 = m0 + q_row0;  // this warp's first dQ row
       if (!kOrderedDq || dq_row0 < T) {
         int* sem = nullptr;
-        // kGridDq: the grids of this lane's rows (mi, half) of the warp's slab.
-        DqGrid grid[MQ / 16][2];
-        if constexpr (kGridDq) {
-#pragma unroll
-          for (int mi = 0; mi < MQ / 16; ++mi)
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-              const int r = q_row0 + mi * 16 + (lane >> 2) + 8 * half;
-              grid[mi][half] = dq_row_grid(p.dq_accum, bh_count, bh, T, D, m0 + r, sDs[r], grid_kmax, grid_vmax);
-            }
-        }
 #pragma unroll
         for (int pass = 0; pass < DW / DQ; ++pass) {
           const int c0 = w2 * DW + pass * DQ;  // first dQ column of the pass
@@ -297,10 +278,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
 #pragma unroll
             for (int j = 0; j < DQ / 8; ++j) {
               const int64_t chunk = DqLayout::chunk(dq_row0 / 16 + mi, c0 / 8 + j, lane);
-              if constexpr (kGridDq) {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc_dq[mi][j][e] = dq_grid_round(acc_dq[mi][j][e], grid[mi][e >> 1]);
-              }
               if constexpr (kFixedDq)
                 fixed_adder.add4(dq_fixed + DqLayout::fixed_word(chunk, lane), acc_dq[mi][j][0], acc_dq[mi][j][1],
                                  acc_dq[mi][j][2], acc_dq[mi][j][3]);

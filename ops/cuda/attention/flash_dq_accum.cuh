@@ -61,20 +61,6 @@ FT_HOST_DEVICE constexpr int64_t dq_fixed_float_count(int64_t bh, int T, int D) 
   return 2 * dq_accum_float_count(bh, T, D) + (bh + 3) / 4 * 4;
 }
 
-// The grid form (DqGrid below): the fp32 accumulator as the atomic backward's, then per (b, h, t)
-// row a = keep_scale |dO_t|_2 (rounded up to whole float4s), then per batch * head max_j |K_j|_inf and
-// max_j |V_j|_2 (the preprocess writes both; flash_bwd_preprocess.cuh). Fits in the fixed-point size.
-FT_HOST_DEVICE constexpr int64_t dq_grid_rows_offset(int64_t bh, int T, int D) { return dq_accum_float_count(bh, T, D); }
-FT_HOST_DEVICE constexpr int64_t dq_grid_maxima_offset(int64_t bh, int T, int D) {
-  return dq_grid_rows_offset(bh, T, D) + (bh * T + 3) / 4 * 4;
-}
-FT_HOST_DEVICE constexpr int64_t dq_grid_float_count(int64_t bh, int T, int D) {
-  return dq_grid_maxima_offset(bh, T, D) + (2 * bh + 3) / 4 * 4;
-}
-static_assert(dq_grid_float_count(1, 1, 64) <= dq_fixed_float_count(1, 1, 64) &&
-                  dq_grid_float_count(100, 7, 64) <= dq_fixed_float_count(100, 7, 64),
-              "the workspace (the fixed-point size) holds the grid form");
-
 // 2^-40 resolution: a dQ element of 1e-6 (before the softmax scale) keeps 1e-6 relative precision
 // per add, far below its bf16 rounding. The price is the range: every sum must stay below 2^23 in
 // magnitude, which n_blocks contributions below 2^23 / n_blocks each guarantee (partial sums may
@@ -105,39 +91,6 @@ struct DqFixedAdder {
     if (__any_sync(0xffffffffu, overflow) && threadIdx.x % 32 == 0) atomicOr(head_flag, 1);
   }
 };
-
-// The grid form's deterministic adds. A key block's contribution v to dQ(i, d) (before the softmax
-// scale) is bounded by the row's bound
-//   B_i = 2 max_j |K_j|_inf (keep_scale |dO_i|_2 max_j |V_j|_2 + |D_i|)
-// (|dQ(i, d)| <= sum_j |dS_ij| |K_jd|, dS_ij = P_ij (dP_ij Z_ij - D_i), sum_j P_ij = 1, |dP_ij| <=
-// |dO_i|_2 |V_j|_2; the factor 2 covers ex2.approx and dS's bf16 rounding). Every contribution is
-// rounded to a multiple of the row's grid g = 2^(ceil(log2 B_i) - 21); all partial sums are then
-// multiples of g below 2^21 g + (key blocks) g / 2 < 2^24 g in magnitude, so fp32 represents every
-// one exactly, each fp32 RED adds exactly, and the sum is the same in any order. The price is the
-// rounding to g: at most 2^-22 of the bound per key block.
-struct DqGrid {
-  float g, inv;  // 2^e and 2^-e
-};
-__device__ __forceinline__ DqGrid dq_grid_of(float bound) {
-  const uint32_t bits = __float_as_uint(bound);
-  const int E = static_cast<int>((bits >> 23) & 0xffu);
-  if (E == 0xff) return {NAN, NAN};  // inf / NaN inputs: NaN, as the atomic path would give
-  int e = E - 127 + ((bits & 0x7fffffu) != 0u) - 21;  // ceil(log2 bound) - 21 (bound 0: clamped below)
-  e = max(-100, min(100, e));                          // normal grids; the smallest multiple 2^-100 is normal
-  return {__uint_as_float(static_cast<uint32_t>(e + 127) << 23), __uint_as_float(static_cast<uint32_t>(127 - e) << 23)};
-}
-// v rounded to the nearest multiple of the grid: adding 1.5 * 2^23 rounds |v / g| <= 2^22 to an integer.
-__device__ __forceinline__ float dq_grid_round(float v, DqGrid gr) {
-  constexpr float kMagic = 12582912.f;
-  return __fmul_rn(__fadd_rn(__fmaf_rn(v, gr.inv, kMagic), -kMagic), gr.g);
-}
-// The grid of row `row` of batch * head bh (rows past T contribute zeros: any grid).
-__device__ __forceinline__ DqGrid dq_row_grid(const float* dq_accum_base, int64_t bh_count, int64_t bh, int T, int D,
-                                              int row, float dsum, float kmax, float vmax) {
-  if (row >= T) return {1.f, 1.f};
-  const float a = dq_accum_base[dq_grid_rows_offset(bh_count, T, D) + bh * T + row];
-  return dq_grid_of(2.f * kmax * fmaf(a, vmax, fabsf(dsum)));
-}
 
 // The fixed-point words of batch * head `bh`, and its overflow flag.
 template <int kHeadDim>

@@ -179,18 +179,12 @@ struct BwdRowKernels {
     static_assert(kThreads == kConvertThreads, "one convert thread per chunk of a 256-chunk block");
     convert_blocks = static_cast<unsigned>(accum_floats / 4 / kConvertThreads);
   }
-  // n_accum: the dq_accum floats to zero (0: none). kGridDq: also the grid form's row norms and
-  // per-head maxima (flash_dq_accum.cuh), the maxima zeroed first.
-  template <bool kBF16, bool kGridDq = false>
+  // n_accum: the dq_accum floats to zero (0: none).
+  template <bool kBF16>
   void preprocess(const AttentionParams& p, cudaStream_t stream, int* semaphores, int64_t n_semaphores,
                   int64_t n_accum) const {
-    if constexpr (kGridDq) {
-      const int64_t bh = static_cast<int64_t>(p.B) * p.H;
-      CUDA_CHECK(cudaMemsetAsync(p.dq_accum + dq_grid_maxima_offset(bh, p.T, kHeadDim), 0, 2 * bh * sizeof(float),
-                                 stream));
-    }
-    flash_bwd_preprocess_kernel<kHeadDim, kBF16, kGridDq><<<blocks, kThreads, 0, stream>>>(p, semaphores,
-                                                                                            n_semaphores, n_accum);
+    flash_bwd_preprocess_kernel<kHeadDim, kBF16><<<blocks, kThreads, 0, stream>>>(p, semaphores, n_semaphores,
+                                                                                   n_accum);
     CUDA_CHECK_LAUNCH();
   }
   // The floats the preprocess zeroes for a main kernel that adds into dq_accum.
@@ -203,7 +197,7 @@ struct BwdRowKernels {
 };
 
 template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false, bool kDocMask = false,
-          bool kFixedDq = false, bool kGridDq = false>
+          bool kFixedDq = false>
 void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_tokens,
                       int* dq_semaphore = nullptr) {
   constexpr int kHeadDim = Kt::kHeadDim;
@@ -215,16 +209,16 @@ void launch_flash_bwd(const AttentionParams& p, cudaStream_t stream, int group_t
   const BwdRowKernels<kHeadDim> rows(p);
   const int64_t n_semaphores =
       kOrderedDq ? flash_attention_backward_workspace(p).dq_semaphore_ints : 0;
-  rows.template preprocess<kBF16, kGridDq>(p, stream, dq_semaphore, n_semaphores, rows.accum_to_zero(kFixedDq));
-  launch_key_major<Kt>(flash_bwd_kernel<Kt, kBF16, kDropout, kOrderedDq, kDocMask, kFixedDq, kGridDq>,
-                       Kt::kSmemBytes, p, stream, group_tokens, dq_semaphore);
+  rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, rows.accum_to_zero(kFixedDq));
+  launch_key_major<Kt>(flash_bwd_kernel<Kt, kBF16, kDropout, kOrderedDq, kDocMask, kFixedDq>, Kt::kSmemBytes, p,
+                       stream, group_tokens, dq_semaphore);
   rows.template convert_dq<kBF16, kFixedDq>(p, stream);
 }
 
 // The wide-tile backward (flash_bwd_wide_kernel.cuh): atomic dQ, (kOrderedDq) the counter-ordered dQ,
 // or (kFixedDq) the fixed-point one.
 template <class Kt, bool kBF16, bool kDropout, bool kOrderedDq = false, bool kDocMask = false,
-          bool kFixedDq = false, bool kGridDq = false>
+          bool kFixedDq = false>
 void launch_flash_bwd_wide(const AttentionParams& p, cudaStream_t stream, int group_tokens,
                            int* dq_semaphore = nullptr) {
   static_assert(DqAccumLayout<Kt::kHeadDim>::kRowAlign % Kt::kBlockM == 0, "dq_accum rows cover whole tiles");
@@ -234,9 +228,9 @@ void launch_flash_bwd_wide(const AttentionParams& p, cudaStream_t stream, int gr
   check_doc_mask_built<kDocMask>(p);
   const BwdRowKernels<Kt::kHeadDim> rows(p);
   const int64_t n_semaphores = kOrderedDq ? flash_attention_backward_workspace(p).dq_semaphore_ints : 0;
-  rows.template preprocess<kBF16, kGridDq>(p, stream, dq_semaphore, n_semaphores, rows.accum_to_zero(kFixedDq));
-  launch_key_major<Kt>(flash_bwd_wide_kernel<Kt, kBF16, kDropout, kOrderedDq, kDocMask, kFixedDq, kGridDq>,
-                       Kt::kSmemBytes, p, stream, group_tokens, dq_semaphore);
+  rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, rows.accum_to_zero(kFixedDq));
+  launch_key_major<Kt>(flash_bwd_wide_kernel<Kt, kBF16, kDropout, kOrderedDq, kDocMask, kFixedDq>, Kt::kSmemBytes,
+                       p, stream, group_tokens, dq_semaphore);
   rows.template convert_dq<kBF16, kFixedDq>(p, stream);
 }
 
@@ -278,9 +272,6 @@ void run_flash_bwd_with(const AttentionParams& p, cudaStream_t stream, int group
     if (!mode.deterministic) {
       if constexpr (kWide) launch_flash_bwd_wide<Kt, kBF16, kDropout, false, kDoc>(p, stream, group_tokens);
       else launch_flash_bwd<Kt, kBF16, kDropout, false, kDoc>(p, stream, group_tokens);
-    } else if (flash_deterministic_dq() == FlashDeterministicDq::kGrid) {
-      if constexpr (kWide) launch_flash_bwd_wide<Kt, kBF16, kDropout, false, kDoc, false, true>(p, stream, group_tokens);
-      else launch_flash_bwd<Kt, kBF16, kDropout, false, kDoc, false, true>(p, stream, group_tokens);
     } else if (flash_fixed_point_dq(p)) {
       if constexpr (kWide) launch_flash_bwd_wide<Kt, kBF16, kDropout, false, kDoc, true>(p, stream, group_tokens);
       else launch_flash_bwd<Kt, kBF16, kDropout, false, kDoc, true>(p, stream, group_tokens);
@@ -328,14 +319,12 @@ void run_flash_bwd(const AttentionParams& p, cudaStream_t stream, const FlashBac
   using Config = FlashConfig<kHeadDim>;
   if constexpr (kHeadDim == 64) {
     // The fixed-point deterministic dQ adds in any order, so it takes the atomic backward's kernels.
-    const bool grid = mode.deterministic && flash_deterministic_dq() == FlashDeterministicDq::kGrid;
-    const bool fixed = mode.deterministic && !grid && flash_fixed_point_dq(p);
-    if ((!mode.deterministic || fixed || grid) && p.T >= flash_bwd_wide_min_t(p.dropout.threshold != 0)) {
+    const bool fixed = mode.deterministic && flash_fixed_point_dq(p);
+    if ((!mode.deterministic || fixed) && p.T >= flash_bwd_wide_min_t(p.dropout.threshold != 0)) {
       return dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto doc_mask) {
         using W = typename Config::BwdWide;
         constexpr bool kB = decltype(bf16)::value, kP = decltype(dropout)::value, kM = decltype(doc_mask)::value;
-        if (grid) launch_flash_bwd_wide<W, kB, kP, false, kM, false, true>(p, stream, Config::kGroupTokens);
-        else if (fixed) launch_flash_bwd_wide<W, kB, kP, false, kM, true>(p, stream, Config::kGroupTokens);
+        if (fixed) launch_flash_bwd_wide<W, kB, kP, false, kM, true>(p, stream, Config::kGroupTokens);
         else launch_flash_bwd_wide<W, kB, kP, false, kM>(p, stream, Config::kGroupTokens);
       });
     }
