@@ -1,5 +1,6 @@
 #include "nn/gpt.h"
 
+#include <cstdlib>
 #include <numeric>
 #include <string>
 
@@ -72,7 +73,12 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_t
     FT_CHECK_ARG(targets.shape() == idx.shape() && targets.dtype() == DType::I32, "[gpt] targets must be (B, T) = ",
                  idx.shape(), " int32 like idx, got ", targets.shape(), " ", targets.dtype());
     if (valid_targets < 0) valid_targets = autograd::count_valid_rows(targets);
-    if (grad_scale_hint.defined()) {
+    // FLASHTRAIN_TWO_PASS_HEAD=1 (benchmarks only): the two-pass head even with a hint, to time both.
+    static const bool two_pass_forced = [] {
+      const char* v = std::getenv("FLASHTRAIN_TWO_PASS_HEAD");
+      return v != nullptr && std::string(v) == "1";
+    }();
+    if (grad_scale_hint.defined() && !two_pass_forced) {
       // The training step: one pass over the logits makes the loss and dlogits (in place).
       const autograd::LinearCrossEntropyMeanOut head =
           autograd::linear_cross_entropy_mean(x, wte.weight, targets, valid_targets, grad_scale_hint);

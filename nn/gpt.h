@@ -47,7 +47,8 @@ class GPT : public Module {
   // backward (fp16's loss scale, else 1), in device memory. Given, with targets, while gradients
   // are recorded, the loss is the one-pass head autograd::linear_cross_entropy_mean: its forward
   // writes dlogits over the logits for that seed (any seed still gives the exact gradient), so
-  // out.logits are not readable. Undefined: the two-pass head; the logits stay readable until
+  // out.logits are not readable (FLASHTRAIN_TWO_PASS_HEAD=1 forces the two-pass head, for benchmarks).
+  // Undefined: the two-pass head; the logits stay readable until
   // backward.
   GPTOutput forward(const Tensor& idx, const Tensor& targets = Tensor(), int64_t valid_targets = -1,
                     const Tensor& grad_scale_hint = Tensor()) const;
