@@ -68,16 +68,20 @@ FT_HOST_DEVICE constexpr int64_t dq_fixed_float_count(int64_t bh, int T, int D) 
 constexpr int kDqFixedFracBits = 40;
 
 #if defined(__CUDACC__)
-// A thread's fixed-point adds into dq_accum: each float becomes round(v * 2^40) as an int64 and is
-// added with a 64-bit integer RED. A contribution at or above the bound (or inf / NaN, which the
-// conversion would turn into a number) sets `overflow`; flag_overflow() records it for the head.
+// A thread's fixed-point adds into dq_accum: each float becomes round(v * 2^kDqFixedFracBits) as an
+// int64 and is added with a 64-bit integer RED. A contribution at or above the bound (or inf / NaN,
+// which the conversion would turn into a number) sets `overflow`; flag_overflow() records it for
+// the head.
 struct DqFixedAdder {
   float max_term;
   bool overflow = false;
-  __device__ explicit DqFixedAdder(int n_blocks) : max_term(0x1p23f / static_cast<float>(n_blocks)) {}
+  // 2^(63 - kDqFixedFracBits) / n_blocks: n_blocks contributions keep every total inside an int64.
+  __device__ explicit DqFixedAdder(int n_blocks)
+      : max_term(static_cast<float>(1ull << (63 - kDqFixedFracBits)) / static_cast<float>(n_blocks)) {}
   __device__ void add(unsigned long long* word, float v) {
     overflow |= !(fabsf(v) < max_term);
-    atomicAdd(word, static_cast<unsigned long long>(__float2ll_rn(v * 0x1p40f)));
+    constexpr float kScale = static_cast<float>(1ull << kDqFixedFracBits);
+    atomicAdd(word, static_cast<unsigned long long>(__float2ll_rn(v * kScale)));
   }
   // A chunk's four values, element e at word + 32 e (the layout above).
   __device__ void add4(unsigned long long* word, float a, float b, float c, float d) {
