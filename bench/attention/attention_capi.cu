@@ -112,9 +112,10 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // (flash_deterministic_dq), any D and dtype, like 4. D = 128 forwards (run_d128_forward_variant), each
 // with the shipped backward: 32 the mma.sync forward (shipped before the D = 128 wgmma forward), 33
 // and 34 the wgmma forward's one- and two-warpgroup tiles as shipped, at every T, 35 the two-
-// warpgroup tile with 128-key tiles and 2 stages. Numbers, and the variants tried and removed:
+// warpgroup tile with 128-key tiles and 2 stages, 36 the two-warpgroup tile with O += P V as one n128
+// wgmma per k step (kPvN128; its descriptor is unchecked: run --dev, whose check compares it with 0). Numbers, and the variants tried and removed:
 // bench/attention/NOTES.md.
-// Variants 32-35 (D = 128, bf16, no document mask): see run_flash_variant.
+// Variants 32-36 (D = 128, bf16, no document mask): see run_flash_variant.
 void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_t s) {
   using C = FlashConfig<128>;
   if (p.dtype != AttentionDType::kBF16) throw Error("variants are built for bf16 only");
@@ -126,6 +127,7 @@ void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_
     case 33: return fwd_wgmma_bf16<C::FwdWgmmaSmallT>(p, s, C::kGroupTokens);
     case 34: return fwd_wgmma_bf16<C::FwdWgmma>(p, s, C::kGroupTokens);
     case 35: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<128, 128, 2, 1, 2, true, 2>>(p, s, C::kGroupTokens);
+    case 36: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<128, 64, 3, 1, 2, true, 2, false, true>>(p, s, C::kGroupTokens);
     default: throw Error(str("unknown D = 128 variant ", variant));
   }
 }
@@ -153,7 +155,7 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     restore();
     return;
   }
-  if (p.D == 128 && variant >= 32 && variant <= 35) {
+  if (p.D == 128 && variant >= 32 && variant <= 36) {
     if (forward) return run_d128_forward_variant(variant, p, s);
     return ft::cuda::flash_attention_backward(p, s);
   }

@@ -10,8 +10,8 @@
 //   O += P V    wgmma m64 n64 k16, A = P from registers, B = V read transposed
 // At D = 128 the rows of Q, K and V are two 64-column panels (flash_wgmma.cuh): S = Q K^T takes 8
 // k steps, panel 0 then panel 1, and O += P V two n64 products per k step, one per panel of V
-// (columns 0-63 and 64-127 of O). (One n128 product would need the N-major descriptor's leading
-// byte offset set to the panel stride; not tried yet.)
+// (columns 0-63 and 64-127 of O), or with kPvN128 one n128 product over both panels (its
+// descriptor's leading byte offset is the panel stride; an experiment until checked on a GPU).
 // Unless kWaitPv, O += P V is not waited for: it runs while the warps go on to the next tile's
 // barrier, issue the next S, and draw the next tile's dropout bits; the wait for S waits for it too.
 // K/V tiles stream through kStages shared-memory stages, loaded kPrefetch tiles ahead: the stage a
@@ -48,10 +48,12 @@ namespace ft::cuda::flash {
 // by more than kLazyRescaleLog2 (in log2 units; so P <= 2^kLazyRescaleLog2), and only then rescales
 // O and the row sum, all rows of the warp together (a warp-uniform branch). Exact in exact
 // arithmetic: O, the row sum and the lse all refer to the same (stale) maximum.
-// kHeadDim: 64 or 128 (one or two 64-column panels a row).
+// kHeadDim: 64 or 128 (one or two 64-column panels a row). kPvN128 (D = 128): O += P V as one n128
+// product per k step instead of one n64 per panel.
 template <int kHeadDim_, int kBlockN_, int kStages_, int kMinBlocksPerSm_, int kWarpGroups_ = 1,
-          bool kWaitPv_ = true, int kEarlyCalls_ = 2, bool kLazyRescale_ = false>
+          bool kWaitPv_ = true, int kEarlyCalls_ = 2, bool kLazyRescale_ = false, bool kPvN128_ = false>
 struct FlashFwdWgmmaTraits {
+  static constexpr bool kPvN128 = kPvN128_;
   static constexpr bool kLazyRescale = kLazyRescale_;
   static constexpr float kLazyRescaleLog2 = 8.f;
   static constexpr int kHeadDim = kHeadDim_;
@@ -75,6 +77,7 @@ struct FlashFwdWgmmaTraits {
   static constexpr int kSmemBytes = 1024 /* alignment */ + kBlockM * kHeadDim * 2 + kStages * 2 * kTileBytes;
   static_assert(kPrefetch >= 1 && (kBlockN == 64 || kBlockN == 128), "wgmma forward tile");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma forward head dim");
+  static_assert(!kPvN128 || kHeadDim == 128, "kPvN128: two panels");
 };
 
 // kDocMask: as flash_fwd_kernel's (no document-mask code without it, for the registers).
@@ -156,6 +159,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   // kTileBytes / 16 + pn BN * 8 + 128 kk (16 rows); this warpgroup's 64 rows of Q at q_desc +
   // panel_step(kk, BM).
   const uint32_t k_desc = wgmma_desc_sw128_lo(smem_u32(sK)), v_desc = wgmma_desc_sw128_lo(smem_u32(sV));
+  const uint32_t v_desc_n128 = wgmma_desc_sw128_lo_panels(smem_u32(sV), BN * 128);  // kPvN128
   const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ) + (warp / 4) * 64 * 128);
   // k-step kk of a K-major tile of kRows-row panels: panel kk / 4, 32 (kk % 4) bytes into its rows.
   auto panel_step = [](int kk, int rows) { return static_cast<uint32_t>((kk / 4) * rows * 8 + 2 * (kk % 4)); };
@@ -273,6 +277,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
       const uint32_t v_kk = v_desc + stage_desc + 128 * kk;
       if constexpr (Kt::kPanels == 1) {
         wgmma_rs<D, true, kBF16>(acc_o, pf[kk], wgmma_desc_sw128_from_lo(v_kk));
+      } else if constexpr (Kt::kPvN128) {
+        wgmma_rs<128, true, kBF16>(acc_o, pf[kk], wgmma_desc_sw128_from_lo(v_desc_n128 + stage_desc + 128 * kk));
       } else {
 #pragma unroll
         for (int pn = 0; pn < Kt::kPanels; ++pn)  // O's columns 64 pn .. 64 pn + 63

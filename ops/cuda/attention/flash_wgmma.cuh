@@ -24,7 +24,10 @@
 // Rows wider than 64 elements (head dim 128) are stored as panels: the tile's columns
 // 64 p .. 64 p + 63 form panel p, itself such an R-row tile, R * 128 bytes after panel p - 1
 // (sw128_panel_offset). A K-major operand's k steps walk panel 0, then panel 1 (k-step kk at panel
-// kk / 4, 32 (kk % 4) bytes in); an N-major B of N = 128 is two n64 products, one per panel.
+// kk / 4, 32 (kk % 4) bytes in); an N-major B of N = 128 is two n64 products, one per panel, or
+// one n128 product whose descriptor's leading byte offset is the panel stride
+// (wgmma_desc_sw128_lo_panels: for N-major swizzled layouts that field is the distance between
+// 64-element groups along N, as in CUTLASS's canonical GMMA layouts; not yet checked on a GPU).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +46,10 @@ __device__ __forceinline__ uint32_t wgmma_desc_sw128_lo(uint32_t smem_addr) {
 }
 __device__ __forceinline__ uint64_t wgmma_desc_sw128_from_lo(uint32_t lo) {
   return static_cast<uint64_t>(lo) | (static_cast<uint64_t>((1024 >> 4) | (1u << 30)) << 32);
+}
+// The low word of an N-major tile whose N = 128 columns are two panels panel_bytes apart.
+__device__ __forceinline__ uint32_t wgmma_desc_sw128_lo_panels(uint32_t smem_addr, uint32_t panel_bytes) {
+  return ((smem_addr & 0x3FFFF) >> 4) | ((panel_bytes >> 4) << 16);
 }
 __device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t smem_addr) {
   return wgmma_desc_sw128_from_lo(wgmma_desc_sw128_lo(smem_addr));
