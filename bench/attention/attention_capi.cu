@@ -5,7 +5,8 @@
 //        ops/cuda/attention_kv_sum.cu ops/cpu/attention_fp8_reference.cpp ops/cpu/attention_reference.cpp
 //        -lcublas -o libft_attention.so
 // (or the CMake target ft_attention_capi). ft_attn_fp8_run is the FP8 forward (bench_fp8.py).
-// Variants (flash D = 64, bf16 only) are experiments kept for tuning; variant 0 is the shipped one.
+// Variants (flash D = 64, bf16 only; 32-35 at D = 128) are experiments kept for tuning; variant 0 is
+// the shipped one.
 #include <cublas_v2.h>
 
 #include <cstdio>
@@ -108,8 +109,29 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // 1 CTA/SM (variant 9's tile). 26: the one-warpgroup tile (shipped up to T = 2048, 4096 with dropout) with 3 stages;
 // 27, 28: the two- and one-warpgroup tiles as shipped, at every T. 29-31: the deterministic backward
 // with the ordered dQ, the fixed-point dQ, the fixed-point dQ on the wide tile at every T
-// (flash_deterministic_dq), any D and dtype, like 4. Numbers, and the variants tried
-// and removed: bench/attention/NOTES.md.
+// (flash_deterministic_dq), any D and dtype, like 4. D = 128 forwards (run_d128_forward_variant), each
+// with the shipped backward: 32 the mma.sync forward (shipped before the D = 128 wgmma forward), 33
+// and 34 the wgmma forward's one- and two-warpgroup tiles as shipped, at every T, 35 the two-
+// warpgroup tile with 128-key tiles and 2 stages, 36 the two-warpgroup tile with O += P V as one n128
+// wgmma per k step (kPvN128; its descriptor is unchecked: run --dev, whose check compares it with 0). Numbers, and the variants tried and removed:
+// bench/attention/NOTES.md.
+// Variants 32-36 (D = 128, bf16, no document mask): see run_flash_variant.
+void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_t s) {
+  using C = FlashConfig<128>;
+  if (p.dtype != AttentionDType::kBF16) throw Error("variants are built for bf16 only");
+  if (p.doc_start != nullptr) throw Error(str("variant ", variant, " has no document mask (variants 0 and 4 do)"));
+  switch (variant) {
+    case 32:
+      if (p.dropout.threshold != 0) return fwd_bf16<C::FwdDropout, true>(p, s, C::kGroupTokens);
+      return fwd_bf16<C::Fwd, false>(p, s, C::kGroupTokens);
+    case 33: return fwd_wgmma_bf16<C::FwdWgmmaSmallT>(p, s, C::kGroupTokens);
+    case 34: return fwd_wgmma_bf16<C::FwdWgmma>(p, s, C::kGroupTokens);
+    case 35: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<128, 128, 2, 1, 2, true, 2>>(p, s, C::kGroupTokens);
+    case 36: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<128, 64, 3, 1, 2, true, 2, false, true>>(p, s, C::kGroupTokens);
+    default: throw Error(str("unknown D = 128 variant ", variant));
+  }
+}
+
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
   // Deterministic: as shipped (4), the ordered dQ (29), the fixed-point dQ (30), the fixed-point dQ with
   // the D = 64 wide tile at every T (31).
@@ -133,6 +155,10 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     restore();
     return;
   }
+  if (p.D == 128 && variant >= 32 && variant <= 36) {
+    if (forward) return run_d128_forward_variant(variant, p, s);
+    return ft::cuda::flash_attention_backward(p, s);
+  }
   if (p.D != 64 || variant == 0) {
     forward ? ft::cuda::flash_attention_forward(p, s) : ft::cuda::flash_attention_backward(p, s);
     return;
@@ -145,16 +171,16 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
   const int group = variant == 1 ? 0 : FlashConfig<64>::kGroupTokens;
   if (forward) {
     switch (variant) {
-      case 7: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 3, 3, 1>>(p, s, group);
-      case 9: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<128, 3, 1, 2>>(p, s, group);
-      case 13: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 3, 3, 1, false>>(p, s, group);
-      case 14: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 3, 1, 3>>(p, s, group);
-      case 15: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 4, 2, 2>>(p, s, group);
-      case 22: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 3, 2, 2, true, 1>>(p, s, group);
-      case 23: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 3, 2, 2, true, 4>>(p, s, group);
-      case 24: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<128, 3, 1, 2, true, 8>>(p, s, group);
-      case 25: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 3, 2, 2, true, 2>>(p, s, group);
-      case 26: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 3, 3, 1, true, 4>>(p, s, group);
+      case 7: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 64, 3, 3, 1>>(p, s, group);
+      case 9: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 128, 3, 1, 2>>(p, s, group);
+      case 13: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 64, 3, 3, 1, false>>(p, s, group);
+      case 14: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 64, 3, 1, 3>>(p, s, group);
+      case 15: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 64, 4, 2, 2>>(p, s, group);
+      case 22: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 64, 3, 2, 2, true, 1>>(p, s, group);
+      case 23: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 64, 3, 2, 2, true, 4>>(p, s, group);
+      case 24: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 128, 3, 1, 2, true, 8>>(p, s, group);
+      case 25: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 64, 3, 2, 2, true, 2>>(p, s, group);
+      case 26: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<64, 64, 3, 3, 1, true, 4>>(p, s, group);
       case 27: return fwd_wgmma_bf16<FlashConfig<64>::FwdWgmma>(p, s, group);
       case 28:
         if (p.dropout.threshold != 0) return fwd_wgmma_bf16<FlashConfig<64>::FwdWgmmaSmallTDropout>(p, s, group);

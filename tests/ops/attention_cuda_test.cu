@@ -250,8 +250,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaVsReference,
                                   (std::get<1>(info.param) ? "_det" : "_atomic");
                          });
 
-// The D = 64 forward's mma.sync kernels, which Hopper builds with 90a no longer take by default
-// (they replace the wgmma forward there): the same cases, forward through them.
+// The D = 64 and 128 forwards' mma.sync kernels, which Hopper builds with 90a no longer take by
+// default (they replace the wgmma forward there): the same cases, forward through them.
 class FlashCudaMmaSyncForward : public ::testing::TestWithParam<AttentionCase> {
  protected:
   void TearDown() override { ft::cuda::set_flash_wgmma_allowed(true); }
@@ -264,17 +264,21 @@ TEST_P(FlashCudaMmaSyncForward, WithinTwiceNaiveError) {
   expect_case_within_twice_naive(GetParam(), false, " mma.sync");
 }
 
-std::vector<AttentionCase> d64_cases() {
+// The cases of cuda_cases at head dim D (64 and 128 have wgmma forwards, 64 a wide backward).
+std::vector<AttentionCase> cases_at_d(std::initializer_list<int> dims) {
   std::vector<AttentionCase> cases;
   for (const AttentionCase& c : cuda_cases())
-    if (c.D == 64) cases.push_back(c);
+    for (int D : dims)
+      if (c.D == D) cases.push_back(c);
   return cases;
 }
+std::vector<AttentionCase> d64_cases() { return cases_at_d({64}); }
+std::vector<AttentionCase> wgmma_forward_cases() { return cases_at_d({64, 128}); }
 
-INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaMmaSyncForward, ::testing::ValuesIn(d64_cases()),
+INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaMmaSyncForward, ::testing::ValuesIn(wgmma_forward_cases()),
                          [](const auto& info) { return case_name(info.param); });
 
-// Every D = 64 case through a path the default dispatch takes only for some T: SetUp moves one of
+// Every D = 64 (or 128) case through a path the default dispatch takes only for some T: SetUp moves one of
 // the dispatch's T thresholds (flash_attention.h) to kT, TearDown restores its defaults.
 template <void (*kSetThreshold)(int), int kT>
 class FlashCudaThresholdMoved : public ::testing::TestWithParam<AttentionCase> {
@@ -283,8 +287,8 @@ class FlashCudaThresholdMoved : public ::testing::TestWithParam<AttentionCase> {
   void TearDown() override { kSetThreshold(-1); }
 };
 
-// The D = 64 wgmma forward's two-warpgroup tile, which the default dispatch takes above T = 2048
-// (4096 with dropout) only, at every T.
+// The D = 64 and 128 wgmma forwards' two-warpgroup tile, which the default dispatch takes above
+// T = 2048 (4096 with dropout) only, at every T.
 using FlashCudaWgmmaLargeTileForward = FlashCudaThresholdMoved<ft::cuda::set_flash_fwd_small_tile_max_t, 0>;
 
 TEST_P(FlashCudaWgmmaLargeTileForward, WithinTwiceNaiveError) {
@@ -292,7 +296,7 @@ TEST_P(FlashCudaWgmmaLargeTileForward, WithinTwiceNaiveError) {
   expect_case_within_twice_naive(GetParam(), false, " two-warpgroup forward");
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWgmmaLargeTileForward, ::testing::ValuesIn(d64_cases()),
+INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWgmmaLargeTileForward, ::testing::ValuesIn(wgmma_forward_cases()),
                          [](const auto& info) { return case_name(info.param); });
 
 // The D = 64 backward's wide-tile kernel, which the default dispatch takes from T = 2048 on, at

@@ -79,7 +79,7 @@ struct FlashPath {
   bool wgmma;
   int small_tile_max_t, wide_min_t;  // -1: the defaults
 };
-// The defaults at these T: the wgmma 64-row forward tile (D = 64) and the 4-warp backward.
+// The defaults at these T: the wgmma 64-row forward tile (D = 64 and 128) and the 4-warp backward.
 constexpr FlashPath kPaths[] = {{"default", true, -1, -1},
                                 {"mma.sync", false, -1, -1},
                                 {"wgmma 128-row tile, wide bwd", true, 0, 1},

@@ -50,7 +50,7 @@ bool flash_fixed_point_dq(const AttentionParams& p);
 void flash_attention_forward(const AttentionParams& p, Stream stream);
 void flash_attention_backward(const AttentionParams& p, Stream stream, const FlashBackwardMode& mode = {});
 
-// Hopper's warpgroup MMAs (wgmma): the D = 64 forward uses them when the build has sm_90a code
+// Hopper's warpgroup MMAs (wgmma): the D = 64 and 128 forwards use them when the build has sm_90a code
 // (CMAKE_CUDA_ARCHITECTURES lists 90a; FT_FLASH_WGMMA) and the current GPU is compute capability
 // 9.0; otherwise it takes the mma.sync kernels. flash_wgmma_enabled says which one this device
 // gets; set_flash_wgmma_allowed(false) forces mma.sync (tests compare both; process-wide).
@@ -60,9 +60,9 @@ void set_flash_wgmma_allowed(bool allowed);
 // what every wgmma kernel needs (the FP8 forward has no fallback, so it asks this directly).
 bool flash_sm90a_device();
 
-// The D = 64 wgmma forward takes a one-warpgroup tile (64 query rows, 3 CTAs per SM) up to this T
-// (it depends on dropout), the two-warpgroup tile (128 rows sharing each K/V tile, 2 CTAs per SM)
-// above it. set_flash_fwd_small_tile_max_t overrides it process-wide (tests run every case through
+// The D = 64 and 128 wgmma forwards take a one-warpgroup tile (64 query rows; D = 64: 3-4 CTAs per
+// SM, D = 128: 2) up to this T (it depends on dropout), the two-warpgroup tile (128 rows sharing
+// each K/V tile; D = 64: 2 CTAs per SM, D = 128: 1) above it (flash_launch.cuh). set_flash_fwd_small_tile_max_t overrides it process-wide (tests run every case through
 // both; -1 restores the defaults).
 int flash_fwd_small_tile_max_t(bool dropout);
 void set_flash_fwd_small_tile_max_t(int T);

@@ -1,4 +1,4 @@
-// Flash attention forward on Hopper warpgroup MMAs (wgmma, sm_90a), D = 64.
+// Flash attention forward on Hopper warpgroup MMAs (wgmma, sm_90a), D = 64 and 128.
 //
 // The same algorithm as flash_fwd_kernel.cuh (online softmax, causal / block-sparse tiles skipped,
 // dropout keep bits drawn in registers, only O and lse written); what changes is who reads shared
@@ -8,6 +8,10 @@
 //   S = Q K^T   wgmma m64 n kBN k16, A = this warpgroup's 64 rows of Q (shared memory)
 //   P = online softmax of S (per warp, in the mma.sync accumulator layout, as before)
 //   O += P V    wgmma m64 n64 k16, A = P from registers, B = V read transposed
+// At D = 128 the rows of Q, K and V are two 64-column panels (flash_wgmma.cuh): S = Q K^T takes 8
+// k steps, panel 0 then panel 1, and O += P V two n64 products per k step, one per panel of V
+// (columns 0-63 and 64-127 of O), or with kPvN128 one n128 product over both panels (its
+// descriptor's leading byte offset is the panel stride; an experiment until checked on a GPU).
 // Unless kWaitPv, O += P V is not waited for: it runs while the warps go on to the next tile's
 // barrier, issue the next S, and draw the next tile's dropout bits; the wait for S waits for it too.
 // K/V tiles stream through kStages shared-memory stages, loaded kPrefetch tiles ahead: the stage a
@@ -44,15 +48,22 @@ namespace ft::cuda::flash {
 // by more than kLazyRescaleLog2 (in log2 units; so P <= 2^kLazyRescaleLog2), and only then rescales
 // O and the row sum, all rows of the warp together (a warp-uniform branch). Exact in exact
 // arithmetic: O, the row sum and the lse all refer to the same (stale) maximum.
-template <int kBlockN_, int kStages_, int kMinBlocksPerSm_, int kWarpGroups_ = 1, bool kWaitPv_ = true,
-          int kEarlyCalls_ = 2, bool kLazyRescale_ = false>
+// kHeadDim: 64 or 128 (one or two 64-column panels a row). kPvN128 (D = 128): O += P V as one n128
+// product per k step instead of one n64 per panel.
+template <int kHeadDim_, int kBlockN_, int kStages_, int kMinBlocksPerSm_, int kWarpGroups_ = 1,
+          bool kWaitPv_ = true, int kEarlyCalls_ = 2, bool kLazyRescale_ = false, bool kPvN128_ = false>
 struct FlashFwdWgmmaTraits {
+  static constexpr bool kPvN128 = kPvN128_;
   static constexpr bool kLazyRescale = kLazyRescale_;
   static constexpr float kLazyRescaleLog2 = 8.f;
-  static constexpr bool kLeanLoads = (kBlockN_ * 8) % (128 * kWarpGroups_) == 0;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kPanels = kHeadDim / 64;
+  // Lean loads: every thread's chunks sit in one column (kNThreads is a multiple of a row's
+  // kHeadDim / 8 chunks) and 8-row multiples apart (the swizzle repeats every 8 rows).
+  static constexpr bool kLeanLoads = (kBlockN_ * kHeadDim / 8) % (128 * kWarpGroups_) == 0 &&
+                                     (128 * kWarpGroups_ / (kHeadDim / 8)) % 8 == 0;
   static constexpr int kEarlyCalls = kEarlyCalls_ < kBlockN_ / 16 ? kEarlyCalls_ : kBlockN_ / 16;
   static constexpr bool kWaitPv = kWaitPv_;
-  static constexpr int kHeadDim = 64;
   static constexpr int kWarpGroups = kWarpGroups_;
   static constexpr int kBlockM = 64 * kWarpGroups;  // warp w: query rows 16 w .. 16 w + 15
   static constexpr int kBlockN = kBlockN_;
@@ -62,9 +73,11 @@ struct FlashFwdWgmmaTraits {
   static constexpr int kPrefetch = kWaitPv ? kStages - 1 : kStages - 2;
   static constexpr int kMinBlocksPerSm = kMinBlocksPerSm_;
   static constexpr int kNThreads = 128 * kWarpGroups;
-  static constexpr int kTileBytes = kBlockN * 128;  // one K or V tile, 128 bytes a row
-  static constexpr int kSmemBytes = 1024 /* alignment */ + kBlockM * 128 + kStages * 2 * kTileBytes;
+  static constexpr int kTileBytes = kBlockN * kHeadDim * 2;  // one K or V tile
+  static constexpr int kSmemBytes = 1024 /* alignment */ + kBlockM * kHeadDim * 2 + kStages * 2 * kTileBytes;
   static_assert(kPrefetch >= 1 && (kBlockN == 64 || kBlockN == 128), "wgmma forward tile");
+  static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma forward head dim");
+  static_assert(!kPvN128 || kHeadDim == 128, "kPvN128: two panels");
 };
 
 // kDocMask: as flash_fwd_kernel's (no document-mask code without it, for the registers).
@@ -72,15 +85,16 @@ template <class Kt, bool kBF16, bool kDropout, bool kDocMask>
 __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     flash_fwd_wgmma_kernel(const AttentionParams p, int heads_per_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = 64, NT = Kt::kNThreads;
+  constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, NT = Kt::kNThreads;
   constexpr int kStages = Kt::kStages, kPrefetch = Kt::kPrefetch;
 
   extern __shared__ __align__(16) uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   uint8_t* smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);  // swizzled tiles: 1 KB aligned
-  uint16_t* sQ = reinterpret_cast<uint16_t*>(smem);                   // BM x 64 (O at the end)
-  uint16_t* sK = reinterpret_cast<uint16_t*>(smem + BM * 128);        // kStages x BN x 64
-  uint16_t* sV = sK + kStages * BN * 64;                              // kStages x BN x 64
+  // Tiles of kPanels 64-column panels (flash_wgmma.cuh).
+  uint16_t* sQ = reinterpret_cast<uint16_t*>(smem);                   // BM x D (O at the end)
+  uint16_t* sK = reinterpret_cast<uint16_t*>(smem + BM * D * 2);      // kStages x BN x D
+  uint16_t* sV = sK + kStages * BN * D;                               // kStages x BN x D
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int T = p.T;
@@ -98,13 +112,13 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   // kLeanLoads: this thread's 16-byte chunks are (row ld_row + i * kRoundRows, column ld_col) of
   // every tile; the rows are 8-row multiples apart, so their swizzled offsets are kRoundRows * 128
   // bytes apart too. Sources in bytes: tile n's chunk i is k_src + n * k_tile_bytes + i * k_round_bytes.
-  constexpr int kRoundRows = NT / 8, kRounds = Kt::kLeanLoads ? BN / kRoundRows : 0;
-  const int ld_row = tid / 8, ld_col = (tid % 8) * 8;
+  constexpr int kRoundRows = NT / (D / 8), kRounds = Kt::kLeanLoads ? BN / kRoundRows : 0;
+  const int ld_row = tid / (D / 8), ld_col = (tid % (D / 8)) * 8;
   const char* k_src = reinterpret_cast<const char*>(k + ld_row * p.k_row_stride + ld_col);
   const char* v_src = reinterpret_cast<const char*>(v + ld_row * p.v_row_stride + ld_col);
   const int64_t k_tile_bytes = 2 * BN * p.k_row_stride, v_tile_bytes = 2 * BN * p.v_row_stride;
   const int64_t k_round_bytes = 2 * kRoundRows * p.k_row_stride, v_round_bytes = 2 * kRoundRows * p.v_row_stride;
-  const uint32_t ld_dst = smem_u32(sK) + sw128_offset(ld_row, ld_col);
+  const uint32_t ld_dst = smem_u32(sK) + sw128_panel_offset<BN, D>(ld_row, ld_col);
   auto prefetch = [&]() {
     if (n_load < n_end) {
       const int row0 = n_load * BN;
@@ -118,8 +132,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
           cp_async_16(dst + kStages * Kt::kTileBytes + i * kRoundRows * 128, vs + i * v_round_bytes, 16);
         }
       } else {
-        load_rows_async_sw128<BN, NT>(sK + load_stage * BN * 64, k, p.k_row_stride, row0, T, tid);
-        load_rows_async_sw128<BN, NT>(sV + load_stage * BN * 64, v, p.v_row_stride, row0, T, tid);
+        load_rows_async_sw128<BN, NT, D>(sK + load_stage * BN * D, k, p.k_row_stride, row0, T, tid);
+        load_rows_async_sw128<BN, NT, D>(sV + load_stage * BN * D, v, p.v_row_stride, row0, T, tid);
       }
       n_load = next_tile(n_load + 1);
     }
@@ -127,7 +141,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     load_stage = load_stage + 1 == kStages ? 0 : load_stage + 1;
   };
 
-  load_rows_async_sw128<BM, NT>(sQ, q, p.q_row_stride, m0, T, tid);
+  load_rows_async_sw128<BM, NT, D>(sQ, q, p.q_row_stride, m0, T, tid);
   cp_async_commit();
 #pragma unroll
   for (int i = 0; i < kPrefetch; ++i) prefetch();
@@ -136,13 +150,19 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
 
   float acc_o[D / 8][4];
   zero_fragments(acc_o);
+  // The 8 accumulator tiles of O's columns 64 pn .. 64 pn + 63 (one n64 product's D).
+  auto o_panel = [&](int pn) -> float(&)[8][4] { return *reinterpret_cast<float(*)[8][4]>(&acc_o[8 * pn]); };
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
   const float scale_log2 = p.softmax_scale * kLog2e;
-  // Descriptor low words (flash_wgmma.cuh): stage s, k-step kk of K at k_desc + s kTileBytes / 16 +
-  // 2 kk (32 bytes), of V at v_desc + s kTileBytes / 16 + 128 kk (16 rows); this warpgroup's 64 rows
-  // of Q at q_desc + 2 kk.
+  // Descriptor low words (flash_wgmma.cuh; offsets in 16-byte units): stage s, k-step kk of K at
+  // k_desc + s kTileBytes / 16 + panel_step(kk, BN), panel pn of V's k-step kk at v_desc + s
+  // kTileBytes / 16 + pn BN * 8 + 128 kk (16 rows); this warpgroup's 64 rows of Q at q_desc +
+  // panel_step(kk, BM).
   const uint32_t k_desc = wgmma_desc_sw128_lo(smem_u32(sK)), v_desc = wgmma_desc_sw128_lo(smem_u32(sV));
+  const uint32_t v_desc_n128 = wgmma_desc_sw128_lo_panels(smem_u32(sV), BN * 128);  // kPvN128
   const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ) + (warp / 4) * 64 * 128);
+  // k-step kk of a K-major tile of kRows-row panels: panel kk / 4, 32 (kk % 4) bytes into its rows.
+  auto panel_step = [](int kk, int rows) { return static_cast<uint32_t>((kk / 4) * rows * 8 + 2 * (kk % 4)); };
 
   int stage = 0;
   for (int n = next_tile(blk.n_begin); n < n_end; n = next_tile(n + 1)) {
@@ -158,8 +178,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      wgmma_ss<BN, kBF16>(acc_s, wgmma_desc_sw128_from_lo(q_desc + 2 * kk),
-                          wgmma_desc_sw128_from_lo(k_desc + stage_desc + 2 * kk), kk > 0);
+      wgmma_ss<BN, kBF16>(acc_s, wgmma_desc_sw128_from_lo(q_desc + panel_step(kk, BM)),
+                          wgmma_desc_sw128_from_lo(k_desc + stage_desc + panel_step(kk, BN)), kk > 0);
     wgmma_commit();
 
     // The dropout words of this warp's 16 x BN slab: one Philox call per lane and 16 keys, whose
@@ -253,8 +273,18 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     reg_fence(acc_o);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk)
-      wgmma_rs<D, true, kBF16>(acc_o, pf[kk], wgmma_desc_sw128_from_lo(v_desc + stage_desc + 128 * kk));
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const uint32_t v_kk = v_desc + stage_desc + 128 * kk;
+      if constexpr (Kt::kPanels == 1) {
+        wgmma_rs<D, true, kBF16>(acc_o, pf[kk], wgmma_desc_sw128_from_lo(v_kk));
+      } else if constexpr (Kt::kPvN128) {
+        wgmma_rs<128, true, kBF16>(acc_o, pf[kk], wgmma_desc_sw128_from_lo(v_desc_n128 + stage_desc + 128 * kk));
+      } else {
+#pragma unroll
+        for (int pn = 0; pn < Kt::kPanels; ++pn)  // O's columns 64 pn .. 64 pn + 63
+          wgmma_rs<64, true, kBF16>(o_panel(pn), pf[kk], wgmma_desc_sw128_from_lo(v_kk + pn * BN * 8));
+      }
+    }
     wgmma_commit();
     if constexpr (Kt::kWaitPv) wgmma_wait<0>();
     stage = stage + 1 == kStages ? 0 : stage + 1;
@@ -276,7 +306,9 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   }
   // Stage O through this warp's own rows of sQ (each warp reads only its own rows of it), then
   // 16-byte stores.
-  auto at = [&](int r, int c) { return reinterpret_cast<uint16_t*>(reinterpret_cast<uint8_t*>(sQ) + sw128_offset(r, c)); };
+  auto at = [&](int r, int c) {
+    return reinterpret_cast<uint16_t*>(reinterpret_cast<uint8_t*>(sQ) + sw128_panel_offset<BM, D>(r, c));
+  };
   stage_rows<kBF16, D>(acc_o, 1.f, warp_row0, at, lane);
   __syncwarp();
   store_staged_rows<16, D>(o, p.o_row_stride, warp_row0, m0, T, at, lane);

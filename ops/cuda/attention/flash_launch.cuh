@@ -15,7 +15,11 @@
 //            at T=1024 0.31 ms against 0.51 ms for the 128-row tile (more CTAs, better balance)
 //   forward  D=64, dropout, any T: the same 64-row tile: more warps per SM hide the Philox
 //            arithmetic (T=4096, p=0.1: 1.42 ms; 128-row tile 1.68 ms; 8 warps x 16 rows 1.45 ms)
-//   forward  D=128: kBlockM=128, kBlockN=64, 8 warps (16 rows per warp; registers hold O 16x128)
+//   forward  D=128 on sm_90a: the same wgmma kernel with two 64-column panels a row (not timed
+//            yet): 64-key tiles, one warpgroup x 64 rows, 2 CTAs/SM up to flash_fwd_small_tile_max_t
+//            (the D = 64 thresholds), two warpgroups x 64 rows, 1 CTA/SM above
+//   forward  D=128 elsewhere: kBlockM=128, kBlockN=64, 8 warps (16 rows per warp; registers hold
+//            O 16x128)
 //   backward D=64, atomic dQ, T >= 2048 (4096 with dropout; flash_bwd_wide_min_t):
 //            flash_bwd_wide_kernel.cuh, 8 warps over 128 keys x 128 queries in 32 x 64 / 32 x 32
 //            warp tiles, P and dS through shared memory, 1 CTA/SM: at T=4096 2.17 ms against 2.51
@@ -70,15 +74,15 @@ struct FlashConfig<64> {
   // sm_90a (flash_wgmma_enabled): two warpgroups x 64 query rows share 64-key K/V tiles (3 stages),
   // 2 CTAs/SM, every T and dropout (bench/attention/NOTES.md, session 4); three of the four dropout
   // Philox calls of a tile drawn while S is computed (session 8).
-  using FwdWgmma = FlashFwdWgmmaTraits<64, 3, 2, 2, true, 3>;
+  using FwdWgmma = FlashFwdWgmmaTraits<64, 64, 3, 2, 2, true, 3>;
   // T <= flash_fwd_small_tile_max_t (2048, with dropout 4096): one warpgroup x 64 query rows.
   // Without dropout 4 CTAs/SM (2 stages, 128 registers; H200 fwd ms against 3 CTAs/SM with 4
   // stages: T = 1024 0.207 / 0.241, T = 2048 0.347 / 0.370, session 9). With dropout 4 stages,
   // 3 CTAs/SM (160 registers; at 4 CTAs/SM T = 2048 took 0.584 against 0.563 ms), all four
   // Philox calls of a tile drawn during S (session 8), and the lazy rescale (kLazyRescale;
   // T = 2048 0.563-0.570 -> 0.553-0.555 ms; without dropout it lost 1-3%).
-  using FwdWgmmaSmallT = FlashFwdWgmmaTraits<64, 2, 4, 1, true, 4>;
-  using FwdWgmmaSmallTDropout = FlashFwdWgmmaTraits<64, 4, 3, 1, true, 4, true>;
+  using FwdWgmmaSmallT = FlashFwdWgmmaTraits<64, 64, 2, 4, 1, true, 4>;
+  using FwdWgmmaSmallTDropout = FlashFwdWgmmaTraits<64, 64, 4, 3, 1, true, 4, true>;
 };
 template <>
 struct FlashConfig<128> {
@@ -89,6 +93,12 @@ struct FlashConfig<128> {
   using FwdDropout = Fwd;
   using Bwd = FlashBwdTraits<128, 32, 64, 4, false, 1, 1>;
   using BwdDq = FlashFwdTraits<128, 64, 64, 4, 1>;
+  // sm_90a (flash_wgmma_enabled; not timed yet): rows of two 64-column panels, 64-key tiles. O is 64
+  // of a thread's registers, S 32: one CTA/SM of two warpgroups (Q 32 KiB + 3 stages x 32 KiB of K
+  // and V), and up to flash_fwd_small_tile_max_t one warpgroup, 2 CTAs/SM (Q 16 KiB + 2 stages).
+  using FwdWgmma = FlashFwdWgmmaTraits<128, 64, 3, 1, 2, true, 2>;
+  using FwdWgmmaSmallT = FlashFwdWgmmaTraits<128, 64, 2, 2, 1, true, 2>;
+  using FwdWgmmaSmallTDropout = FwdWgmmaSmallT;
 };
 
 // D = 256 (not timed yet; close to FlashAttention-2's hdim-256 tiles). Registers: a warp's 16 rows x
@@ -289,11 +299,11 @@ void run_flash_bwd_with(const AttentionParams& p, cudaStream_t stream, int group
 template <int kHeadDim>
 void run_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Config = FlashConfig<kHeadDim>;
-  [[maybe_unused]] const bool wgmma = kHeadDim == 64 && flash_wgmma_enabled();
+  [[maybe_unused]] const bool wgmma = kHeadDim <= 128 && flash_wgmma_enabled();
   dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto doc_mask) {
     constexpr bool kBF16 = decltype(bf16)::value, kDropout = decltype(dropout)::value;
     constexpr bool kDoc = decltype(doc_mask)::value;
-    if constexpr (kHeadDim == 64) {
+    if constexpr (kHeadDim <= 128) {  // D = 64 and 128: the wgmma forward where it runs
       if (wgmma && p.T <= flash_fwd_small_tile_max_t(kDropout)) {
         using Small = std::conditional_t<kDropout, typename Config::FwdWgmmaSmallTDropout,
                                          typename Config::FwdWgmmaSmallT>;

@@ -21,6 +21,13 @@
 //     B = V rows; the k-th step of 16 rows starts 16 * 128 = 2048 bytes further.
 // Both were checked bit-exact against the mma.sync kernels in session 2
 // (bench/attention/dev/wgmma_bwd_experiment.patch).
+// Rows wider than 64 elements (head dim 128) are stored as panels: the tile's columns
+// 64 p .. 64 p + 63 form panel p, itself such an R-row tile, R * 128 bytes after panel p - 1
+// (sw128_panel_offset). A K-major operand's k steps walk panel 0, then panel 1 (k-step kk at panel
+// kk / 4, 32 (kk % 4) bytes in); an N-major B of N = 128 is two n64 products, one per panel, or
+// one n128 product whose descriptor's leading byte offset is the panel stride
+// (wgmma_desc_sw128_lo_panels: for N-major swizzled layouts that field is the distance between
+// 64-element groups along N, as in CUTLASS's canonical GMMA layouts; not yet checked on a GPU).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +47,10 @@ __device__ __forceinline__ uint32_t wgmma_desc_sw128_lo(uint32_t smem_addr) {
 __device__ __forceinline__ uint64_t wgmma_desc_sw128_from_lo(uint32_t lo) {
   return static_cast<uint64_t>(lo) | (static_cast<uint64_t>((1024 >> 4) | (1u << 30)) << 32);
 }
+// The low word of an N-major tile whose N = 128 columns are two panels panel_bytes apart.
+__device__ __forceinline__ uint32_t wgmma_desc_sw128_lo_panels(uint32_t smem_addr, uint32_t panel_bytes) {
+  return ((smem_addr & 0x3FFFF) >> 4) | ((panel_bytes >> 4) << 16);
+}
 __device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t smem_addr) {
   return wgmma_desc_sw128_from_lo(wgmma_desc_sw128_lo(smem_addr));
 }
@@ -47,6 +58,15 @@ __device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t smem_addr) {
 // Byte offset of element (row, col) in such a tile (col < 64).
 __device__ __forceinline__ uint32_t sw128_offset(int row, int col) {
   return static_cast<uint32_t>(row * 128 + (((col >> 3) ^ (row & 7)) << 4) + (col & 7) * 2);
+}
+
+// The same in a tile of kRows rows x kHeadDim columns split into 64-column panels (see above).
+// kHeadDim 64 is sw128_offset itself (the column's sign, which the compiler cannot always rule out,
+// would otherwise cost instructions).
+template <int kRows, int kHeadDim>
+__device__ __forceinline__ uint32_t sw128_panel_offset(int row, int col) {
+  if constexpr (kHeadDim == 64) return sw128_offset(row, col);
+  else return static_cast<uint32_t>((col >> 6) * (kRows * 128)) + sw128_offset(row, col & 63);
 }
 
 // Orders register writes before the wgmmas that read them (and the accumulators' last reads).
@@ -180,21 +200,22 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], uint64_t desc_a, 
 #undef FT_WGMMA_ACC32
 #undef FT_WGMMA_ACC8
 
-// Rows [row0, row0 + kRows) of one head (rows >= T become zeros) into a 128-byte-swizzled tile;
-// kHeadDim must be 64 (one 128-byte row). As load_rows_async (flash_tile.cuh), otherwise.
-template <int kRows, int kThreads>
+// Rows [row0, row0 + kRows) of one head (rows >= T become zeros) into a 128-byte-swizzled tile of
+// kHeadDim / 64 panels (kHeadDim 64 or 128). As load_rows_async (flash_tile.cuh), otherwise.
+template <int kRows, int kThreads, int kHeadDim>
 __device__ __forceinline__ void load_rows_async_sw128(uint16_t* smem, const uint16_t* base,
                                                       int64_t row_stride, int row0, int T, int tid) {
-  constexpr int kChunks = kRows * 8;
+  static_assert(kHeadDim % 64 == 0, "whole 64-column panels");
+  constexpr int kChunksPerRow = kHeadDim / 8, kChunks = kRows * kChunksPerRow;
 #pragma unroll
   for (int i = 0; i < (kChunks + kThreads - 1) / kThreads; ++i) {
     const int chunk = tid + i * kThreads;
     if (kChunks % kThreads != 0 && chunk >= kChunks) break;  // 3 warpgroups: a partial last round
-    const int r = chunk / 8, j = chunk % 8;
+    const int r = chunk / kChunksPerRow, j = chunk % kChunksPerRow;
     const int row = row0 + r;
     const bool valid = row < T;
     const uint16_t* src = base + (valid ? static_cast<int64_t>(row) * row_stride : 0) + j * 8;
-    cp_async_16(smem_u32(smem) + sw128_offset(r, j * 8), src, valid ? 16 : 0);
+    cp_async_16(smem_u32(smem) + sw128_panel_offset<kRows, kHeadDim>(r, j * 8), src, valid ? 16 : 0);
   }
 }
 
