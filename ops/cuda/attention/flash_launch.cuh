@@ -268,11 +268,11 @@ void launch_flash_bwd_split(const AttentionParams& p, cudaStream_t stream, int g
                            p, stream, group_tokens);
 }
 
-// Deterministic: the fixed-point dQ where it is faster (flash_fixed_point_dq); the ordered form: without dropout the split backward,
-// with dropout the counter-ordered dQ, each the faster of the two there (H200, T = 1024 .. 16384:
-// bench/attention/NOTES.md, D = 64): the split recomputes S and dP, which costs less than the
-// ordering's waits, unless the dropout bits must be drawn a third time as well. Kt: the 4-warp tile,
-// or the wide one (D = 256).
+// Deterministic: the fixed-point dQ where it is faster (flash_fixed_point_dq); else the ordered form,
+// without dropout the split backward and with dropout the counter-ordered dQ, each the faster of the
+// two there (H200, T = 1024 .. 16384: bench/attention/NOTES.md, D = 64): the split recomputes S and
+// dP, which costs less than the ordering's waits, unless the dropout bits must be drawn a third time
+// as well. Kt: the 4-warp tile, or the wide one (D = 256).
 template <class Kt>
 void run_flash_bwd_with(const AttentionParams& p, cudaStream_t stream, int group_tokens = 0,
                         const FlashBackwardMode& mode = {}) {
