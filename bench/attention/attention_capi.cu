@@ -138,22 +138,20 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
   if (variant == 4 || (variant >= 29 && variant <= 31)) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);
     using ft::cuda::FlashDeterministicDq;
-    const auto shipped = ft::cuda::flash_deterministic_dq();
-    if (variant != 4)
-      ft::cuda::set_flash_deterministic_dq(variant == 29 ? FlashDeterministicDq::kOrdered : FlashDeterministicDq::kFixedPoint);
-    if (variant == 31) ft::cuda::set_flash_bwd_wide_min_t(0);
-    auto restore = [&] {
-      ft::cuda::set_flash_deterministic_dq(shipped);
-      if (variant == 31) ft::cuda::set_flash_bwd_wide_min_t(-1);
-    };
-    try {
-      ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
-    } catch (...) {
-      restore();
-      throw;
-    }
-    restore();
-    return;
+    const ft::cuda::ScopedFlashDeterministicDq form(variant == 4    ? ft::cuda::flash_deterministic_dq()
+                                                    : variant == 29 ? FlashDeterministicDq::kOrdered
+                                                                    : FlashDeterministicDq::kFixedPoint);
+    // 31: the wide tile from T = 0 on, the defaults restored however the call ends.
+    struct WideAtEveryT {
+      bool on;
+      explicit WideAtEveryT(bool o) : on(o) {
+        if (on) ft::cuda::set_flash_bwd_wide_min_t(0);
+      }
+      ~WideAtEveryT() {
+        if (on) ft::cuda::set_flash_bwd_wide_min_t(-1);
+      }
+    } const wide(variant == 31);
+    return ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
   }
   if (p.D == 128 && variant >= 32 && variant <= 36) {
     if (forward) return run_d128_forward_variant(variant, p, s);

@@ -493,18 +493,15 @@ void expect_deterministic_backward_bit_identical(const std::vector<AttentionCase
               atomic_differs, cases.size(), worst);
 }
 
-// Runs f() with the deterministic backward's dQ made one way (flash_deterministic_dq), then restores
-// the shipped choice.
+// Runs f() with the deterministic backward's dQ made one way (flash_deterministic_dq).
 template <class F>
 void with_deterministic_dq(cuda::FlashDeterministicDq how, F&& f) {
-  const cuda::FlashDeterministicDq shipped = cuda::flash_deterministic_dq();
-  cuda::set_flash_deterministic_dq(how);
+  const cuda::ScopedFlashDeterministicDq form(how);
   f();
-  cuda::set_flash_deterministic_dq(shipped);
 }
+// kAuto (the default) picks one of the two per call; the tests force each.
 constexpr cuda::FlashDeterministicDq kBothDeterministicDq[] = {cuda::FlashDeterministicDq::kFixedPoint,
                                                                cuda::FlashDeterministicDq::kOrdered};
-// kAuto (the default) picks one of the two per call; the tests force each.
 const char* dq_name(cuda::FlashDeterministicDq how) {
   return how == cuda::FlashDeterministicDq::kFixedPoint ? "fixed-point dq" : "ordered dq";
 }

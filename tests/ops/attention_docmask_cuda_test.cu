@@ -233,14 +233,13 @@ TEST(DocMaskCuda, DropoutAgainstReferenceAndDeterministicRepeats) {
       expect_flash_within_twice_naive(qkv_d, dout_d, B, T, H, D, o, expected, name + (det ? " deterministic" : ""));
     }
     o.deterministic = true;
-    // Both deterministic forms (flash_deterministic_dq): the fixed-point dQ (default) and the ordered one.
+    // Both deterministic forms (flash_deterministic_dq; the default picks one per call): the
+    // fixed-point dQ and the ordered one.
     for (const auto how : {cuda::FlashDeterministicDq::kFixedPoint, cuda::FlashDeterministicDq::kOrdered}) {
-      const auto shipped = cuda::flash_deterministic_dq();
-      cuda::set_flash_deterministic_dq(how);
+      const cuda::ScopedFlashDeterministicDq scope(how);
       const std::string form = how == cuda::FlashDeterministicDq::kOrdered ? " ordered dq" : " fixed-point dq";
       expect_flash_within_twice_naive(qkv_d, dout_d, B, T, H, D, o, expected, name + " deterministic" + form);
       const Result a = run(true, qkv_d, dout_d, B, T, H, D, o), b = run(true, qkv_d, dout_d, B, T, H, D, o);
-      cuda::set_flash_deterministic_dq(shipped);
       EXPECT_EQ(a.dqkv.to_doubles(), b.dqkv.to_doubles()) << name << form;
     }
   }

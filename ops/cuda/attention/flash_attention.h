@@ -43,6 +43,20 @@ struct FlashBackwardMode {
 enum class FlashDeterministicDq { kAuto, kFixedPoint, kOrdered };
 FlashDeterministicDq flash_deterministic_dq();
 void set_flash_deterministic_dq(FlashDeterministicDq how);
+// set_flash_deterministic_dq for a scope: the form in force before comes back at its end, also when
+// the scope is left by an exception (tests, the benchmark's variants).
+class ScopedFlashDeterministicDq {
+ public:
+  explicit ScopedFlashDeterministicDq(FlashDeterministicDq how) : previous_(flash_deterministic_dq()) {
+    set_flash_deterministic_dq(how);
+  }
+  ~ScopedFlashDeterministicDq() { set_flash_deterministic_dq(previous_); }
+  ScopedFlashDeterministicDq(const ScopedFlashDeterministicDq&) = delete;
+  ScopedFlashDeterministicDq& operator=(const ScopedFlashDeterministicDq&) = delete;
+
+ private:
+  FlashDeterministicDq previous_;
+};
 // Whether a deterministic backward of p takes the fixed-point dQ (kAuto: where it measured faster,
 // flash_attention.cu: with dropout at D <= 128, and from T = 4096 on except D = 128 without dropout).
 bool flash_fixed_point_dq(const AttentionParams& p);

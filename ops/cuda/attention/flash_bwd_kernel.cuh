@@ -365,16 +365,16 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
         if (Kt::kDiag == 0 || T < 0) {  // kDiag 1: the products stay, the adds go
 #pragma unroll
           for (int dj = 0; dj < kCols / 8; ++dj) {
+            // Not kLeanTile: the chunk's float offset from the layout (the lean tile steps its pointers).
+            const int64_t laid_chunk = kLeanTile ? 0 : DqLayout::chunk((m0 >> 4) + wm, wd * (kCols / 8) + dj, lane);
             if constexpr (kFixedDq) {
               unsigned long long* const word =
                   kLeanTile ? dq_fixed_warp + static_cast<int64_t>(m) * kDqTileChunks * 4 + dj * 128
-                            : dq_fixed + DqLayout::fixed_word(
-                                             DqLayout::chunk((m0 >> 4) + wm, wd * (kCols / 8) + dj, lane), lane);
+                            : dq_fixed + DqLayout::fixed_word(laid_chunk, lane);
               fixed_adder.add4(word, acc_dq[dj][0], acc_dq[dj][1], acc_dq[dj][2], acc_dq[dj][3]);
             } else {
-              float4* const chunk =
-                  kLeanTile ? dq_warp + static_cast<int64_t>(m) * kDqTileChunks + dj * 32
-                            : reinterpret_cast<float4*>(dq_accum + DqLayout::chunk((m0 >> 4) + wm, wd * (kCols / 8) + dj, lane));
+              float4* const chunk = kLeanTile ? dq_warp + static_cast<int64_t>(m) * kDqTileChunks + dj * 32
+                                              : reinterpret_cast<float4*>(dq_accum + laid_chunk);
               atomicAdd(chunk, make_float4(acc_dq[dj][0], acc_dq[dj][1], acc_dq[dj][2], acc_dq[dj][3]));
             }
           }
