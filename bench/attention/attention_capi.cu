@@ -5,7 +5,7 @@
 //        ops/cuda/attention_kv_sum.cu ops/cpu/attention_fp8_reference.cpp ops/cpu/attention_reference.cpp
 //        -lcublas -o libft_attention.so
 // (or the CMake target ft_attention_capi). ft_attn_fp8_run is the FP8 forward (bench_fp8.py).
-// Variants (flash D = 64, bf16 only; 32-35 at D = 128) are experiments kept for tuning; variant 0 is
+// Variants (flash D = 64, bf16 only; 32-41 at D = 128) are experiments kept for tuning; variant 0 is
 // the shipped one.
 #include <cublas_v2.h>
 
@@ -68,6 +68,14 @@ void bwd_bf16(const AttentionParams& p, cudaStream_t s, int group) {
   if (p.dropout.threshold != 0) return launch_flash_bwd<Bwd, true, true, kOrderedDq>(p, s, group, sem);
   return launch_flash_bwd<Bwd, true, false, kOrderedDq>(p, s, group, sem);
 }
+// The wide-tile backward (flash_bwd_wide_kernel.cuh) with atomic, (kOrderedDq) counter-ordered or
+// (kFixedDq) fixed-point dQ.
+template <class W, bool kOrderedDq = false, bool kFixedDq = false>
+void bwd_wide_bf16(const AttentionParams& p, cudaStream_t s, int group) {
+  int* sem = kOrderedDq ? dq_semaphore_for(p) : nullptr;
+  if (p.dropout.threshold != 0) return launch_flash_bwd_wide<W, true, true, kOrderedDq, false, kFixedDq>(p, s, group, sem);
+  return launch_flash_bwd_wide<W, true, false, kOrderedDq, false, kFixedDq>(p, s, group, sem);
+}
 void split_bf16(const AttentionParams& p, cudaStream_t s, int group) {
   using C = FlashConfig<64>;
   if (p.dropout.threshold != 0) return launch_flash_bwd_split<C::Bwd, C::BwdDq, true, true>(p, s, group);
@@ -113,8 +121,12 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // with the shipped backward: 32 the mma.sync forward (shipped before the D = 128 wgmma forward), 33
 // and 34 the wgmma forward's one- and two-warpgroup tiles as shipped, at every T, 35 the two-
 // warpgroup tile with 128-key tiles and 2 stages, 36 the two-warpgroup tile with O += P V as one n128
-// wgmma per k step (kPvN128; its descriptor is unchecked: run --dev, whose check compares it with 0). Numbers, and the variants tried and removed:
-// bench/attention/NOTES.md.
+// wgmma per k step (kPvN128; its descriptor is unchecked: run --dev, whose check compares it with 0).
+// D = 128 backwards on the wide tile (run_d128_backward_variant; flash_bwd_wide_kernel.cuh, 8 warps,
+// at every T), each with the shipped forward: 37, 38 FlashConfig<128>::BwdWide (128 queries x 64
+// keys) with atomic / fixed-point dQ; 39, 40 64 queries x 128 keys (FlashAttention-2's hdim-128 tile)
+// with atomic / fixed-point dQ, 41 the same with the counter-ordered dQ. Numbers, and the variants
+// tried and removed: bench/attention/NOTES.md.
 // Variants 32-36 (D = 128, bf16, no document mask): see run_flash_variant.
 void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_t s) {
   using C = FlashConfig<128>;
@@ -128,6 +140,22 @@ void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_
     case 34: return fwd_wgmma_bf16<C::FwdWgmma>(p, s, C::kGroupTokens);
     case 35: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<128, 128, 2, 1, 2, true, 2>>(p, s, C::kGroupTokens);
     case 36: return fwd_wgmma_bf16<FlashFwdWgmmaTraits<128, 64, 3, 1, 2, true, 2, false, true>>(p, s, C::kGroupTokens);
+    default: throw Error(str("unknown D = 128 variant ", variant));
+  }
+}
+
+// Variants 37-41 (D = 128, bf16, no document mask): the backward; see run_flash_variant.
+void run_d128_backward_variant(int variant, const AttentionParams& p, cudaStream_t s) {
+  using C = FlashConfig<128>;
+  using Wide64x128 = FlashBwdWideTraits<128, 64, 128>;
+  if (p.dtype != AttentionDType::kBF16) throw Error("variants are built for bf16 only");
+  if (p.doc_start != nullptr) throw Error(str("variant ", variant, " has no document mask (variants 0 and 4 do)"));
+  switch (variant) {
+    case 37: return bwd_wide_bf16<C::BwdWide>(p, s, C::kGroupTokens);
+    case 38: return bwd_wide_bf16<C::BwdWide, false, true>(p, s, C::kGroupTokens);
+    case 39: return bwd_wide_bf16<Wide64x128>(p, s, C::kGroupTokens);
+    case 40: return bwd_wide_bf16<Wide64x128, false, true>(p, s, C::kGroupTokens);
+    case 41: return bwd_wide_bf16<Wide64x128, true>(p, s, C::kGroupTokens);
     default: throw Error(str("unknown D = 128 variant ", variant));
   }
 }
@@ -156,6 +184,10 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
   if (p.D == 128 && variant >= 32 && variant <= 36) {
     if (forward) return run_d128_forward_variant(variant, p, s);
     return ft::cuda::flash_attention_backward(p, s);
+  }
+  if (p.D == 128 && variant >= 37 && variant <= 41) {
+    if (forward) return ft::cuda::flash_attention_forward(p, s);
+    return run_d128_backward_variant(variant, p, s);
   }
   if (p.D != 64 || variant == 0) {
     forward ? ft::cuda::flash_attention_forward(p, s) : ft::cuda::flash_attention_backward(p, s);
@@ -204,12 +236,8 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
       throw Error("this build has no pipelined wgmma backward");
 #endif
     case 17: return bwd_wgmma_bf16<32, true>(p, s, group);
-    case 19:
-      if (p.dropout.threshold != 0) return launch_flash_bwd_wide<FlashBwdWideTraits<64>, true, true>(p, s, group);
-      return launch_flash_bwd_wide<FlashBwdWideTraits<64>, true, false>(p, s, group);
-    case 20:
-      if (p.dropout.threshold != 0) return launch_flash_bwd_wide<FlashBwdWideTraits<64, 64>, true, true>(p, s, group);
-      return launch_flash_bwd_wide<FlashBwdWideTraits<64, 64>, true, false>(p, s, group);
+    case 19: return bwd_wide_bf16<FlashBwdWideTraits<64>>(p, s, group);
+    case 20: return bwd_wide_bf16<FlashBwdWideTraits<64, 64>>(p, s, group);
     default: return bwd_bf16<FlashConfig<64>::Bwd>(p, s, group);  // 7-9, 13-15, 21: the 4-warp backward
   }
 }

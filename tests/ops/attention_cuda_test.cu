@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -311,6 +312,28 @@ TEST_P(FlashCudaWideBackward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWideBackward, ::testing::ValuesIn(d64_cases()),
                          [](const auto& info) { return case_name(info.param); });
 
+// The D = 128 wide-tile backward (FlashConfig<128>::BwdWide), which the default dispatch never takes
+// (flash_bwd_wide128_min_t; an experiment to be timed), at every T: the D = 128 cases, atomic dQ.
+using FlashCudaWideBackward128 = FlashCudaThresholdMoved<ft::cuda::set_flash_bwd_wide128_min_t, 1>;
+
+TEST_P(FlashCudaWideBackward128, WithinTwiceNaiveError) {
+  SKIP_WITHOUT_CUDA();
+  expect_case_within_twice_naive(GetParam(), false, " wide backward (D = 128)");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWideBackward128, ::testing::ValuesIn(cases_at_d({128})),
+                         [](const auto& info) { return case_name(info.param); });
+
+// Host only: the D = 128 wide backward is off unless a caller moves its threshold, and -1 restores that.
+TEST(FlashCudaDispatch, WideBackward128OffByDefault) {
+  constexpr int kNever = std::numeric_limits<int>::max();
+  for (bool dropout : {false, true}) EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(dropout), kNever);
+  ft::cuda::set_flash_bwd_wide128_min_t(300);
+  EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(true), 300);
+  ft::cuda::set_flash_bwd_wide128_min_t(-1);
+  for (bool dropout : {false, true}) EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(dropout), kNever);
+}
+
 // A Hopper build (90a) on a compute-capability-9.0 GPU runs the wgmma forward, so the cases above
 // (FlashCudaVsReference) test it there and FlashCudaMmaSyncForward tests the other path.
 TEST(FlashCuda, WgmmaForwardOnHopper) {
@@ -551,6 +574,25 @@ TEST(FlashCuda, FixedPointDqOutOfRangeGivesNaNForThatHeadOnly) {
     EXPECT_EQ(bad_head0, 0u) << "D " << D << ": head 0's dq must be the atomic path's";
     EXPECT_TRUE(same_bits(fixed.dk, atomic.dk) && same_bits(fixed.dv, atomic.dv)) << "D " << D;
   }
+}
+
+// The D = 128 wide-tile backward (flash_bwd_wide128_min_t moved to 1) with the fixed-point dQ, the
+// only deterministic form it takes: bit-identical runs, and a few cases against the float64 reference.
+TEST(FlashCuda, WideBackward128FixedPointDq) {
+  SKIP_WITHOUT_CUDA();
+  std::vector<AttentionCase> cases;
+  for (bool causal : {false, true})
+    for (float p : {0.f, 0.1f})
+      for (int T : {17, 1000}) cases.push_back({2, T >= 1000 ? 2 : 3, T, 128, causal, p});
+  cases.push_back({2, 2, 333, 128, true, 0.1f, AttentionDType::kF16});
+  cases.push_back({2, 1, 777, 128, true, 0.f, AttentionDType::kBF16, 128, 2, 1});  // block-sparse
+  cuda::set_flash_bwd_wide128_min_t(1);
+  with_deterministic_dq(cuda::FlashDeterministicDq::kFixedPoint, [&] {
+    expect_deterministic_backward_bit_identical(cases);
+    for (const AttentionCase& c : {cases[1], cases[7], cases[8], cases[9]})
+      expect_case_within_twice_naive(c, true, " wide backward (D = 128), fixed-point dq");
+  });
+  cuda::set_flash_bwd_wide128_min_t(-1);
 }
 
 // D = 256: the split backward without dropout, the wide tile's counter-ordered dQ with it.

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "core/cuda/check.h"
 #include "core/error.h"
@@ -30,6 +31,8 @@ struct DispatchThreshold {
 // p = 0 T = 1024 0.818 / 0.849, T = 2048 1.353 / 1.264, T = 4096 2.51 / 2.17; with dropout
 // T = 2048 1.462 / 1.520, T = 4096 2.70 / 2.65, T = 16384 10.06 / 9.43.
 DispatchThreshold g_bwd_wide_min_t{2048, 4096};
+// D = 128: not timed yet, so never (INT_MAX: no T reaches it) unless a test or benchmark sets it.
+DispatchThreshold g_bwd_wide128_min_t{std::numeric_limits<int>::max(), std::numeric_limits<int>::max()};
 // Where the one-warpgroup forward tile wins (H100, fwd ms, two-warpgroup / one-warpgroup tile,
 // session 8): p = 0.1 T = 1024 0.385-0.388 / 0.357-0.360, T = 2048 0.600-0.634 / 0.575-0.578,
 // T = 4096 1.060-1.074 / 1.006-1.008, T = 8192 1.93-1.94 / 1.93-1.98, T = 16384 3.70 / 3.74; p = 0
@@ -74,6 +77,8 @@ int flash_fwd_small_tile_max_t(bool dropout) { return g_fwd_small_tile_max_t.get
 void set_flash_fwd_small_tile_max_t(int T) { g_fwd_small_tile_max_t.set(T); }
 int flash_bwd_wide_min_t(bool dropout) { return g_bwd_wide_min_t.get(dropout); }
 void set_flash_bwd_wide_min_t(int T) { g_bwd_wide_min_t.set(T); }
+int flash_bwd_wide128_min_t(bool dropout) { return g_bwd_wide128_min_t.get(dropout); }
+void set_flash_bwd_wide128_min_t(int T) { g_bwd_wide128_min_t.set(T); }
 
 void set_flash_wgmma_allowed(bool allowed) { g_wgmma_allowed = allowed; }
 

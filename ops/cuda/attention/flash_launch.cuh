@@ -29,7 +29,8 @@
 //            registers): occupancy beats fragment reuse here. At T=4096: 2.95 ms, against 3.38 ms
 //            for 4 warps x 2 x 16 keys with 2 CTAs/SM and 3.6 ms for 8 warps x 16 keys, 1 CTA/SM
 //            (session 1); the deterministic modes and shorter T use it
-//   backward D=128: kBlockN=64 keys (4 warps x 16), kBlockM=32 queries, K/V re-read from smem
+//   backward D=128: kBlockN=64 keys (4 warps x 16), kBlockM=32 queries, K/V re-read from smem;
+//            the wide tile (FlashConfig<128>::BwdWide) only where flash_bwd_wide128_min_t is set
 // Launch order (both directions, D=64): a 1-D grid walked in groups of 32768 / T heads, longest
 // causal blocks first inside a group (grouped_block_order): 2-4% on fwd+bwd at T >= 2048 against
 // one head at a time; all heads longest-first lost (L2). D=128 keeps one head per group.
@@ -93,6 +94,16 @@ struct FlashConfig<128> {
   using FwdSmallT = Fwd;
   using FwdDropout = Fwd;
   using Bwd = FlashBwdTraits<128, 32, 64, 4, false, 1, 1>;
+  // Not shipped (flash_bwd_wide128_min_t is "never" by default): the wide tile at 128 queries x 64
+  // keys, an experiment for the lead to time (benchmark variants 37-41 with 64 x 128 too). ptxas
+  // (sm_90a, CUDA 13.0), atomic and fixed-point dQ, bf16 with and without dropout / document mask
+  // (f16 checked with both): 250-255 registers, no spills (4 bytes with the document mask, no
+  // dropout, atomic dQ); shared memory K, V 64 x 136 x 2 B
+  // each, Q, dO x 2 stages 128 x 136 x 2 B each, P, dS 128 x 72 x 2 B each, lse, D 2 KiB = 208 KiB.
+  // 64 queries x 128 keys (FlashAttention-2's hdim-128 tile) takes 171 KiB but spills 12-44 bytes
+  // without dropout and 68-100 with it (255 registers: dK, dV are 128 of them); 64 x 64 (121 KiB,
+  // still 1 CTA/SM) takes 200-243 registers, no spills; kDqCols 32 instead of 64 spilled more.
+  using BwdWide = FlashBwdWideTraits<128, 128, 64>;
   using BwdDq = FlashFwdTraits<128, 64, 64, 4, 1>;
   // sm_90a (flash_wgmma_enabled; not timed yet): rows of two 64-column panels, 64-key tiles. O is 64
   // of a thread's registers, S 32: one CTA/SM of two warpgroups (Q 32 KiB + 3 stages x 32 KiB of K
@@ -328,10 +339,14 @@ void run_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
 template <int kHeadDim>
 void run_flash_bwd(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode) {
   using Config = FlashConfig<kHeadDim>;
-  if constexpr (kHeadDim == 64) {
+  if constexpr (kHeadDim == 64 || kHeadDim == 128) {
     // The fixed-point deterministic dQ adds in any order, so it takes the atomic backward's kernels.
+    // D = 128's threshold is "never" unless overridden (flash_bwd_wide128_min_t).
     const bool fixed = mode.deterministic && flash_fixed_point_dq(p);
-    if ((!mode.deterministic || fixed) && p.T >= flash_bwd_wide_min_t(p.dropout.threshold != 0)) {
+    const bool with_dropout = p.dropout.threshold != 0;
+    const int wide_min_t =
+        kHeadDim == 64 ? flash_bwd_wide_min_t(with_dropout) : flash_bwd_wide128_min_t(with_dropout);
+    if ((!mode.deterministic || fixed) && p.T >= wide_min_t) {
       return dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto doc_mask) {
         using W = typename Config::BwdWide;
         constexpr bool kB = decltype(bf16)::value, kP = decltype(dropout)::value, kM = decltype(doc_mask)::value;
