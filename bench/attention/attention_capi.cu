@@ -123,9 +123,10 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // warpgroup tile with 128-key tiles and 2 stages, 36 the two-warpgroup tile with O += P V as one n128
 // wgmma per k step (kPvN128; its descriptor is unchecked: run --dev, whose check compares it with 0).
 // D = 128 backwards on the wide tile (run_d128_backward_variant; flash_bwd_wide_kernel.cuh, 8 warps,
-// at every T), each with the shipped forward: 37, 38 FlashConfig<128>::BwdWide (128 queries x 64
-// keys) with atomic / fixed-point dQ; 39, 40 64 queries x 128 keys (FlashAttention-2's hdim-128 tile)
-// with atomic / fixed-point dQ, 41 the same with the counter-ordered dQ. Numbers, and the variants
+// at every T), each with the shipped forward: 37, 38 128 queries x 64 keys with atomic / fixed-point
+// dQ; 39, 40 FlashConfig<128>::BwdWide (64 queries x 128 keys, FlashAttention-2's hdim-128 tile;
+// shipped from flash_bwd_wide128_min_t on) with atomic / fixed-point dQ, 41 the same with the
+// counter-ordered dQ. Numbers, and the variants
 // tried and removed: bench/attention/NOTES.md.
 // Variants 32-36 (D = 128, bf16, no document mask): see run_flash_variant.
 void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_t s) {
@@ -147,15 +148,15 @@ void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_
 // Variants 37-41 (D = 128, bf16, no document mask): the backward; see run_flash_variant.
 void run_d128_backward_variant(int variant, const AttentionParams& p, cudaStream_t s) {
   using C = FlashConfig<128>;
-  using Wide64x128 = FlashBwdWideTraits<128, 64, 128>;
+  using Wide128x64 = FlashBwdWideTraits<128, 128, 64>;
   if (p.dtype != AttentionDType::kBF16) throw Error("variants are built for bf16 only");
   if (p.doc_start != nullptr) throw Error(str("variant ", variant, " has no document mask (variants 0 and 4 do)"));
   switch (variant) {
-    case 37: return bwd_wide_bf16<C::BwdWide>(p, s, C::kGroupTokens);
-    case 38: return bwd_wide_bf16<C::BwdWide, false, true>(p, s, C::kGroupTokens);
-    case 39: return bwd_wide_bf16<Wide64x128>(p, s, C::kGroupTokens);
-    case 40: return bwd_wide_bf16<Wide64x128, false, true>(p, s, C::kGroupTokens);
-    case 41: return bwd_wide_bf16<Wide64x128, true>(p, s, C::kGroupTokens);
+    case 37: return bwd_wide_bf16<Wide128x64>(p, s, C::kGroupTokens);
+    case 38: return bwd_wide_bf16<Wide128x64, false, true>(p, s, C::kGroupTokens);
+    case 39: return bwd_wide_bf16<C::BwdWide>(p, s, C::kGroupTokens);
+    case 40: return bwd_wide_bf16<C::BwdWide, false, true>(p, s, C::kGroupTokens);
+    case 41: return bwd_wide_bf16<C::BwdWide, true>(p, s, C::kGroupTokens);
     default: throw Error(str("unknown D = 128 variant ", variant));
   }
 }

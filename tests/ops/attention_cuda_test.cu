@@ -13,7 +13,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -312,8 +311,8 @@ TEST_P(FlashCudaWideBackward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWideBackward, ::testing::ValuesIn(d64_cases()),
                          [](const auto& info) { return case_name(info.param); });
 
-// The D = 128 wide-tile backward (FlashConfig<128>::BwdWide), which the default dispatch never takes
-// (flash_bwd_wide128_min_t; an experiment to be timed), at every T: the D = 128 cases, atomic dQ.
+// The D = 128 wide-tile backward (FlashConfig<128>::BwdWide), which the default dispatch takes from
+// T = 2048 / 4096 on (flash_bwd_wide128_min_t), at every T: the D = 128 cases, atomic dQ.
 using FlashCudaWideBackward128 = FlashCudaThresholdMoved<ft::cuda::set_flash_bwd_wide128_min_t, 1>;
 
 TEST_P(FlashCudaWideBackward128, WithinTwiceNaiveError) {
@@ -324,14 +323,16 @@ TEST_P(FlashCudaWideBackward128, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWideBackward128, ::testing::ValuesIn(cases_at_d({128})),
                          [](const auto& info) { return case_name(info.param); });
 
-// Host only: the D = 128 wide backward is off unless a caller moves its threshold, and -1 restores that.
-TEST(FlashCudaDispatch, WideBackward128OffByDefault) {
-  constexpr int kNever = std::numeric_limits<int>::max();
-  for (bool dropout : {false, true}) EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(dropout), kNever);
+// Host only: the D = 128 wide backward's measured thresholds, an override, and -1 restoring them.
+TEST(FlashCudaDispatch, WideBackward128Thresholds) {
+  EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(false), 4096);
+  EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(true), 2048);
   ft::cuda::set_flash_bwd_wide128_min_t(300);
+  EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(false), 300);
   EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(true), 300);
   ft::cuda::set_flash_bwd_wide128_min_t(-1);
-  for (bool dropout : {false, true}) EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(dropout), kNever);
+  EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(false), 4096);
+  EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(true), 2048);
 }
 
 // A Hopper build (90a) on a compute-capability-9.0 GPU runs the wgmma forward, so the cases above

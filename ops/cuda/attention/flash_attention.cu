@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 
 #include "core/cuda/check.h"
 #include "core/error.h"
@@ -31,8 +30,11 @@ struct DispatchThreshold {
 // p = 0 T = 1024 0.818 / 0.849, T = 2048 1.353 / 1.264, T = 4096 2.51 / 2.17; with dropout
 // T = 2048 1.462 / 1.520, T = 4096 2.70 / 2.65, T = 16384 10.06 / 9.43.
 DispatchThreshold g_bwd_wide_min_t{2048, 4096};
-// D = 128: not timed yet, so never (INT_MAX: no T reaches it) unless a test or benchmark sets it.
-DispatchThreshold g_bwd_wide128_min_t{std::numeric_limits<int>::max(), std::numeric_limits<int>::max()};
+// D = 128, the 64 x 128 wide tile (H100, bwd ms, 4-warp / wide, session 14; NOTES.md): p = 0
+// T = 1024 at best level, T = 2048 1.371 / 1.368, T = 4096 2.455 / 2.331, T = 16384 8.28 / 7.43;
+// with dropout T = 1024 0.858 / 0.902, T = 2048 1.511 / 1.467, T = 4096 2.819 / 2.610, T = 16384
+// 9.59 / 8.28.
+DispatchThreshold g_bwd_wide128_min_t{4096, 2048};
 // Where the one-warpgroup forward tile wins (H100, fwd ms, two-warpgroup / one-warpgroup tile,
 // session 8): p = 0.1 T = 1024 0.385-0.388 / 0.357-0.360, T = 2048 0.600-0.634 / 0.575-0.578,
 // T = 4096 1.060-1.074 / 1.006-1.008, T = 8192 1.93-1.94 / 1.93-1.98, T = 16384 3.70 / 3.74; p = 0
@@ -66,10 +68,12 @@ bool flash_fixed_point_dq(const AttentionParams& p) {
     case FlashDeterministicDq::kAuto: break;
   }
   // bwd ms, fixed point / ordered (H100, session 13): D = 64 p = 0 T = 1024 1.02 / 0.87, T = 4096
-  // 2.59 / 2.68; p = 0.1 T = 1024 1.07 / 1.13. D = 128 p = 0 T = 4096 2.94 / 2.86, p = 0.1 2.96 / 3.54.
-  // D = 256 T = 1024 p = 0.1 1.12 / 1.04, T = 4096 3.39 / 3.41 (p = 0 3.39 / 3.47).
+  // 2.59 / 2.68; p = 0.1 T = 1024 1.07 / 1.13. D = 256 T = 1024 p = 0.1 1.12 / 1.04, T = 4096 3.39 /
+  // 3.41 (p = 0 3.39 / 3.47). D = 128 from T = 4096 on, where the fixed point runs on the wide tile
+  // (session 14): p = 0 T = 4096 2.745 / 2.964 (the split form 2.887), T = 16384 8.60 / 9.93 (10.42);
+  // p = 0.1 T = 4096 2.952 / 3.565, T = 16384 9.32 / 13.36.
   const bool dropout = p.dropout.threshold != 0;
-  if (p.T >= 4096) return p.D != 128 || dropout;
+  if (p.T >= 4096) return true;
   return dropout && p.D <= 128;
 }
 

@@ -87,9 +87,8 @@ void set_flash_fwd_small_tile_max_t(int T);
 // case through both; -1 restores the defaults).
 int flash_bwd_wide_min_t(bool dropout);
 void set_flash_bwd_wide_min_t(int T);
-// The same for D = 128 (FlashConfig<128>::BwdWide, atomic and fixed-point dQ): by default never,
-// so the 4-warp kernel runs at every T; the wide tile at D = 128 is an experiment (benchmark
-// variants 37-41) that the tests run through this override until it is timed.
+// The same for D = 128 (FlashConfig<128>::BwdWide, atomic and fixed-point dQ): T >= 4096 without
+// dropout, 2048 with it.
 int flash_bwd_wide128_min_t(bool dropout);
 void set_flash_bwd_wide128_min_t(int T);
 

@@ -29,8 +29,11 @@
 //            registers): occupancy beats fragment reuse here. At T=4096: 2.95 ms, against 3.38 ms
 //            for 4 warps x 2 x 16 keys with 2 CTAs/SM and 3.6 ms for 8 warps x 16 keys, 1 CTA/SM
 //            (session 1); the deterministic modes and shorter T use it
-//   backward D=128: kBlockN=64 keys (4 warps x 16), kBlockM=32 queries, K/V re-read from smem;
-//            the wide tile (FlashConfig<128>::BwdWide) only where flash_bwd_wide128_min_t is set
+//   backward D=128, atomic and fixed-point dQ, T >= 4096 (2048 with dropout; flash_bwd_wide128_min_t):
+//            the wide kernel at 64 queries x 128 keys (FlashConfig<128>::BwdWide). H100 bwd ms
+//            against the 4-warp kernel: T = 4096 2.331 / 2.455 (p = 0), 2.610 / 2.819 (p = 0.1);
+//            T = 16384 7.43 / 8.28, 8.28 / 9.59 (session 14)
+//   backward D=128 elsewhere: kBlockN=64 keys (4 warps x 16), kBlockM=32 queries, K/V re-read from smem
 // Launch order (both directions, D=64): a 1-D grid walked in groups of 32768 / T heads, longest
 // causal blocks first inside a group (grouped_block_order): 2-4% on fwd+bwd at T >= 2048 against
 // one head at a time; all heads longest-first lost (L2). D=128 keeps one head per group.
@@ -94,16 +97,13 @@ struct FlashConfig<128> {
   using FwdSmallT = Fwd;
   using FwdDropout = Fwd;
   using Bwd = FlashBwdTraits<128, 32, 64, 4, false, 1, 1>;
-  // Not shipped (flash_bwd_wide128_min_t is "never" by default): the wide tile at 128 queries x 64
-  // keys, an experiment for the lead to time (benchmark variants 37-41 with 64 x 128 too). ptxas
-  // (sm_90a, CUDA 13.0), atomic and fixed-point dQ, bf16 with and without dropout / document mask
-  // (f16 checked with both): 250-255 registers, no spills (4 bytes with the document mask, no
-  // dropout, atomic dQ); shared memory K, V 64 x 136 x 2 B
-  // each, Q, dO x 2 stages 128 x 136 x 2 B each, P, dS 128 x 72 x 2 B each, lse, D 2 KiB = 208 KiB.
-  // 64 queries x 128 keys (FlashAttention-2's hdim-128 tile) takes 171 KiB but spills 12-44 bytes
-  // without dropout and 68-100 with it (255 registers: dK, dV are 128 of them); 64 x 64 (121 KiB,
-  // still 1 CTA/SM) takes 200-243 registers, no spills; kDqCols 32 instead of 64 spilled more.
-  using BwdWide = FlashBwdWideTraits<128, 128, 64>;
+  // From flash_bwd_wide128_min_t on: 64 queries x 128 keys (FlashAttention-2's hdim-128 tile),
+  // 171 KiB of shared memory, 255 registers (dK, dV are 128 of them) with 12-44 bytes of spill
+  // without dropout and 68-100 with it (ptxas, sm_90a, CUDA 13.0). It still beats the spill-free
+  // 128 queries x 64 keys (208 KiB, 250-255 registers; benchmark variants 37, 38): H100 bwd ms,
+  // 64 x 128 / 128 x 64 / 4-warp, p = 0.1, T = 4096 2.598 / 2.795 / 2.801, T = 16384 8.28 / 9.34 /
+  // 9.31 (session 14). 64 x 64 (121 KiB, 200-243 registers) and kDqCols 32 were not timed.
+  using BwdWide = FlashBwdWideTraits<128, 64, 128>;
   using BwdDq = FlashFwdTraits<128, 64, 64, 4, 1>;
   // sm_90a (flash_wgmma_enabled; not timed yet): rows of two 64-column panels, 64-key tiles. O is 64
   // of a thread's registers, S 32: one CTA/SM of two warpgroups (Q 32 KiB + 3 stages x 32 KiB of K
