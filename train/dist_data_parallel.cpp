@@ -34,7 +34,7 @@ DataParallel::DataParallel(const DistEnv& env, Device device, ParamArena& arena,
     comm_ = std::make_unique<CpuCommunicator>(*rendezvous_);
   }
   if (options.zero1) {
-    zero1_ = std::make_unique<Zero1>(arena, options.adamw, *comm_);
+    zero1_ = std::make_unique<Zero1>(arena, options.adamw, *comm_, options.grad_wire);
   } else {
     grad_sync_ = std::make_unique<GradSync>(arena, model, *comm_, options.bucket_mb, options.grad_wire);
     // FLASHTRAIN_DP_OVERLAP=0 turns the overlap off: the benchmark's way of measuring what it gains.
@@ -86,6 +86,10 @@ ops::GradNorm DataParallel::grad_norm() {
 void DataParallel::optimizer_step(double lr, int64_t step, double grad_scale, const Tensor& grad_norm) {
   FT_ASSERT(zero1_, "optimizer_step is ZeRO-1's");
   zero1_->step(lr, step, grad_scale, grad_norm);
+}
+
+void DataParallel::sync_master() {
+  if (zero1_) zero1_->gather_master();
 }
 
 std::vector<NamedTensor> DataParallel::optimizer_state() {

@@ -52,7 +52,7 @@ struct DataParallelOptions {
   double bucket_mb = 25;       // allreduce_bucket_mb
   bool zero1 = false;
   bool overlap = true;         // launch buckets during the backward pass
-  DType grad_wire = DType::F32; // grad_reduce_dtype: the all-reduce's dtype (GradSync; not ZeRO-1)
+  DType grad_wire = DType::F32; // grad_reduce_dtype: the all-reduce's (GradSync) or reduce-scatter's (ZeRO-1) dtype
   AdamWConfig adamw;           // for ZeRO-1
   std::ostream* log = nullptr; // rendezvous refusals (rank 0); null = std::cerr
 };
@@ -80,6 +80,9 @@ class DataParallel {
   ops::GradNorm grad_norm();
   void optimizer_step(double lr, int64_t step, double grad_scale, const Tensor& grad_norm);
   std::vector<NamedTensor> optimizer_state();  // collective
+  // Collective: every rank's fp32 master whole again (ZeRO-1 under mixed precision gathers only the
+  // working copy each step, zero1.h); call before reading arena.master().
+  void sync_master();
   void load_optimizer_state(const std::vector<NamedTensor>& tensors);
   // Host-side: every rank arrives before any leaves.
   void barrier() { comm_->barrier(); }

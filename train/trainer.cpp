@@ -37,7 +37,10 @@ LoaderOptions loader_options(const TrainConfig& cfg, const std::vector<std::stri
 void print_data_parallel_header(std::ostream& out, DataParallel& dp, const TrainConfig& cfg, bool graph_allreduce) {
   out << "flashtrain: data parallel: " << dp.world_size() << " ranks (" << dp.comm().backend() << "), "
       << dp.world_size() * cfg.tokens_per_step() << " tokens per step in all, "
-      << (dp.zero1() ? "ZeRO-1 (optimizer state sharded)"
+      << (dp.zero1() ? str("ZeRO-1 (optimizer state sharded; gradients reduce-scattered in ",
+                           cfg.grad_reduce_dtype == GradReduceDType::BF16 ? "bf16" : "fp32", ", ",
+                           cfg.mixed_precision == MixedPrecision::FP32 ? "fp32 weights" : "the working copy",
+                           " all-gathered)")
                      : str("gradients all-reduced in ", dp.grad_sync()->buckets().size(), " buckets of ~",
                            cfg.allreduce_bucket_mb, " MiB", dp.grad_sync()->overlap() ? " during backward" : "",
                            dp.grad_sync()->wire_dtype() == DType::BF16 ? " in bf16" : "",
@@ -240,6 +243,7 @@ EvalResult Trainer::evaluate() {
 std::string Trainer::save_checkpoint() {
   Checkpoint c;
   c.config = cfg_;
+  if (dp_) dp_->sync_master();  // collective, like the optimizer state below
   c.model = arena_->master_tensors();
   // ZeRO-1 gathers the full m and v (a collective: every rank gets here), so the format is one GPU's.
   c.optimizer = optimizer_ ? optimizer_->state_tensors() : dp_->optimizer_state();
@@ -270,9 +274,9 @@ void Trainer::print_header(std::ostream& out) const {
       << train_loader_->steps_per_epoch() << " micro-batches per epoch), out_dir " << cfg_.out_dir << "\n";
   if (dp_) print_data_parallel_header(out, *dp_, cfg_, graph_step_ && graph_step_->reduces());
   if (cfg_.zero1 && !dp_) out << "flashtrain: note: zero1: true has no effect in a single-process run\n";
-  if (cfg_.grad_reduce_dtype == GradReduceDType::BF16 && !(dp_ && dp_->grad_sync()))
-    out << "flashtrain: note: grad_reduce_dtype: bf16 applies to the data-parallel all-reduce only ("
-        << (dp_ ? "ZeRO-1 reduce-scatters in fp32" : "single process") << ")\n";
+  if (cfg_.grad_reduce_dtype == GradReduceDType::BF16 && !dp_)
+    out << "flashtrain: note: grad_reduce_dtype: bf16 applies to the data-parallel gradient sum only (single "
+           "process)\n";
   if (cfg_.compile_model && !graph_step_)
     out << "flashtrain: compile_model: true is ignored on the CPU (CUDA graphs need a GPU); running eagerly\n";
   else if (graph_step_)
@@ -336,6 +340,7 @@ TrainSummary Trainer::run() {
       if (out) *out << "flashtrain: saved " << s.last_checkpoint << "\n" << std::flush;
     }
   }
+  if (dp_) dp_->sync_master();  // callers read arena().master() after run()
   s.end_step = step_;
   s.seconds = seconds_since(t0);
   const std::string timing = step_timer_->summary();

@@ -4,16 +4,20 @@
 
 #include "autograd/variable.h"
 #include "ops/adamw.h"
+#include "ops/elementwise.h"
 
 namespace ft {
 
-Zero1::Zero1(ParamArena& arena, const AdamWConfig& cfg, Communicator& comm) : arena_(arena), cfg_(cfg), comm_(comm) {
+Zero1::Zero1(ParamArena& arena, const AdamWConfig& cfg, Communicator& comm, DType wire)
+    : arena_(arena), cfg_(cfg), comm_(comm) {
   const int64_t W = comm.world_size();
   n_ = arena.numel() / (16 * W) * 16;
   FT_CHECK_ARG(n_ > 0, "[zero1] the arena (", arena.numel(), " elements) is too small to shard over ", W, " ranks");
+  FT_CHECK_ARG(wire == DType::F32 || wire == DType::BF16, "[zero1] the gradient wire dtype is f32 or bf16, got ", wire);
   const int64_t state = n_ + tail_numel();
   m_ = Tensor::zeros({state}, DType::F32, arena.device());
   v_ = Tensor::zeros({state}, DType::F32, arena.device());
+  if (wire == DType::BF16) wire_ = Tensor::zeros({W * n_}, DType::BF16, arena.device());
 }
 
 std::vector<Zero1::Range> Zero1::update_ranges() const {
@@ -24,12 +28,16 @@ std::vector<Zero1::Range> Zero1::update_ranges() const {
 }
 
 void Zero1::reduce_gradients() {
+  autograd::NoGradGuard no_grad;
   const int64_t r = comm_.rank(), W = comm_.world_size();
   const Tensor& g = arena_.grads();
+  const Tensor sharded = wire_.defined() ? wire_ : g.slice(0, 0, W * n_);
+  if (wire_.defined()) ops::cast_into(wire_, g.slice(0, 0, W * n_));  // on the compute stream
   comm_.comm_waits_for_compute();
-  comm_.reduce_scatter_sum(g.slice(0, 0, W * n_), g.slice(0, r * n_, (r + 1) * n_));
+  comm_.reduce_scatter_sum(sharded, sharded.slice(0, r * n_, (r + 1) * n_));
   if (tail_numel() > 0) comm_.all_reduce_sum_(g.slice(0, W * n_, arena_.numel()));
   comm_.compute_waits_for_comm();
+  if (wire_.defined()) ops::cast_into(g.slice(0, r * n_, (r + 1) * n_), wire_.slice(0, r * n_, (r + 1) * n_));
 }
 
 ops::GradNorm Zero1::grad_norm() {
@@ -63,11 +71,26 @@ void Zero1::step(double lr, int64_t step, double grad_scale, const Tensor& grad_
   }
   // Padding between the regions' tensors is zero in master, grads, m and v, so an update of a
   // range that spans padding leaves it zero (param_arena.h).
+  if (!working.defined()) {
+    master_partial_ = true;  // fp32 compute: the model reads master itself, gathered right away
+    gather_master();
+    return;
+  }
+  // The working copy's owned slice (and tail) was written by adamw_step: gather the rest.
+  const int64_t r = comm_.rank(), W = comm_.world_size();
+  comm_.comm_waits_for_compute();
+  comm_.all_gather(working.slice(0, r * n_, (r + 1) * n_), working.slice(0, 0, W * n_));
+  comm_.compute_waits_for_comm();
+  master_partial_ = true;
+}
+
+void Zero1::gather_master() {
+  if (!master_partial_) return;
   const int64_t r = comm_.rank(), W = comm_.world_size();
   comm_.comm_waits_for_compute();
   comm_.all_gather(arena_.master().slice(0, r * n_, (r + 1) * n_), arena_.master().slice(0, 0, W * n_));
   comm_.compute_waits_for_comm();
-  arena_.refresh_working();
+  master_partial_ = false;
 }
 
 std::vector<NamedTensor> Zero1::state_tensors() {

@@ -7,7 +7,8 @@
 #
 # flashtrain rows (about 30 s each; the torch rows about 60-90 s with compilation):
 #   1 GPU   compile_model true / false
-#   N GPUs  compile_model true:  fp32, bf16, zero1, and fp32 with FLASHTRAIN_GRAPH_ALLREDUCE=1
+#   N GPUs  compile_model true:  zero1 with the bf16 reduce-scatter (session 14's best), fp32, bf16,
+#           zero1 fp32, and fp32 with FLASHTRAIN_GRAPH_ALLREDUCE=1
 #           (experimental: the all-reduces inside the captured step; by default they follow the
 #           graph replay. Until session 12 such jobs hung at exit: the row is last)
 #           compile_model false: fp32, bf16
@@ -101,8 +102,9 @@ PY
 torch=1; [ "${SKIP_TORCH:-0}" = 1 ] && torch=0
 run 1 false 1 true fp32
 if [ "$ngpu" -gt 1 ]; then
-  run "$ngpu" false 1 true fp32
+  run "$ngpu" true 1 true bf16
   [ $torch = 1 ] && torch_run "$ngpu"
+  run "$ngpu" false 1 true fp32
   run "$ngpu" false 1 true bf16
 fi
 [ $torch = 1 ] && torch_run 1

@@ -186,6 +186,15 @@ TEST(GradSync, Bf16WireRoundsEachBucketAndWidensTheSumBackIntoTheArena) {
 
 // ---- the CPU communicator over a real rendezvous: 3 ranks, sums checked against hand sums ----
 
+// Waits up to 30 s for each forked rank: exit status 0, else the test's `codes` legend; a hung rank is killed.
+void expect_ranks_exit_zero(const std::vector<pid_t>& pids, const char* codes) {
+  for (size_t r = 0; r < pids.size(); ++r) {
+    const int st = test::dp_detail::wait_until(pids[r], std::chrono::steady_clock::now() + std::chrono::seconds(30));
+    EXPECT_EQ(st, 0) << "rank " << r << " (" << codes << "; -1: hung)";
+    if (st == -1) ::kill(pids[r], SIGKILL);
+  }
+}
+
 TEST(CpuCommunicator, AllReduceReduceScatterInPlaceAndAllGatherOnThreeRanks) {
   const std::vector<pid_t> pids = test::dp_detail::fork_ranks(3, [](int rank) {
     const DistEnv env = detect_dist_env();
@@ -211,11 +220,7 @@ TEST(CpuCommunicator, AllReduceReduceScatterInPlaceAndAllGatherOnThreeRanks) {
     comm.barrier();
     return 0;
   });
-  for (size_t r = 0; r < pids.size(); ++r) {
-    const int st = test::dp_detail::wait_until(pids[r], std::chrono::steady_clock::now() + std::chrono::seconds(30));
-    EXPECT_EQ(st, 0) << "rank " << r << " (10: all-reduce, 11: reduce-scatter, 12: all-gather wrong; -1: hung)";
-    if (st == -1) ::kill(pids[r], SIGKILL);
-  }
+  expect_ranks_exit_zero(pids, "10: all-reduce, 11: reduce-scatter, 12: all-gather wrong");
 }
 
 // bf16 all-reduce: the widened values are summed in fp32 and rounded once. Element 0 shows the
@@ -236,11 +241,36 @@ TEST(CpuCommunicator, Bf16AllReduceSumsInFp32AndRoundsOnceOnThreeRanks) {
     comm.barrier();
     return 0;
   });
-  for (size_t r = 0; r < pids.size(); ++r) {
-    const int st = test::dp_detail::wait_until(pids[r], std::chrono::steady_clock::now() + std::chrono::seconds(30));
-    EXPECT_EQ(st, 0) << "rank " << r << " (10: wrong sum; -1: hung)";
-    if (st == -1) ::kill(pids[r], SIGKILL);
-  }
+  expect_ranks_exit_zero(pids, "10: wrong sum");
+}
+
+// bf16 reduce-scatter (in place) and all-gather: the reduce-scatter sums like the all-reduce (fp32,
+// one rounding: element 0 of rank 0's slice is 1 + 2^-7, not 1), the all-gather moves the bf16 bits.
+TEST(CpuCommunicator, Bf16ReduceScatterAndAllGatherOnThreeRanks) {
+  const std::vector<pid_t> pids = test::dp_detail::fork_ranks(3, [](int rank) {
+    const DistEnv env = detect_dist_env();
+    Rendezvous rdv(env, 20);
+    CpuCommunicator comm(rdv);
+    const int64_t n = 2;
+    std::vector<float> mine(3 * n);
+    for (int64_t i = 0; i < 3 * n; ++i) mine[i] = static_cast<float>(rank + 1) * static_cast<float>(i + 1);
+    mine[0] = rank == 0 ? 1.0f : 0.00390625f;
+    const Tensor x = ops::cast(Tensor::from_floats(mine, {3 * n}, DType::F32), DType::BF16);
+    comm.reduce_scatter_sum(x, x.slice(0, rank * n, (rank + 1) * n));
+    if (x.dtype() != DType::BF16) return 13;
+    // Sum over ranks of (r + 1) (i + 1) is 6 (i + 1); element 0 is 1 + 2^-8 + 2^-8.
+    std::vector<float> sum(3 * n);
+    for (int64_t i = 0; i < 3 * n; ++i) sum[i] = 6.f * static_cast<float>(i + 1);
+    sum[0] = 1.0078125f;
+    const std::vector<float> got = x.to_floats();
+    for (int64_t i = 0; i < n; ++i)
+      if (got[rank * n + i] != sum[rank * n + i]) return 10;
+    comm.all_gather(x.slice(0, rank * n, (rank + 1) * n), x);
+    if (x.to_floats() != sum) return 12;
+    comm.barrier();
+    return 0;
+  });
+  expect_ranks_exit_zero(pids, "10: reduce-scatter, 12: all-gather wrong");
 }
 
 TEST(DataParallel, MoreLocalRanksThanGpusIsAnErrorNamingBoth) {
@@ -284,17 +314,20 @@ TEST(DataParallel, TwoRanksOfBEqualOneRankOf2B) {
   std::filesystem::remove_all(dir);
 }
 
-// grad_reduce_dtype: bf16 against the fp32 reference of one process with the whole batch: the
-// same to bf16 rounding of the summed gradients (Adam divides by sqrt(v), so a relative 2^-9 on a
-// gradient is a relative 2^-9 on its update, except where a near-zero gradient flips sign).
-TEST(DataParallel, TwoRanksOfBWithBf16GradientReductionMatchOneRankOf2BToBf16Rounding) {
-  const std::string dir = fresh_dir("bf16wire");
+// grad_reduce_dtype: bf16 on 2 ranks (with or without zero1) against the fp32 reference of one
+// process with the whole batch: the same to bf16 rounding of the summed gradients (Adam divides by
+// sqrt(v), so a relative 2^-9 on a gradient is a relative 2^-9 on its update, except where a
+// near-zero gradient flips sign); rounding something (the same run with an fp32 wire is closer);
+// replicas identical, since every rank widens the same bf16 sum.
+void expect_bf16_wire_within_rounding(const std::string& dir, bool zero1) {
   const TrainConfig one = dp_config(dir, 8, 1);
   TrainConfig two = dp_config(dir, 8, 2);
+  two.zero1 = zero1;
   two.out_dir = dir + "/bf16";
   two.grad_reduce_dtype = GradReduceDType::BF16;
-  TrainConfig fp32 = dp_config(dir, 8, 2);
+  TrainConfig fp32 = two;
   fp32.out_dir = dir + "/fp32";
+  fp32.grad_reduce_dtype = GradReduceDType::FP32;
   const RankRun ref = run_single(one, {});
   const std::vector<RankRun> ranks = run_ranks(two, 2, {});
   const std::vector<RankRun> wide = run_ranks(fp32, 2, {});
@@ -306,35 +339,79 @@ TEST(DataParallel, TwoRanksOfBWithBf16GradientReductionMatchOneRankOf2BToBf16Rou
   EXPECT_EQ(ranks[0].master, ranks[1].master) << "every rank widens the same bf16 sum: replicas stay identical";
   const double d_bf16 = max_abs_diff(ranks[0].master, ref.master);
   const double d_fp32 = max_abs_diff(wide[0].master, ref.master);
-  std::cout << "2 ranks x B vs 1 x 2B after 6 steps, max |param diff|: bf16 wire " << d_bf16 << ", fp32 wire "
-            << d_fp32 << " (lr " << two.lr << ")\n";
+  std::cout << (zero1 ? "ZeRO-1, " : "") << "2 ranks x B vs 1 x 2B after 6 steps, max |param diff|: bf16 wire "
+            << d_bf16 << ", fp32 wire " << d_fp32 << " (lr " << two.lr << ")\n";
   EXPECT_GT(d_bf16, d_fp32) << "the bf16 wire must round something (else the option did nothing)";
   EXPECT_LT(d_bf16, 6 * two.lr) << "more than an lr-sized step per step off: not just rounding";
+}
+
+TEST(DataParallel, TwoRanksOfBWithBf16GradientReductionMatchOneRankOf2BToBf16Rounding) {
+  const std::string dir = fresh_dir("bf16wire");
+  expect_bf16_wire_within_rounding(dir, false);
   std::filesystem::remove_all(dir);
+}
+
+// The same with zero1: the reduce-scatter in bf16, widened into the owned slice.
+TEST(DataParallel, ZeroOneWithBf16ReduceScatterMatchesOneRankOf2BToBf16Rounding) {
+  const std::string dir = fresh_dir("zero1wire");
+  expect_bf16_wire_within_rounding(dir, true);
+  std::filesystem::remove_all(dir);
+}
+
+// `plain` on 2 ranks (out_dir dir/plain) into a, the same with zero1 (dir/zero1) into b.
+void run_plain_and_zero1(TrainConfig plain, const std::string& dir, std::vector<RankRun>& a, std::vector<RankRun>& b) {
+  plain.out_dir = dir + "/plain";
+  TrainConfig z = plain;
+  z.out_dir = dir + "/zero1";
+  z.zero1 = true;
+  a = run_ranks(plain, 2, {});
+  b = run_ranks(z, 2, {});
+  for (const RankRun& r : a) ASSERT_EQ(r.status, 0) << r.error;
+  for (const RankRun& r : b) ASSERT_EQ(r.status, 0) << r.error;
 }
 
 TEST(DataParallel, ZeroOneGivesTheSameParametersAsPlainDataParallel) {
   const std::string dir = fresh_dir("zero1");
   TrainConfig plain = dp_config(dir, 8, 2);
-  plain.out_dir = dir + "/plain";
   plain.grad_clip = 0.5;  // exercise the global norm from the shards
-  TrainConfig z = plain;
-  z.out_dir = dir + "/zero1";
-  z.zero1 = true;
-  const std::vector<RankRun> a = run_ranks(plain, 2, {});
-  const std::vector<RankRun> b = run_ranks(z, 2, {});
-  for (const RankRun& r : a) ASSERT_EQ(r.status, 0) << r.error;
-  for (const RankRun& r : b) ASSERT_EQ(r.status, 0) << r.error;
+  std::vector<RankRun> a, b;
+  run_plain_and_zero1(plain, dir, a, b);
+  if (HasFatalFailure()) return;
   EXPECT_EQ(b[0].master, b[1].master) << "the all-gather leaves every rank the same weights";
   EXPECT_LT(max_abs_diff(b[0].master, a[0].master), 1e-5);
   for (size_t i = 0; i < a[0].losses.size(); ++i) EXPECT_NEAR(b[0].losses[i], a[0].losses[i], 1e-5) << i;
   // The ZeRO-1 checkpoint is in the one-GPU format: full (N) m and v, equal to plain DP's.
-  const Checkpoint cz = load_checkpoint(z.out_dir + "/ckpt-6"), cp = load_checkpoint(plain.out_dir + "/ckpt-6");
+  const Checkpoint cz = load_checkpoint(dir + "/zero1/ckpt-6"), cp = load_checkpoint(dir + "/plain/ckpt-6");
   ASSERT_EQ(cz.optimizer.size(), cp.optimizer.size());
   for (size_t i = 0; i < cz.optimizer.size(); ++i) {
     EXPECT_EQ(cz.optimizer[i].name, cp.optimizer[i].name);
     EXPECT_LT(max_abs_diff(cz.optimizer[i].tensor.to_floats(), cp.optimizer[i].tensor.to_floats()), 1e-6)
         << cz.optimizer[i].name;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Mixed precision: ZeRO-1 all-gathers the bf16 working copy each step instead of the fp32 master
+// (zero1.h), and makes the master whole only when run() ends and before each checkpoint. Without
+// clipping 2 ranks add the same two values in either design and AdamW is elementwise, so the
+// weights, the checkpoint and the losses must equal plain data parallelism's bit for bit.
+TEST(DataParallel, ZeroOneUnderMixedPrecisionEqualsPlainDataParallelBitForBit) {
+  const std::string dir = fresh_dir("zero1bf16");
+  TrainConfig plain = dp_config(dir, 8, 2);
+  plain.mixed_precision = MixedPrecision::BF16;
+  plain.grad_clip = 0;
+  plain.checkpoint_interval = 3;
+  std::vector<RankRun> a, b;
+  run_plain_and_zero1(plain, dir, a, b);
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(b[0].master, b[1].master) << "run() ends with every rank's master whole";
+  EXPECT_EQ(b[0].master, a[0].master);
+  EXPECT_EQ(b[0].losses, a[0].losses) << "every rank computed with the same working copy as plain DP";
+  for (const char* ckpt : {"/ckpt-3", "/ckpt-6"}) {
+    const Checkpoint cz = load_checkpoint(dir + "/zero1" + ckpt), cp = load_checkpoint(dir + "/plain" + ckpt);
+    ASSERT_EQ(cz.model.size(), cp.model.size());
+    for (size_t i = 0; i < cz.model.size(); ++i)
+      EXPECT_EQ(cz.model[i].tensor.to_floats(), cp.model[i].tensor.to_floats()) << ckpt << " " << cz.model[i].name;
   }
   std::filesystem::remove_all(dir);
 }

@@ -17,6 +17,8 @@ void check_world_multiple(const char* op, const char* whole_name, const Tensor& 
                           const Tensor& part, int world_size) {
   FT_CHECK_ARG(whole.numel() == part.numel() * world_size, "[dist] ", op, ": ", whole_name, " has ", whole.numel(),
                " elements, ", part_name, " ", part.numel(), " x world size ", world_size);
+  FT_CHECK_ARG(whole.dtype() == part.dtype(), "[dist] ", op, ": ", whole_name, " is ", whole.dtype(), ", ", part_name,
+               " ", part.dtype());
 }
 
 }  // namespace ft

@@ -38,11 +38,13 @@ class Communicator {
   // ranks both are round(a + b).
   virtual void all_reduce_sum_(const Tensor& t) = 0;
   // out (numel n) = the rank's n-slice [rank*n, (rank+1)*n) of the sum over ranks of in
-  // (numel world_size*n). Contiguous f32. out may be in's own rank-th slice (in place, as ZeRO-1
-  // does on the gradient arena); no other overlap.
+  // (numel world_size*n). Contiguous f32, or bf16 for both (summed as all_reduce_sum_ sums bf16).
+  // out may be in's own rank-th slice (in place, as ZeRO-1 does on the gradient arena); no other
+  // overlap.
   virtual void reduce_scatter_sum(const Tensor& in, const Tensor& out) = 0;
   // out (numel world_size*n) = every rank's in (numel n) in rank order. in may be out's own slice
-  // [rank*n, (rank+1)*n) (in-place all-gather). Contiguous f32.
+  // [rank*n, (rank+1)*n) (in-place all-gather). Contiguous f32, or bf16 for both (ZeRO-1's working
+  // copy).
   virtual void all_gather(const Tensor& in, const Tensor& out) = 0;
 
   virtual void comm_waits_for_compute() = 0;
@@ -62,7 +64,8 @@ class Communicator {
 // Checks shared by the implementations: contiguous f32 (or bf16 where allow_bf16) on `device`, the
 // numel relation. `op` names the collective in the message.
 void check_collective_tensor(const char* op, const Tensor& t, Device device, bool allow_bf16 = false);
-// reduce_scatter_sum / all_gather: `whole` holds world_size times the elements of `part`.
+// reduce_scatter_sum / all_gather: `whole` holds world_size times the elements of `part`, of the
+// same dtype.
 void check_world_multiple(const char* op, const char* whole_name, const Tensor& whole, const char* part_name,
                           const Tensor& part, int world_size);
 

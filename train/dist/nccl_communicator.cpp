@@ -99,40 +99,33 @@ class NcclCommunicator final : public Communicator {
   void all_reduce_sum_(const Tensor& t) override {
     check_collective_tensor("all_reduce_sum_", t, device_, /*allow_bf16=*/true);
     if (t.numel() == 0) return;
-    const bool half = t.dtype() == DType::BF16;
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
-    const ncclDataType_t type = half ? ncclBfloat16 : ncclFloat;
-#else
-    FT_CHECK_ARG(!half, "[dist] rank ", rank_, ": bf16 all-reduce needs NCCL >= 2.10 (grad_reduce_dtype: fp32)");
-    const ncclDataType_t type = ncclFloat;
-#endif
-    NCCL_CHECK_RANK(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), type, ncclSum, comm_,
-                                  comm_stream_),
+    NCCL_CHECK_RANK(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), nccl_type(t), ncclSum,
+                                  comm_, comm_stream_),
                     comm_, rank_);
-    track("all-reduce of " + std::to_string(t.numel()) + (half ? " bf16" : " floats"));
+    track("all-reduce of " + std::to_string(t.numel()) + elements(t));
   }
 
   void reduce_scatter_sum(const Tensor& in, const Tensor& out) override {
-    check_collective_tensor("reduce_scatter_sum", in, device_);
-    check_collective_tensor("reduce_scatter_sum", out, device_);
+    check_collective_tensor("reduce_scatter_sum", in, device_, /*allow_bf16=*/true);
+    check_collective_tensor("reduce_scatter_sum", out, device_, /*allow_bf16=*/true);
     check_world_multiple("reduce_scatter_sum", "in", in, "out", out, world_);
     if (out.numel() == 0) return;
     // In place when out is in's rank-th slice (NCCL's documented in-place form).
-    NCCL_CHECK_RANK(ncclReduceScatter(in.data_ptr(), out.data_ptr(), static_cast<size_t>(out.numel()), ncclFloat,
+    NCCL_CHECK_RANK(ncclReduceScatter(in.data_ptr(), out.data_ptr(), static_cast<size_t>(out.numel()), nccl_type(in),
                                       ncclSum, comm_, comm_stream_),
                     comm_, rank_);
-    track("reduce-scatter of " + std::to_string(in.numel()) + " floats");
+    track("reduce-scatter of " + std::to_string(in.numel()) + elements(in));
   }
 
   void all_gather(const Tensor& in, const Tensor& out) override {
-    check_collective_tensor("all_gather", in, device_);
-    check_collective_tensor("all_gather", out, device_);
+    check_collective_tensor("all_gather", in, device_, /*allow_bf16=*/true);
+    check_collective_tensor("all_gather", out, device_, /*allow_bf16=*/true);
     check_world_multiple("all_gather", "out", out, "in", in, world_);
     if (in.numel() == 0) return;
-    NCCL_CHECK_RANK(ncclAllGather(in.data_ptr(), out.data_ptr(), static_cast<size_t>(in.numel()), ncclFloat, comm_,
+    NCCL_CHECK_RANK(ncclAllGather(in.data_ptr(), out.data_ptr(), static_cast<size_t>(in.numel()), nccl_type(in), comm_,
                                   comm_stream_),
                     comm_, rank_);
-    track("all-gather of " + std::to_string(out.numel()) + " floats");
+    track("all-gather of " + std::to_string(out.numel()) + elements(out));
   }
 
   void comm_waits_for_compute() override {
@@ -156,6 +149,19 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // f32, or bf16 (checked by check_collective_tensor), which NCCL adds since 2.10.
+  ncclDataType_t nccl_type(const Tensor& t) const {
+    if (t.dtype() == DType::F32) return ncclFloat;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
+    return ncclBfloat16;
+#else
+    FT_CHECK_ARG(false, "[dist] rank ", rank_, ": bf16 collectives need NCCL >= 2.10 (grad_reduce_dtype: fp32, or "
+                 "mixed_precision: fp32 with zero1)");
+    return ncclFloat;
+#endif
+  }
+  static const char* elements(const Tensor& t) { return t.dtype() == DType::BF16 ? " bf16" : " floats"; }
+
   struct Pending {
     cudaEvent_t event;
     Clock::time_point enqueued;
