@@ -1,6 +1,7 @@
 #include "train/zero1.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "autograd/variable.h"
 #include "ops/adamw.h"
@@ -8,43 +9,72 @@
 
 namespace ft {
 
-Zero1::Zero1(ParamArena& arena, const AdamWConfig& cfg, Communicator& comm, DType wire)
+Zero1::Layout Zero1::layout(int64_t N, int64_t W, int64_t rounds) {
+  Layout l;
+  l.rounds = std::max<int64_t>(1, std::min<int64_t>(rounds, N / (16 * W)));  // chunks of at least 16
+  l.chunk = N / (16 * W * l.rounds) * 16;
+  l.tail = N - l.rounds * W * l.chunk;
+  return l;
+}
+
+namespace {
+int rounds_from_env(int rounds) {
+  if (rounds > 0) return rounds;
+  const char* env = std::getenv("FLASHTRAIN_ZERO1_ROUNDS");
+  if (!env || !*env) return Zero1::kDefaultRounds;
+  char* end = nullptr;
+  const long k = std::strtol(env, &end, 10);
+  FT_CHECK_ARG(*end == '\0' && k >= 1 && k <= 1024, "[zero1] FLASHTRAIN_ZERO1_ROUNDS=", env,
+               " is not a whole number of rounds in 1..1024");
+  return static_cast<int>(k);
+}
+}  // namespace
+
+Zero1::Zero1(ParamArena& arena, const AdamWConfig& cfg, Communicator& comm, DType wire, int rounds)
     : arena_(arena), cfg_(cfg), comm_(comm) {
   const int64_t W = comm.world_size();
-  n_ = arena.numel() / (16 * W) * 16;
-  FT_CHECK_ARG(n_ > 0, "[zero1] the arena (", arena.numel(), " elements) is too small to shard over ", W, " ranks");
+  layout_ = layout(arena.numel(), W, rounds_from_env(rounds));
+  FT_CHECK_ARG(layout_.chunk > 0, "[zero1] the arena (", arena.numel(), " elements) is too small to shard over ", W,
+               " ranks");
   FT_CHECK_ARG(wire == DType::F32 || wire == DType::BF16, "[zero1] the gradient wire dtype is f32 or bf16, got ", wire);
-  const int64_t state = n_ + tail_numel();
+  const int64_t state = shard_numel() + tail_numel();
   m_ = Tensor::zeros({state}, DType::F32, arena.device());
   v_ = Tensor::zeros({state}, DType::F32, arena.device());
-  if (wire == DType::BF16) wire_ = Tensor::zeros({W * n_}, DType::BF16, arena.device());
+  if (wire == DType::BF16) wire_ = Tensor::zeros({prefix()}, DType::BF16, arena.device());
 }
 
 std::vector<Zero1::Range> Zero1::update_ranges() const {
-  const int64_t r = comm_.rank(), W = comm_.world_size();
-  std::vector<Range> out{{r * n_, (r + 1) * n_, 0}};
-  if (tail_numel() > 0) out.push_back({W * n_, arena_.numel(), n_});
+  std::vector<Range> out;
+  const int64_t c = layout_.chunk;
+  for (int64_t k = 0; k < layout_.rounds; ++k) out.push_back({owned_begin(k), owned_begin(k) + c, k * c});
+  if (tail_numel() > 0) out.push_back({prefix(), arena_.numel(), shard_numel()});
   return out;
 }
 
 void Zero1::reduce_gradients() {
   autograd::NoGradGuard no_grad;
-  const int64_t r = comm_.rank(), W = comm_.world_size();
+  const int64_t r = comm_.rank(), c = layout_.chunk;
   const Tensor& g = arena_.grads();
-  const Tensor sharded = wire_.defined() ? wire_ : g.slice(0, 0, W * n_);
-  if (wire_.defined()) ops::cast_into(wire_, g.slice(0, 0, W * n_));  // on the compute stream
-  comm_.comm_waits_for_compute();
-  comm_.reduce_scatter_sum(sharded, sharded.slice(0, r * n_, (r + 1) * n_));
-  if (tail_numel() > 0) comm_.all_reduce_sum_(g.slice(0, W * n_, arena_.numel()));
+  for (int64_t k = 0; k < layout_.rounds; ++k) {
+    const int64_t b = round_begin(k), e = round_begin(k + 1);
+    const Tensor round = wire_.defined() ? wire_.slice(0, b, e) : g.slice(0, b, e);
+    if (wire_.defined()) ops::cast_into(round, g.slice(0, b, e));  // on the compute stream
+    comm_.comm_waits_for_compute();
+    comm_.reduce_scatter_sum(round, round.slice(0, r * c, (r + 1) * c));
+  }
+  if (tail_numel() > 0) comm_.all_reduce_sum_(g.slice(0, prefix(), arena_.numel()));
   comm_.compute_waits_for_comm();
-  if (wire_.defined()) ops::cast_into(g.slice(0, r * n_, (r + 1) * n_), wire_.slice(0, r * n_, (r + 1) * n_));
+  if (wire_.defined())
+    for (const Range& rg : update_ranges())
+      if (rg.begin < prefix()) ops::cast_into(g.slice(0, rg.begin, rg.end), wire_.slice(0, rg.begin, rg.end));
 }
 
 ops::GradNorm Zero1::grad_norm() {
   const int64_t r = comm_.rank(), W = comm_.world_size();
   const Tensor& g = arena_.grads();
-  std::vector<Tensor> mine{g.slice(0, r * n_, (r + 1) * n_)};
-  if (r == W - 1 && tail_numel() > 0) mine.push_back(g.slice(0, W * n_, arena_.numel()));  // counted once
+  std::vector<Tensor> mine;
+  for (const Range& rg : update_ranges())
+    if (rg.begin < prefix() || r == W - 1) mine.push_back(g.slice(0, rg.begin, rg.end));  // the tail counted once
   const Tensor local = ops::grad_norm(mine).norm;  // (1)
   const Tensor norms = Tensor::empty({W}, DType::F32, arena_.device());
   comm_.comm_waits_for_compute();
@@ -68,54 +98,62 @@ void Zero1::step(double lr, int64_t step, double grad_scale, const Tensor& grad_
       ops::adamw_step(arena_.master().slice(0, b, e), arena_.grads().slice(0, b, e), m_.slice(0, sb, se),
                       v_.slice(0, sb, se), o, working.defined() ? working.slice(0, b, e) : Tensor());
     }
+    // Padding between the regions' tensors is zero in master, grads, m and v, so an update of a
+    // range that spans padding leaves it zero (param_arena.h). The round's working copy goes out
+    // while AdamW updates the next round (the tail, last, is every rank's own).
+    if (working.defined() && rg.begin < prefix()) {
+      const int64_t k = rg.state_offset / layout_.chunk;
+      comm_.comm_waits_for_compute();
+      comm_.all_gather(working.slice(0, rg.begin, rg.end), working.slice(0, round_begin(k), round_begin(k + 1)));
+    }
   }
-  // Padding between the regions' tensors is zero in master, grads, m and v, so an update of a
-  // range that spans padding leaves it zero (param_arena.h).
+  master_partial_ = true;
   if (!working.defined()) {
-    master_partial_ = true;  // fp32 compute: the model reads master itself, gathered right away
-    gather_master();
+    gather_master();  // fp32 compute: the model reads master itself
     return;
   }
-  // The working copy's owned slice (and tail) was written by adamw_step: gather the rest.
-  const int64_t r = comm_.rank(), W = comm_.world_size();
-  comm_.comm_waits_for_compute();
-  comm_.all_gather(working.slice(0, r * n_, (r + 1) * n_), working.slice(0, 0, W * n_));
   comm_.compute_waits_for_comm();
-  master_partial_ = true;
 }
 
 void Zero1::gather_master() {
   if (!master_partial_) return;
-  const int64_t r = comm_.rank(), W = comm_.world_size();
+  const Tensor& master = arena_.master();
   comm_.comm_waits_for_compute();
-  comm_.all_gather(arena_.master().slice(0, r * n_, (r + 1) * n_), arena_.master().slice(0, 0, W * n_));
+  for (int64_t k = 0; k < layout_.rounds; ++k)
+    comm_.all_gather(master.slice(0, owned_begin(k), owned_begin(k) + layout_.chunk),
+                     master.slice(0, round_begin(k), round_begin(k + 1)));
   comm_.compute_waits_for_comm();
   master_partial_ = false;
 }
 
 std::vector<NamedTensor> Zero1::state_tensors() {
-  // Gathered chunk by chunk into host tensors, so a checkpoint adds only 2 (W + 1) chunks of device
+  // Gathered piece by piece into host tensors, so a checkpoint adds only 2 (W + 1) pieces of device
   // memory, not two full (N) tensors: a ZeRO-1 run's peak stays that of its training steps.
-  constexpr int64_t kChunk = int64_t{1} << 22;  // elements per rank and round (16 MiB)
-  const int64_t W = comm_.world_size(), N = arena_.numel();
-  // At most a quarter shard per round, so the (W + 1) chunks stay below the m and v memory saved.
-  const int64_t c = std::min(kChunk, std::max<int64_t>(16, n_ / 4));
+  constexpr int64_t kPiece = int64_t{1} << 22;  // elements per rank and round trip (16 MiB)
+  const int64_t W = comm_.world_size(), N = arena_.numel(), chunk = layout_.chunk;
+  // At most a quarter chunk per piece, so the (W + 1) pieces stay below the m and v memory saved.
+  const int64_t c = std::min(kPiece, std::max<int64_t>(16, chunk / 4));
   const Tensor in = Tensor::empty({c}, DType::F32, arena_.device());
   const Tensor gathered = Tensor::empty({W * c}, DType::F32, arena_.device());
   std::vector<NamedTensor> out;
   for (const auto& [name, state] : {std::pair<const char*, const Tensor*>{"adamw.m", &m_}, {"adamw.v", &v_}}) {
     Tensor full = Tensor::zeros({N}, DType::F32, Device::cpu());
-    for (int64_t at = 0; at < n_; at += c) {
-      const int64_t len = std::min(c, n_ - at);  // the same on every rank
-      in.slice(0, 0, len).copy_(state->slice(0, at, at + len));
-      comm_.comm_waits_for_compute();
-      comm_.all_gather(in.slice(0, 0, len), gathered.slice(0, 0, W * len));
-      comm_.compute_waits_for_comm();
-      const Tensor host = gathered.slice(0, 0, W * len).to(Device::cpu());
-      for (int64_t q = 0; q < W; ++q)
-        full.slice(0, q * n_ + at, q * n_ + at + len).copy_(host.slice(0, q * len, (q + 1) * len));
+    for (int64_t k = 0; k < layout_.rounds; ++k) {
+      for (int64_t at = 0; at < chunk; at += c) {
+        const int64_t len = std::min(c, chunk - at);  // the same on every rank
+        in.slice(0, 0, len).copy_(state->slice(0, k * chunk + at, k * chunk + at + len));
+        comm_.comm_waits_for_compute();
+        comm_.all_gather(in.slice(0, 0, len), gathered.slice(0, 0, W * len));
+        comm_.compute_waits_for_comm();
+        const Tensor host = gathered.slice(0, 0, W * len).to(Device::cpu());
+        for (int64_t q = 0; q < W; ++q) {
+          const int64_t dst = (k * W + q) * chunk + at;  // rank q's chunk of round k
+          full.slice(0, dst, dst + len).copy_(host.slice(0, q * len, (q + 1) * len));
+        }
+      }
     }
-    if (tail_numel() > 0) full.slice(0, W * n_, N).copy_(state->slice(0, n_, n_ + tail_numel()).to(Device::cpu()));
+    if (tail_numel() > 0)
+      full.slice(0, prefix(), N).copy_(state->slice(0, shard_numel(), shard_numel() + tail_numel()).to(Device::cpu()));
     out.push_back({name, full});
   }
   return out;

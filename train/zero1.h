@@ -1,28 +1,34 @@
 // ZeRO stage 1: AdamW's state and update sharded across the data-parallel ranks (config `zero1`).
 //
-// Shards. With N = arena.numel() and W ranks, n = floor(N / (16 W)) * 16; rank r owns the
-// contiguous slice [r n, (r+1) n) of the arena. The tail [W n, N) (fewer than 16 W elements: the
-// arena is not ours to pad) is all-reduced whole and updated by every rank identically, with its m
-// and v on every rank. m and v are allocated for the shard and the tail only: 8 (n + tail) bytes a
-// rank instead of 8 N.
+// Shards. With N = arena.numel(), W ranks and K rounds, c = floor(N / (16 W K)) * 16 and the
+// arena's first K W c elements are K rounds of W chunks of c elements: round k is [k W c, (k+1) W c)
+// and rank r owns its chunk r, [(k W + r) c, (k W + r + 1) c). The tail [K W c, N) (fewer than
+// 16 W K elements: the arena is not ours to pad) is all-reduced whole and updated by every rank
+// identically, with its m and v on every rank. m and v are allocated for the owned chunks and the
+// tail only: 8 (K c + tail) bytes a rank instead of 8 N. Rounds let the collectives pipeline with
+// the work around them (each round's collective is over one contiguous range): round k's
+// reduce-scatter runs while round k + 1's gradients are cast to bf16, round k's all-gather while
+// AdamW updates round k + 1. K = 1 is one contiguous slice per rank. K: kDefaultRounds, or
+// FLASHTRAIN_ZERO1_ROUNDS (benchmarks), fewer where the arena is too small for c >= 16.
 //
 // One optimizer step:
-//   reduce_gradients()  in-place reduce-scatter of grads[0, W n) (rank r's slice becomes the sum
-//                       over ranks of its slice; the rest of the arena is stale until zeroed) and an
-//                       all-reduce of the tail; the compute stream then waits for both. With a bf16
-//                       wire (grad_reduce_dtype: bf16) the gradients are cast to a bf16 buffer
-//                       first, reduce-scattered there (half the bytes), and the owned slice is
-//                       widened back into grads; the tail stays fp32.
+//   reduce_gradients()  per round, an in-place reduce-scatter (rank r's chunk becomes the sum over
+//                       ranks of its chunk; the rest of the arena is stale until zeroed); an
+//                       all-reduce of the tail; the compute stream then waits for all. With a bf16
+//                       wire (grad_reduce_dtype: bf16) each round is cast to a bf16 buffer first,
+//                       reduce-scattered there (half the bytes), and the owned chunks are widened
+//                       back into grads; the tail stays fp32.
 //   grad_norm()         the global norm: each rank's norm over what it owns (the last rank also
 //                       counts the tail), all-gathered, and ops::grad_norm of those W norms, i.e.
 //                       sqrt(sum of squares) -- no host round trip
-//   step()              ops::adamw_step on the owned slice and the tail, cut by the arena's decay /
-//                       no-decay boundary (up to two calls per range); it writes the owned slice of
-//                       the working copy too. Then an in-place all-gather: of the bf16/f16 working
-//                       copy under mixed precision, of the fp32 master otherwise.
+//   step()              per round, ops::adamw_step on the owned chunk, cut by the arena's decay /
+//                       no-decay boundary (up to two calls per range), which writes the chunk of the
+//                       working copy too, then the round's in-place all-gather: of the bf16/f16
+//                       working copy under mixed precision; then the tail. In fp32 the master is
+//                       all-gathered at the end instead.
 // Gathering the working copy moves half the bytes of the master and needs no cast pass afterwards;
 // every rank then computes with round(master) of every owner, as on one GPU, but its own master is
-// current only in its own slice (and the tail). gather_master() makes every rank's master whole
+// current only in its own chunks (and the tail). gather_master() makes every rank's master whole
 // (bit-identical across ranks) again; the trainer calls it before anything reads the master
 // (checkpoints, the end of run()).
 //
@@ -44,8 +50,15 @@ namespace ft {
 
 class Zero1 {
  public:
-  // wire: the reduce-scatter's dtype, F32 or BF16.
-  Zero1(ParamArena& arena, const AdamWConfig& cfg, Communicator& comm, DType wire = DType::F32);
+  static constexpr int kDefaultRounds = 4;
+  // The shard layout (above) of an arena of N elements over W ranks in (at most) `rounds` rounds.
+  struct Layout {
+    int64_t rounds = 1, chunk = 0, tail = 0;
+  };
+  static Layout layout(int64_t N, int64_t W, int64_t rounds);
+
+  // wire: the reduce-scatter's dtype, F32 or BF16. rounds <= 0: kDefaultRounds or the environment.
+  Zero1(ParamArena& arena, const AdamWConfig& cfg, Communicator& comm, DType wire = DType::F32, int rounds = 0);
 
   void reduce_gradients();
   ops::GradNorm grad_norm();
@@ -59,8 +72,9 @@ class Zero1 {
   std::vector<NamedTensor> state_tensors();  // collective
   void load_state(const std::vector<NamedTensor>& tensors);
 
-  int64_t shard_numel() const { return n_; }
-  int64_t tail_numel() const { return arena_.numel() - n_ * comm_.world_size(); }
+  int64_t rounds() const { return layout_.rounds; }
+  int64_t shard_numel() const { return layout_.rounds * layout_.chunk; }  // elements this rank owns
+  int64_t tail_numel() const { return layout_.tail; }
   int64_t state_numel() const { return m_.numel(); }  // elements of m (and of v) on this rank
 
  private:
@@ -68,14 +82,17 @@ class Zero1 {
     int64_t begin, end;      // arena elements
     int64_t state_offset;    // where the range starts in m_ / v_
   };
-  std::vector<Range> update_ranges() const;
+  std::vector<Range> update_ranges() const;  // the owned chunks in round order, then the tail
+  int64_t round_begin(int64_t k) const { return k * comm_.world_size() * layout_.chunk; }
+  int64_t owned_begin(int64_t k) const { return (k * comm_.world_size() + comm_.rank()) * layout_.chunk; }
+  int64_t prefix() const { return round_begin(layout_.rounds); }  // K W c: where the tail starts
 
   ParamArena& arena_;
   AdamWConfig cfg_;
   Communicator& comm_;
-  int64_t n_ = 0;
-  Tensor m_, v_;   // (n + tail) f32: the owned slice, then the tail
-  Tensor wire_;    // (W n) bf16 with the bf16 wire, else undefined
+  Layout layout_;
+  Tensor m_, v_;   // (K c + tail) f32: the owned chunks in round order, then the tail
+  Tensor wire_;    // (K W c) bf16 with the bf16 wire (indexed like the arena), else undefined
   bool master_partial_ = false;  // step() gathered the working copy: other ranks' slices of master are old
 };
 

@@ -31,6 +31,7 @@
 #include "train/dist_data_parallel.h"
 #include "train/grad_sync.h"
 #include "train/trainer.h"
+#include "train/zero1.h"
 #include "trainer_test_util.h"
 
 namespace ft {
@@ -394,26 +395,52 @@ TEST(DataParallel, ZeroOneGivesTheSameParametersAsPlainDataParallel) {
 // Mixed precision: ZeRO-1 all-gathers the bf16 working copy each step instead of the fp32 master
 // (zero1.h), and makes the master whole only when run() ends and before each checkpoint. Without
 // clipping 2 ranks add the same two values in either design and AdamW is elementwise, so the
-// weights, the checkpoint and the losses must equal plain data parallelism's bit for bit.
+// weights, the losses and the checkpoints (weights, m and v) must equal plain data parallelism's
+// bit for bit -- with one round (a contiguous slice per rank) and with four.
 TEST(DataParallel, ZeroOneUnderMixedPrecisionEqualsPlainDataParallelBitForBit) {
-  const std::string dir = fresh_dir("zero1bf16");
-  TrainConfig plain = dp_config(dir, 8, 2);
-  plain.mixed_precision = MixedPrecision::BF16;
-  plain.grad_clip = 0;
-  plain.checkpoint_interval = 3;
-  std::vector<RankRun> a, b;
-  run_plain_and_zero1(plain, dir, a, b);
-  if (HasFatalFailure()) return;
-  EXPECT_EQ(b[0].master, b[1].master) << "run() ends with every rank's master whole";
-  EXPECT_EQ(b[0].master, a[0].master);
-  EXPECT_EQ(b[0].losses, a[0].losses) << "every rank computed with the same working copy as plain DP";
-  for (const char* ckpt : {"/ckpt-3", "/ckpt-6"}) {
-    const Checkpoint cz = load_checkpoint(dir + "/zero1" + ckpt), cp = load_checkpoint(dir + "/plain" + ckpt);
-    ASSERT_EQ(cz.model.size(), cp.model.size());
-    for (size_t i = 0; i < cz.model.size(); ++i)
-      EXPECT_EQ(cz.model[i].tensor.to_floats(), cp.model[i].tensor.to_floats()) << ckpt << " " << cz.model[i].name;
+  for (const char* rounds : {"1", "4"}) {
+    SCOPED_TRACE(std::string("FLASHTRAIN_ZERO1_ROUNDS=") + rounds);
+    const std::string dir = fresh_dir(std::string("zero1bf16-") + rounds);
+    TrainConfig plain = dp_config(dir, 8, 2);
+    plain.mixed_precision = MixedPrecision::BF16;
+    plain.grad_clip = 0;
+    plain.checkpoint_interval = 3;
+    std::vector<RankRun> a, b;
+    ::setenv("FLASHTRAIN_ZERO1_ROUNDS", rounds, 1);  // the forked ranks inherit it
+    run_plain_and_zero1(plain, dir, a, b);
+    ::unsetenv("FLASHTRAIN_ZERO1_ROUNDS");
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(b[0].master, b[1].master) << "run() ends with every rank's master whole";
+    EXPECT_EQ(b[0].master, a[0].master);
+    EXPECT_EQ(b[0].losses, a[0].losses) << "every rank computed with the same working copy as plain DP";
+    for (const char* ckpt : {"/ckpt-3", "/ckpt-6"}) {
+      const Checkpoint cz = load_checkpoint(dir + "/zero1" + ckpt), cp = load_checkpoint(dir + "/plain" + ckpt);
+      ASSERT_EQ(cz.model.size(), cp.model.size());
+      for (size_t i = 0; i < cz.model.size(); ++i)
+        EXPECT_EQ(cz.model[i].tensor.to_floats(), cp.model[i].tensor.to_floats()) << ckpt << " " << cz.model[i].name;
+      ASSERT_EQ(cz.optimizer.size(), cp.optimizer.size());
+      for (size_t i = 0; i < cz.optimizer.size(); ++i)
+        EXPECT_EQ(cz.optimizer[i].tensor.to_floats(), cp.optimizer[i].tensor.to_floats())
+            << ckpt << " " << cz.optimizer[i].name;
+    }
+    std::filesystem::remove_all(dir);
   }
-  std::filesystem::remove_all(dir);
+}
+
+// The shard layout: K rounds of W chunks of c (a multiple of 16) elements, then the tail; fewer
+// rounds where the arena cannot give every chunk 16 elements.
+TEST(Zero1, LayoutCutsRoundsOfChunksAndATail) {
+  const Zero1::Layout a = Zero1::layout(1000, 3, 4);
+  EXPECT_EQ(a.rounds, 4);
+  EXPECT_EQ(a.chunk, 80);  // floor(1000 / 192) * 16
+  EXPECT_EQ(a.tail, 40);   // 1000 - 4 * 3 * 80
+  const Zero1::Layout b = Zero1::layout(100, 2, 4);
+  EXPECT_EQ(b.rounds, 3);  // 100 / 32
+  EXPECT_EQ(b.chunk, 16);
+  EXPECT_EQ(b.tail, 4);
+  const Zero1::Layout c = Zero1::layout(40, 3, 4);
+  EXPECT_EQ(c.rounds, 1);
+  EXPECT_EQ(c.chunk, 0) << "too small to shard: the constructor refuses it";
 }
 
 TEST(DataParallel, AccumulationOverTwoMicroBatchesMatchesOneProcess) {
@@ -440,9 +467,9 @@ TEST(DataParallel, ZeroOneOnThreeRanksWithAnUnevenTailMatchesOneProcess) {
   three.zero1 = true;
   three.out_dir = dir + "/run3";
   const RankRun ref = run_single(one, [](Trainer& t) {
-    // N and the shard split of 3 ranks: the tail [3n, N) is what every rank updates itself.
-    const int64_t N = t.arena().numel(), n = N / 48 * 16;
-    return std::vector<float>{static_cast<float>(N - 3 * n)};
+    // The shard split of 3 ranks: the tail is what every rank updates itself.
+    const Zero1::Layout l = Zero1::layout(t.arena().numel(), 3, Zero1::kDefaultRounds);
+    return std::vector<float>{static_cast<float>(l.tail)};
   });
   ASSERT_GT(ref.probe.at(0), 0) << "the test wants a non-empty tail";
   const std::vector<RankRun> ranks = run_ranks(three, 3, {});
@@ -475,30 +502,49 @@ TEST(DataParallel, DropoutMasksDifferPerRankAndRankZeroMatchesOneProcess) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(DataParallel, CheckpointOfTwoRanksResumesOnTwoRanksBitExactly) {
-  const std::string dir = fresh_dir("resume");
-  TrainConfig c = dp_config(dir, 8, 2);
+// A 2-rank run of `c` cut after step 3 (stop_after: its checkpoint at 3 is written, nothing after)
+// and resumed on 2 ranks repeats steps 4-6 bit for bit (plain, or ZeRO-1 under mixed precision,
+// whose checkpoint must gather the master and m / v from the ranks' chunks).
+void expect_two_rank_resume_bit_exact(const std::string& dir, TrainConfig c, const TrainerOptions& resume) {
   c.dropout = 0.1;  // masks per rank must resume too
   c.checkpoint_interval = 3;
   c.out_dir = dir + "/full";
   const std::vector<RankRun> full = run_ranks(c, 2, {});
-  for (const RankRun& r : full) ASSERT_EQ(r.status, 0) << r.error;
-
+  for (const RankRun& r : full) EXPECT_EQ(r.status, 0) << r.error;
   c.out_dir = dir + "/cut";
   TrainerOptions stop;
   stop.stop_after = 3;
-  for (const RankRun& r : run_ranks(c, 2, {}, stop)) ASSERT_EQ(r.status, 0) << r.error;
+  for (const RankRun& r : run_ranks(c, 2, {}, stop)) EXPECT_EQ(r.status, 0) << r.error;
+  const std::vector<RankRun> rest = run_ranks(c, 2, {}, resume);
+  for (const RankRun& r : rest) EXPECT_EQ(r.status, 0) << r.error;
+  EXPECT_EQ(rest[0].losses.size(), 3u);
+  for (size_t i = 0; i < 3 && i < rest[0].losses.size() && 3 + i < full[0].losses.size(); ++i)
+    EXPECT_EQ(rest[0].losses[i], full[0].losses[3 + i]) << "step " << 4 + i;
+  EXPECT_EQ(rest[0].master, full[0].master);
+}
+
+TEST(DataParallel, ZeroOneUnderMixedPrecisionResumesOnTwoRanksBitExactly) {
+  const std::string dir = fresh_dir("resume-z1");
+  TrainConfig c = dp_config(dir, 8, 2);
+  c.zero1 = true;
+  c.mixed_precision = MixedPrecision::BF16;
   TrainerOptions resume;
   resume.resume = true;
-  const std::vector<RankRun> rest = run_ranks(c, 2, {}, resume);
-  for (const RankRun& r : rest) ASSERT_EQ(r.status, 0) << r.error;
-  ASSERT_EQ(rest[0].losses.size(), 3u);
-  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(rest[0].losses[i], full[0].losses[3 + i]) << "step " << 4 + i;
-  EXPECT_EQ(rest[0].master, full[0].master);
+  expect_two_rank_resume_bit_exact(dir, c, resume);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DataParallel, CheckpointOfTwoRanksResumesOnTwoRanksBitExactly) {
+  const std::string dir = fresh_dir("resume");
+  const TrainConfig c = dp_config(dir, 8, 2);
+  TrainerOptions resume;
+  resume.resume = true;
+  expect_two_rank_resume_bit_exact(dir, c, resume);
+  if (HasFailure()) return;
 
   // A single process cannot continue it: the message names both world sizes.
   TrainConfig single = dp_config(dir, 8, 1);
-  single.out_dir = c.out_dir;
+  single.out_dir = dir + "/cut";
   try {
     Trainer t(single, resume);
     FAIL() << "resuming a 2-rank checkpoint on 1 rank must throw";
