@@ -396,13 +396,15 @@ TEST(DataParallel, ZeroOneGivesTheSameParametersAsPlainDataParallel) {
 // (zero1.h), and makes the master whole only when run() ends and before each checkpoint. Without
 // clipping 2 ranks add the same two values in either design and AdamW is elementwise, so the
 // weights, the losses and the checkpoints (weights, m and v) must equal plain data parallelism's
-// bit for bit -- with one round (a contiguous slice per rank) and with four.
+// bit for bit -- in bf16 with one round (a contiguous slice per rank) and with four, and in fp16
+// (an f16 working copy, the loss scaler's skipped steps included).
 TEST(DataParallel, ZeroOneUnderMixedPrecisionEqualsPlainDataParallelBitForBit) {
-  for (const char* rounds : {"1", "4"}) {
-    SCOPED_TRACE(std::string("FLASHTRAIN_ZERO1_ROUNDS=") + rounds);
-    const std::string dir = fresh_dir(std::string("zero1bf16-") + rounds);
+  for (const auto& [rounds, precision] : {std::pair{"1", MixedPrecision::BF16}, std::pair{"4", MixedPrecision::BF16},
+                                          std::pair{"4", MixedPrecision::FP16}}) {
+    SCOPED_TRACE(std::string("FLASHTRAIN_ZERO1_ROUNDS=") + rounds + " " + to_string(precision));
+    const std::string dir = fresh_dir(std::string("zero1mp-") + rounds + to_string(precision));
     TrainConfig plain = dp_config(dir, 8, 2);
-    plain.mixed_precision = MixedPrecision::BF16;
+    plain.mixed_precision = precision;
     plain.grad_clip = 0;
     plain.checkpoint_interval = 3;
     std::vector<RankRun> a, b;

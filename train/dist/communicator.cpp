@@ -4,12 +4,13 @@
 
 namespace ft {
 
-void check_collective_tensor(const char* op, const Tensor& t, Device device, bool allow_bf16) {
+void check_collective_tensor(const char* op, const Tensor& t, Device device, bool moves_only) {
   FT_CHECK_ARG(t.defined(), "[dist] ", op, ": undefined tensor");
-  const bool dtype_ok = t.dtype() == DType::F32 || (allow_bf16 && t.dtype() == DType::BF16);
-  FT_CHECK_ARG(dtype_ok && t.is_contiguous(), "[dist] ", op, ": needs a contiguous ", allow_bf16 ? "f32 or bf16" : "f32",
-               " tensor, got ",
-               t.dtype(), " ", t.shape(), t.is_contiguous() ? "" : " (strided)");
+  const DType d = t.dtype();
+  const bool dtype_ok = d == DType::F32 || d == DType::BF16 || (moves_only && d == DType::F16);
+  FT_CHECK_ARG(dtype_ok && t.is_contiguous(), "[dist] ", op, ": needs a contiguous ",
+               moves_only ? "f32, bf16 or f16" : "f32 or bf16", " tensor, got ", d, " ", t.shape(),
+               t.is_contiguous() ? "" : " (strided)");
   FT_CHECK_ARG(t.device() == device, "[dist] ", op, ": tensor on ", t.device(), ", the communicator on ", device);
 }
 

@@ -43,8 +43,8 @@ class Communicator {
   // overlap.
   virtual void reduce_scatter_sum(const Tensor& in, const Tensor& out) = 0;
   // out (numel world_size*n) = every rank's in (numel n) in rank order. in may be out's own slice
-  // [rank*n, (rank+1)*n) (in-place all-gather). Contiguous f32, or bf16 for both (ZeRO-1's working
-  // copy).
+  // [rank*n, (rank+1)*n) (in-place all-gather). Contiguous f32, or bf16 / f16 for both (ZeRO-1's
+  // working copy).
   virtual void all_gather(const Tensor& in, const Tensor& out) = 0;
 
   virtual void comm_waits_for_compute() = 0;
@@ -61,9 +61,10 @@ class Communicator {
   virtual void barrier() = 0;
 };
 
-// Checks shared by the implementations: contiguous f32 (or bf16 where allow_bf16) on `device`, the
-// numel relation. `op` names the collective in the message.
-void check_collective_tensor(const char* op, const Tensor& t, Device device, bool allow_bf16 = false);
+// Checks shared by the implementations: contiguous f32 or bf16 (also f16 where moves_only: a
+// collective that adds nothing, the all-gather) on `device`, the numel relation. `op` names the
+// collective in the message.
+void check_collective_tensor(const char* op, const Tensor& t, Device device, bool moves_only = false);
 // reduce_scatter_sum / all_gather: `whole` holds world_size times the elements of `part`, of the
 // same dtype.
 void check_world_multiple(const char* op, const char* whole_name, const Tensor& whole, const char* part_name,

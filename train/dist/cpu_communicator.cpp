@@ -8,7 +8,7 @@
 namespace ft {
 
 void CpuCommunicator::all_reduce_sum_(const Tensor& t) {
-  check_collective_tensor("all_reduce_sum_", t, Device::cpu(), /*allow_bf16=*/true);
+  check_collective_tensor("all_reduce_sum_", t, Device::cpu());
   if (t.numel() == 0) return;
   if (t.dtype() == DType::F32) {
     rdv_.all_reduce_sum(t.data<float>(), static_cast<size_t>(t.numel()));
@@ -23,8 +23,8 @@ void CpuCommunicator::all_reduce_sum_(const Tensor& t) {
 }
 
 void CpuCommunicator::reduce_scatter_sum(const Tensor& in, const Tensor& out) {
-  check_collective_tensor("reduce_scatter_sum", in, Device::cpu(), /*allow_bf16=*/true);
-  check_collective_tensor("reduce_scatter_sum", out, Device::cpu(), /*allow_bf16=*/true);
+  check_collective_tensor("reduce_scatter_sum", in, Device::cpu());
+  check_collective_tensor("reduce_scatter_sum", out, Device::cpu());
   const int64_t n = out.numel();
   check_world_multiple("reduce_scatter_sum", "in", in, "out", out, world_size());
   if (n == 0) return;
@@ -48,8 +48,8 @@ void CpuCommunicator::reduce_scatter_sum(const Tensor& in, const Tensor& out) {
 }
 
 void CpuCommunicator::all_gather(const Tensor& in, const Tensor& out) {
-  check_collective_tensor("all_gather", in, Device::cpu(), /*allow_bf16=*/true);
-  check_collective_tensor("all_gather", out, Device::cpu(), /*allow_bf16=*/true);
+  check_collective_tensor("all_gather", in, Device::cpu(), /*moves_only=*/true);
+  check_collective_tensor("all_gather", out, Device::cpu(), /*moves_only=*/true);
   const int64_t n = in.numel();
   check_world_multiple("all_gather", "out", out, "in", in, world_size());
   if (n == 0) return;

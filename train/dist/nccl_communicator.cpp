@@ -97,7 +97,7 @@ class NcclCommunicator final : public Communicator {
   const char* backend() const override { return "nccl"; }
 
   void all_reduce_sum_(const Tensor& t) override {
-    check_collective_tensor("all_reduce_sum_", t, device_, /*allow_bf16=*/true);
+    check_collective_tensor("all_reduce_sum_", t, device_);
     if (t.numel() == 0) return;
     NCCL_CHECK_RANK(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), nccl_type(t), ncclSum,
                                   comm_, comm_stream_),
@@ -106,8 +106,8 @@ class NcclCommunicator final : public Communicator {
   }
 
   void reduce_scatter_sum(const Tensor& in, const Tensor& out) override {
-    check_collective_tensor("reduce_scatter_sum", in, device_, /*allow_bf16=*/true);
-    check_collective_tensor("reduce_scatter_sum", out, device_, /*allow_bf16=*/true);
+    check_collective_tensor("reduce_scatter_sum", in, device_);
+    check_collective_tensor("reduce_scatter_sum", out, device_);
     check_world_multiple("reduce_scatter_sum", "in", in, "out", out, world_);
     if (out.numel() == 0) return;
     // In place when out is in's rank-th slice (NCCL's documented in-place form).
@@ -118,8 +118,8 @@ class NcclCommunicator final : public Communicator {
   }
 
   void all_gather(const Tensor& in, const Tensor& out) override {
-    check_collective_tensor("all_gather", in, device_, /*allow_bf16=*/true);
-    check_collective_tensor("all_gather", out, device_, /*allow_bf16=*/true);
+    check_collective_tensor("all_gather", in, device_, /*moves_only=*/true);
+    check_collective_tensor("all_gather", out, device_, /*moves_only=*/true);
     check_world_multiple("all_gather", "out", out, "in", in, world_);
     if (in.numel() == 0) return;
     NCCL_CHECK_RANK(ncclAllGather(in.data_ptr(), out.data_ptr(), static_cast<size_t>(in.numel()), nccl_type(in), comm_,
@@ -149,9 +149,10 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
-  // f32, or bf16 (checked by check_collective_tensor), which NCCL adds since 2.10.
+  // f32, f16 (all-gather only), or bf16 (checked by check_collective_tensor), which NCCL has since 2.10.
   ncclDataType_t nccl_type(const Tensor& t) const {
     if (t.dtype() == DType::F32) return ncclFloat;
+    if (t.dtype() == DType::F16) return ncclHalf;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
     return ncclBfloat16;
 #else
@@ -160,7 +161,9 @@ class NcclCommunicator final : public Communicator {
     return ncclFloat;
 #endif
   }
-  static const char* elements(const Tensor& t) { return t.dtype() == DType::BF16 ? " bf16" : " floats"; }
+  static const char* elements(const Tensor& t) {
+    return t.dtype() == DType::BF16 ? " bf16" : t.dtype() == DType::F16 ? " f16" : " floats";
+  }
 
   struct Pending {
     cudaEvent_t event;
