@@ -7,8 +7,9 @@
 #
 # flashtrain rows (about 30 s each; the torch rows about 60-90 s with compilation):
 #   1 GPU   compile_model true / false
-#   N GPUs  compile_model true:  zero1 with the bf16 reduce-scatter (session 14's best), fp32, bf16,
-#           zero1 fp32, and fp32 with FLASHTRAIN_GRAPH_ALLREDUCE=1
+#   N GPUs  compile_model true:  zero1 with the bf16 reduce-scatter, fp32, bf16, zero1 fp32 (the two
+#           zero1 rows were session 14's fastest, within 0.2% of each other), and fp32 with
+#           FLASHTRAIN_GRAPH_ALLREDUCE=1
 #           (experimental: the all-reduces inside the captured step; by default they follow the
 #           graph replay. Until session 12 such jobs hung at exit: the row is last)
 #           compile_model false: fp32, bf16
