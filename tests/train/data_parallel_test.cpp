@@ -429,6 +429,23 @@ TEST(DataParallel, ZeroOneUnderMixedPrecisionEqualsPlainDataParallelBitForBit) {
   }
 }
 
+// A bad FLASHTRAIN_ZERO1_ROUNDS stops every rank before training with a message naming it.
+TEST(DataParallel, ZeroOneRefusesABadRoundsSettingNamingIt) {
+  const std::string dir = fresh_dir("zero1rounds");
+  TrainConfig z = dp_config(dir, 8, 2);
+  z.zero1 = true;
+  for (const char* bad : {"0", "four", "4x", "5000"}) {
+    ::setenv("FLASHTRAIN_ZERO1_ROUNDS", bad, 1);
+    const std::vector<RankRun> ranks = run_ranks(z, 2, {});
+    ::unsetenv("FLASHTRAIN_ZERO1_ROUNDS");
+    for (const RankRun& r : ranks) {
+      EXPECT_NE(r.status, 0) << bad;
+      EXPECT_NE(r.error.find(std::string("FLASHTRAIN_ZERO1_ROUNDS=") + bad), std::string::npos) << r.error;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // The shard layout: K rounds of W chunks of c (a multiple of 16) elements, then the tail; fewer
 // rounds where the arena cannot give every chunk 16 elements.
 TEST(Zero1, LayoutCutsRoundsOfChunksAndATail) {
