@@ -125,7 +125,7 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // D = 128 backwards on the wide tile (run_d128_backward_variant; flash_bwd_wide_kernel.cuh, 8 warps,
 // at every T), each with the shipped forward: 37, 38 128 queries x 64 keys with atomic / fixed-point
 // dQ; 39, 40 FlashConfig<128>::BwdWide (64 queries x 128 keys, FlashAttention-2's hdim-128 tile;
-// shipped from flash_bwd_wide128_min_t on) with atomic / fixed-point dQ, 41 the same with the
+// shipped from flash_bwd_wide_min_t on) with atomic / fixed-point dQ, 41 the same with the
 // counter-ordered dQ. Numbers, and the variants
 // tried and removed: bench/attention/NOTES.md.
 // Variants 32-36 (D = 128, bf16, no document mask): see run_flash_variant.
@@ -163,7 +163,7 @@ void run_d128_backward_variant(int variant, const AttentionParams& p, cudaStream
 
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
   // Deterministic: as shipped (4), the ordered dQ (29), the fixed-point dQ (30), the fixed-point dQ with
-  // the D = 64 wide tile at every T (31).
+  // the wide tile at every T (31; D = 64 and 128).
   if (variant == 4 || (variant >= 29 && variant <= 31)) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);
     using ft::cuda::FlashDeterministicDq;

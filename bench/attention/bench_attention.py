@@ -233,7 +233,7 @@ IMPLS = {
     "flashtrain_flash": lambda lib: Flashtrain(lib, 0),
     # The deterministic backward (what training uses by default): variant 4, whose dQ form the library
     # picks per call (flash_fixed_point_dq). Forced: the ordered dQ (29), the fixed-point dQ (30), the
-    # fixed-point dQ on the D = 64 wide tile at every T (31).
+    # fixed-point dQ on the wide tile at every T (31; D = 64 and 128).
     "flashtrain_flash_det": lambda lib: Flashtrain(lib, 0, 4),
     "flashtrain_flash_det_ordered": lambda lib: Flashtrain(lib, 0, 29),
     "flashtrain_flash_det_fixed": lambda lib: Flashtrain(lib, 0, 30),

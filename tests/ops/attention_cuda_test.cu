@@ -272,7 +272,6 @@ std::vector<AttentionCase> cases_at_d(std::initializer_list<int> dims) {
       if (c.D == D) cases.push_back(c);
   return cases;
 }
-std::vector<AttentionCase> d64_cases() { return cases_at_d({64}); }
 std::vector<AttentionCase> wgmma_forward_cases() { return cases_at_d({64, 128}); }
 
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaMmaSyncForward, ::testing::ValuesIn(wgmma_forward_cases()),
@@ -299,8 +298,8 @@ TEST_P(FlashCudaWgmmaLargeTileForward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWgmmaLargeTileForward, ::testing::ValuesIn(wgmma_forward_cases()),
                          [](const auto& info) { return case_name(info.param); });
 
-// The D = 64 backward's wide-tile kernel, which the default dispatch takes from T = 2048 on, at
-// every T: the same cases, atomic dQ.
+// The D = 64 and 128 backwards' wide-tile kernels, which the default dispatch takes from T = 2048 or
+// 4096 on (flash_bwd_wide_min_t), at every T: the same cases, atomic dQ.
 using FlashCudaWideBackward = FlashCudaThresholdMoved<ft::cuda::set_flash_bwd_wide_min_t, 1>;
 
 TEST_P(FlashCudaWideBackward, WithinTwiceNaiveError) {
@@ -308,31 +307,24 @@ TEST_P(FlashCudaWideBackward, WithinTwiceNaiveError) {
   expect_case_within_twice_naive(GetParam(), false, " wide backward");
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWideBackward, ::testing::ValuesIn(d64_cases()),
+INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWideBackward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
-// The D = 128 wide-tile backward (FlashConfig<128>::BwdWide), which the default dispatch takes from
-// T = 2048 / 4096 on (flash_bwd_wide128_min_t), at every T: the D = 128 cases, atomic dQ.
-using FlashCudaWideBackward128 = FlashCudaThresholdMoved<ft::cuda::set_flash_bwd_wide128_min_t, 1>;
-
-TEST_P(FlashCudaWideBackward128, WithinTwiceNaiveError) {
-  SKIP_WITHOUT_CUDA();
-  expect_case_within_twice_naive(GetParam(), false, " wide backward (D = 128)");
-}
-
-INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWideBackward128, ::testing::ValuesIn(cases_at_d({128})),
-                         [](const auto& info) { return case_name(info.param); });
-
-// Host only: the D = 128 wide backward's measured thresholds, an override, and -1 restoring them.
-TEST(FlashCudaDispatch, WideBackward128Thresholds) {
-  EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(false), 4096);
-  EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(true), 2048);
-  ft::cuda::set_flash_bwd_wide128_min_t(300);
-  EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(false), 300);
-  EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(true), 300);
-  ft::cuda::set_flash_bwd_wide128_min_t(-1);
-  EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(false), 4096);
-  EXPECT_EQ(ft::cuda::flash_bwd_wide128_min_t(true), 2048);
+// Host only: the wide backward's measured thresholds per head dim, one override for both, and -1
+// restoring them.
+TEST(FlashCudaDispatch, WideBackwardThresholds) {
+  const auto expect_defaults = [] {
+    EXPECT_EQ(ft::cuda::flash_bwd_wide_min_t(64, false), 2048);
+    EXPECT_EQ(ft::cuda::flash_bwd_wide_min_t(64, true), 4096);
+    EXPECT_EQ(ft::cuda::flash_bwd_wide_min_t(128, false), 4096);
+    EXPECT_EQ(ft::cuda::flash_bwd_wide_min_t(128, true), 2048);
+  };
+  expect_defaults();
+  ft::cuda::set_flash_bwd_wide_min_t(300);
+  for (int d : {64, 128})
+    for (bool dropout : {false, true}) EXPECT_EQ(ft::cuda::flash_bwd_wide_min_t(d, dropout), 300);
+  ft::cuda::set_flash_bwd_wide_min_t(-1);
+  expect_defaults();
 }
 
 // A Hopper build (90a) on a compute-capability-9.0 GPU runs the wgmma forward, so the cases above
@@ -577,7 +569,7 @@ TEST(FlashCuda, FixedPointDqOutOfRangeGivesNaNForThatHeadOnly) {
   }
 }
 
-// The D = 128 wide-tile backward (flash_bwd_wide128_min_t moved to 1) with the fixed-point dQ, the
+// The D = 128 wide-tile backward (flash_bwd_wide_min_t moved to 1) with the fixed-point dQ, the
 // only deterministic form it takes: bit-identical runs, and a few cases against the float64 reference.
 TEST(FlashCuda, WideBackward128FixedPointDq) {
   SKIP_WITHOUT_CUDA();
@@ -587,13 +579,13 @@ TEST(FlashCuda, WideBackward128FixedPointDq) {
       for (int T : {17, 1000}) cases.push_back({2, T >= 1000 ? 2 : 3, T, 128, causal, p});
   cases.push_back({2, 2, 333, 128, true, 0.1f, AttentionDType::kF16});
   cases.push_back({2, 1, 777, 128, true, 0.f, AttentionDType::kBF16, 128, 2, 1});  // block-sparse
-  cuda::set_flash_bwd_wide128_min_t(1);
+  cuda::set_flash_bwd_wide_min_t(1);
   with_deterministic_dq(cuda::FlashDeterministicDq::kFixedPoint, [&] {
     expect_deterministic_backward_bit_identical(cases);
     for (const AttentionCase& c : {cases[1], cases[7], cases[8], cases[9]})
       expect_case_within_twice_naive(c, true, " wide backward (D = 128), fixed-point dq");
   });
-  cuda::set_flash_bwd_wide128_min_t(-1);
+  cuda::set_flash_bwd_wide_min_t(-1);
 }
 
 // D = 256: the split backward without dropout, the wide tile's counter-ordered dQ with it.

@@ -89,13 +89,11 @@ struct PathGuard {
     cuda::set_flash_wgmma_allowed(p.wgmma);
     cuda::set_flash_fwd_small_tile_max_t(p.small_tile_max_t);
     cuda::set_flash_bwd_wide_min_t(p.wide_min_t);
-    cuda::set_flash_bwd_wide128_min_t(p.wide_min_t);
   }
   ~PathGuard() {
     cuda::set_flash_wgmma_allowed(true);
     cuda::set_flash_fwd_small_tile_max_t(-1);
     cuda::set_flash_bwd_wide_min_t(-1);
-    cuda::set_flash_bwd_wide128_min_t(-1);
   }
 };
 

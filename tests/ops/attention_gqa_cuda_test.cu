@@ -69,13 +69,12 @@ struct PathGuard {
   explicit PathGuard(FlashPath path) {
     if (path == FlashPath::kNoWgmma) cuda::set_flash_wgmma_allowed(false);
     if (path == FlashPath::kLargeWgmmaTile) cuda::set_flash_fwd_small_tile_max_t(0);
-    if (path == FlashPath::kWideBackward) cuda::set_flash_bwd_wide_min_t(1), cuda::set_flash_bwd_wide128_min_t(1);
+    if (path == FlashPath::kWideBackward) cuda::set_flash_bwd_wide_min_t(1);
   }
   ~PathGuard() {
     cuda::set_flash_wgmma_allowed(true);
     cuda::set_flash_fwd_small_tile_max_t(-1);
     cuda::set_flash_bwd_wide_min_t(-1);
-    cuda::set_flash_bwd_wide128_min_t(-1);
   }
 };
 const char* path_name(FlashPath p) {

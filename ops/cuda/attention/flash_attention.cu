@@ -29,7 +29,7 @@ struct DispatchThreshold {
 // Where the wide backward wins (H200, bwd ms, 4-warp / wide; bench/attention/NOTES.md, session 5):
 // p = 0 T = 1024 0.818 / 0.849, T = 2048 1.353 / 1.264, T = 4096 2.51 / 2.17; with dropout
 // T = 2048 1.462 / 1.520, T = 4096 2.70 / 2.65, T = 16384 10.06 / 9.43.
-DispatchThreshold g_bwd_wide_min_t{2048, 4096};
+DispatchThreshold g_bwd_wide_min_t{2048, 4096};  // D = 64
 // D = 128, the 64 x 128 wide tile (H100, bwd ms, 4-warp / wide, session 14; NOTES.md): p = 0
 // T = 1024 at best level, T = 2048 1.371 / 1.368, T = 4096 2.455 / 2.331, T = 16384 8.28 / 7.43;
 // with dropout T = 1024 0.858 / 0.902, T = 2048 1.511 / 1.467, T = 4096 2.819 / 2.610, T = 16384
@@ -79,10 +79,13 @@ bool flash_fixed_point_dq(const AttentionParams& p) {
 
 int flash_fwd_small_tile_max_t(bool dropout) { return g_fwd_small_tile_max_t.get(dropout); }
 void set_flash_fwd_small_tile_max_t(int T) { g_fwd_small_tile_max_t.set(T); }
-int flash_bwd_wide_min_t(bool dropout) { return g_bwd_wide_min_t.get(dropout); }
-void set_flash_bwd_wide_min_t(int T) { g_bwd_wide_min_t.set(T); }
-int flash_bwd_wide128_min_t(bool dropout) { return g_bwd_wide128_min_t.get(dropout); }
-void set_flash_bwd_wide128_min_t(int T) { g_bwd_wide128_min_t.set(T); }
+int flash_bwd_wide_min_t(int head_dim, bool dropout) {
+  return (head_dim == 128 ? g_bwd_wide128_min_t : g_bwd_wide_min_t).get(dropout);
+}
+void set_flash_bwd_wide_min_t(int T) {
+  g_bwd_wide_min_t.set(T);
+  g_bwd_wide128_min_t.set(T);
+}
 
 void set_flash_wgmma_allowed(bool allowed) { g_wgmma_allowed = allowed; }
 

@@ -58,7 +58,7 @@ class ScopedFlashDeterministicDq {
   FlashDeterministicDq previous_;
 };
 // Whether a deterministic backward of p takes the fixed-point dQ (kAuto: where it measured faster,
-// flash_attention.cu: with dropout at D <= 128, and from T = 4096 on except D = 128 without dropout).
+// flash_attention.cu: from T = 4096 on at every D, below it with dropout at D <= 128).
 bool flash_fixed_point_dq(const AttentionParams& p);
 
 void flash_attention_forward(const AttentionParams& p, Stream stream);
@@ -81,16 +81,13 @@ bool flash_sm90a_device();
 int flash_fwd_small_tile_max_t(bool dropout);
 void set_flash_fwd_small_tile_max_t(int T);
 
-// The D = 64 backward without the deterministic mode takes the wide-tile kernel
-// (flash_bwd_wide_kernel.cuh) from this T on (it depends on dropout); below it the 4-warp kernel
-// (flash_bwd_kernel.cuh). set_flash_bwd_wide_min_t overrides it process-wide (tests run every
-// case through both; -1 restores the defaults).
-int flash_bwd_wide_min_t(bool dropout);
+// The D = 64 and 128 backwards with atomic or fixed-point dQ take the wide-tile kernel
+// (flash_bwd_wide_kernel.cuh, FlashConfig<D>::BwdWide) from this T on (it depends on the head dim
+// and dropout: D = 64 T >= 2048, 4096 with dropout; D = 128 T >= 4096, 2048 with dropout); below it
+// the 4-warp kernel (flash_bwd_kernel.cuh). set_flash_bwd_wide_min_t overrides it process-wide for
+// both head dims (tests run every case through both kernels; -1 restores the defaults).
+int flash_bwd_wide_min_t(int head_dim, bool dropout);
 void set_flash_bwd_wide_min_t(int T);
-// The same for D = 128 (FlashConfig<128>::BwdWide, atomic and fixed-point dQ): T >= 4096 without
-// dropout, 2048 with it.
-int flash_bwd_wide128_min_t(bool dropout);
-void set_flash_bwd_wide128_min_t(int T);
 
 // dq_accum: (B, H, flash::dq_accum_rows(T), D) fp32 in the layout of flash_dq_accum.cuh. The
 // deterministic mode's counters: one per (batch * head, 32-query tile, warp of the 4-warp backward

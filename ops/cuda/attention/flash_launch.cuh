@@ -21,7 +21,7 @@
 //            the mma.sync tile below: T = 1024 0.248 / 0.371, T = 4096 0.718 / 0.976 (p = 0; session 13)
 //   forward  D=128 elsewhere: kBlockM=128, kBlockN=64, 8 warps (16 rows per warp; registers hold
 //            O 16x128)
-//   backward D=64, atomic dQ, T >= 2048 (4096 with dropout; flash_bwd_wide_min_t):
+//   backward D=64, atomic dQ, T >= 2048 (4096 with dropout; flash_bwd_wide_min_t(64, .)):
 //            flash_bwd_wide_kernel.cuh, 8 warps over 128 keys x 128 queries in 32 x 64 / 32 x 32
 //            warp tiles, P and dS through shared memory, 1 CTA/SM: at T=4096 2.17 ms against 2.51
 //            for the 4-warp kernel below; a 64-query tile was slower at every T measured
@@ -29,7 +29,7 @@
 //            registers): occupancy beats fragment reuse here. At T=4096: 2.95 ms, against 3.38 ms
 //            for 4 warps x 2 x 16 keys with 2 CTAs/SM and 3.6 ms for 8 warps x 16 keys, 1 CTA/SM
 //            (session 1); the deterministic modes and shorter T use it
-//   backward D=128, atomic and fixed-point dQ, T >= 4096 (2048 with dropout; flash_bwd_wide128_min_t):
+//   backward D=128, atomic and fixed-point dQ, T >= 4096 (2048 with dropout; flash_bwd_wide_min_t(128, .)):
 //            the wide kernel at 64 queries x 128 keys (FlashConfig<128>::BwdWide). H100 bwd ms
 //            against the 4-warp kernel: T = 4096 2.331 / 2.455 (p = 0), 2.610 / 2.819 (p = 0.1);
 //            T = 16384 7.43 / 8.28, 8.28 / 9.59 (session 14)
@@ -74,7 +74,7 @@ struct FlashConfig<64> {
   using FwdSmallT = FlashFwdTraits<64, 64, 64, 4, 3>;
   using FwdDropout = FwdSmallT;
   using Bwd = FlashBwdTraits<64, 32, 64, 4, false, 3, 1>;
-  using BwdWide = FlashBwdWideTraits<64>;  // atomic dQ, T >= flash_bwd_wide_min_t(dropout)
+  using BwdWide = FlashBwdWideTraits<64>;  // atomic / fixed-point dQ, T >= flash_bwd_wide_min_t(64, dropout)
   using BwdDq = FlashFwdTraits<64, 64, 64, 4, 3>;  // the split deterministic backward's dQ kernel
   // sm_90a (flash_wgmma_enabled): two warpgroups x 64 query rows share 64-key K/V tiles (3 stages),
   // 2 CTAs/SM, every T and dropout (bench/attention/NOTES.md, session 4); three of the four dropout
@@ -97,7 +97,7 @@ struct FlashConfig<128> {
   using FwdSmallT = Fwd;
   using FwdDropout = Fwd;
   using Bwd = FlashBwdTraits<128, 32, 64, 4, false, 1, 1>;
-  // From flash_bwd_wide128_min_t on: 64 queries x 128 keys (FlashAttention-2's hdim-128 tile),
+  // From flash_bwd_wide_min_t(128, dropout) on: 64 queries x 128 keys (FlashAttention-2's hdim-128 tile),
   // 171 KiB of shared memory, 255 registers (dK, dV are 128 of them) with 12-44 bytes of spill
   // without dropout and 68-100 with it (ptxas, sm_90a, CUDA 13.0). It still beats the spill-free
   // 128 queries x 64 keys (208 KiB, 250-255 registers; benchmark variants 37, 38): H100 bwd ms,
@@ -341,12 +341,8 @@ void run_flash_bwd(const AttentionParams& p, cudaStream_t stream, const FlashBac
   using Config = FlashConfig<kHeadDim>;
   if constexpr (kHeadDim == 64 || kHeadDim == 128) {
     // The fixed-point deterministic dQ adds in any order, so it takes the atomic backward's kernels.
-    // D = 128's threshold is "never" unless overridden (flash_bwd_wide128_min_t).
     const bool fixed = mode.deterministic && flash_fixed_point_dq(p);
-    const bool with_dropout = p.dropout.threshold != 0;
-    const int wide_min_t =
-        kHeadDim == 64 ? flash_bwd_wide_min_t(with_dropout) : flash_bwd_wide128_min_t(with_dropout);
-    if ((!mode.deterministic || fixed) && p.T >= wide_min_t) {
+    if ((!mode.deterministic || fixed) && p.T >= flash_bwd_wide_min_t(kHeadDim, p.dropout.threshold != 0)) {
       return dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto doc_mask) {
         using W = typename Config::BwdWide;
         constexpr bool kB = decltype(bf16)::value, kP = decltype(dropout)::value, kM = decltype(doc_mask)::value;
