@@ -187,8 +187,18 @@ TEST(GradSync, Bf16WireRoundsEachBucketAndWidensTheSumBackIntoTheArena) {
 
 // ---- the CPU communicator over a real rendezvous: 3 ranks, sums checked against hand sums ----
 
-// Waits up to 30 s for each forked rank: exit status 0, else the test's `codes` legend; a hung rank is killed.
-void expect_ranks_exit_zero(const std::vector<pid_t>& pids, const char* codes) {
+// Forks 3 ranks that each join a rendezvous, build a CpuCommunicator and run `body(comm, rank)`:
+// 0 means right (then a barrier), anything else is the test's error code, listed in `codes`. Waits
+// up to 30 s for each rank; a hung rank is killed.
+void expect_three_cpu_ranks_pass(const std::function<int(CpuCommunicator&, int)>& body, const char* codes) {
+  const std::vector<pid_t> pids = test::dp_detail::fork_ranks(3, [&body](int rank) {
+    const DistEnv env = detect_dist_env();
+    Rendezvous rdv(env, 20);
+    CpuCommunicator comm(rdv);
+    const int code = body(comm, rank);
+    if (code == 0) comm.barrier();
+    return code;
+  });
   for (size_t r = 0; r < pids.size(); ++r) {
     const int st = test::dp_detail::wait_until(pids[r], std::chrono::steady_clock::now() + std::chrono::seconds(30));
     EXPECT_EQ(st, 0) << "rank " << r << " (" << codes << "; -1: hung)";
@@ -197,10 +207,7 @@ void expect_ranks_exit_zero(const std::vector<pid_t>& pids, const char* codes) {
 }
 
 TEST(CpuCommunicator, AllReduceReduceScatterInPlaceAndAllGatherOnThreeRanks) {
-  const std::vector<pid_t> pids = test::dp_detail::fork_ranks(3, [](int rank) {
-    const DistEnv env = detect_dist_env();
-    Rendezvous rdv(env, 20);
-    CpuCommunicator comm(rdv);
+  expect_three_cpu_ranks_pass([](CpuCommunicator& comm, int rank) {
     const int W = comm.world_size();
     // Rank r holds x_r[i] = (r + 1) * 1000 + i; the sum over ranks is 6000 + 3 i.
     const int64_t n = 5;
@@ -218,20 +225,15 @@ TEST(CpuCommunicator, AllReduceReduceScatterInPlaceAndAllGatherOnThreeRanks) {
     comm.all_gather(x.slice(0, rank * n, (rank + 1) * n), x);
     for (int64_t i = 0; i < W * n; ++i)
       if (x.data<float>()[i] != static_cast<float>(6000 + 3 * i)) return 12;
-    comm.barrier();
     return 0;
-  });
-  expect_ranks_exit_zero(pids, "10: all-reduce, 11: reduce-scatter, 12: all-gather wrong");
+  }, "10: all-reduce, 11: reduce-scatter, 12: all-gather wrong");
 }
 
 // bf16 all-reduce: the widened values are summed in fp32 and rounded once. Element 0 shows the
 // single rounding: 1 + 2^-8 + 2^-8 = 1 + 2^-7 is a bf16, while rounding after each addition
 // (1 + 2^-8 -> 1 by round-to-even) would give 1.
 TEST(CpuCommunicator, Bf16AllReduceSumsInFp32AndRoundsOnceOnThreeRanks) {
-  const std::vector<pid_t> pids = test::dp_detail::fork_ranks(3, [](int rank) {
-    const DistEnv env = detect_dist_env();
-    Rendezvous rdv(env, 20);
-    CpuCommunicator comm(rdv);
+  expect_three_cpu_ranks_pass([](CpuCommunicator& comm, int rank) {
     const Tensor x = Tensor::from_floats({rank == 0 ? 1.0f : 0.00390625f, 3.0f, -0.5f * static_cast<float>(rank)}, {3},
                                          DType::F32);
     const Tensor y = ops::cast(x, DType::BF16);
@@ -239,19 +241,14 @@ TEST(CpuCommunicator, Bf16AllReduceSumsInFp32AndRoundsOnceOnThreeRanks) {
     if (y.dtype() != DType::BF16) return 13;
     const std::vector<float> got = y.to_floats();
     if (got != std::vector<float>{1.0078125f, 9.0f, -1.5f}) return 10;
-    comm.barrier();
     return 0;
-  });
-  expect_ranks_exit_zero(pids, "10: wrong sum");
+  }, "10: wrong sum");
 }
 
 // bf16 reduce-scatter (in place) and all-gather: the reduce-scatter sums like the all-reduce (fp32,
 // one rounding: element 0 of rank 0's slice is 1 + 2^-7, not 1), the all-gather moves the bf16 bits.
 TEST(CpuCommunicator, Bf16ReduceScatterAndAllGatherOnThreeRanks) {
-  const std::vector<pid_t> pids = test::dp_detail::fork_ranks(3, [](int rank) {
-    const DistEnv env = detect_dist_env();
-    Rendezvous rdv(env, 20);
-    CpuCommunicator comm(rdv);
+  expect_three_cpu_ranks_pass([](CpuCommunicator& comm, int rank) {
     const int64_t n = 2;
     std::vector<float> mine(3 * n);
     for (int64_t i = 0; i < 3 * n; ++i) mine[i] = static_cast<float>(rank + 1) * static_cast<float>(i + 1);
@@ -268,10 +265,8 @@ TEST(CpuCommunicator, Bf16ReduceScatterAndAllGatherOnThreeRanks) {
       if (got[rank * n + i] != sum[rank * n + i]) return 10;
     comm.all_gather(x.slice(0, rank * n, (rank + 1) * n), x);
     if (x.to_floats() != sum) return 12;
-    comm.barrier();
     return 0;
-  });
-  expect_ranks_exit_zero(pids, "10: reduce-scatter, 12: all-gather wrong");
+  }, "10: reduce-scatter, 12: all-gather wrong");
 }
 
 TEST(DataParallel, MoreLocalRanksThanGpusIsAnErrorNamingBoth) {
