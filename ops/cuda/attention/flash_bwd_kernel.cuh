@@ -85,11 +85,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   // kFixedDq: the same chunks as int64 words (tile m: m * kDqTileChunks * 4 words further, dj * 128).
   unsigned long long* const dq_fixed = dq_fixed_words<D>(p.dq_accum, bh, T);
   unsigned long long* const dq_fixed_warp = dq_fixed + DqLayout::fixed_word(dq_warp_chunk, lane);
-  // bf16 fixed-point dQ: K is scaled into fixed-point units in shared memory (flash_dq_accum.cuh),
-  // which takes a multiply off every dQ add (PTX mul.f32 99 -> 83 in training's kernel, whose 8
-  // bytes of spill went).
-  constexpr bool kPrescaleK = kFixedDq && kBF16;
-  DqFixedAdder<kPrescaleK> fixed_adder(n_blocks);
+  DqFixedAdder fixed_adder(n_blocks);
   auto next_tile = [&](int m) { return blk.next_query_tile(p, m); };
   auto load_q_tile = [&](int m, int stage) {
     blk.template load_query_tile<!kLeanTile>(p, m, sQ + stage * BM * S, sdO + stage * BM * S,
@@ -128,10 +124,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   cp_async_commit();
   cp_async_wait<1>();
   __syncthreads();
-  if constexpr (kPrescaleK) {
-    scale_keys_for_fixed_dq<BN, D, S, NT>(sK, tid);
-    __syncthreads();
-  }
 
   constexpr int NTL = Kt::kNTiles;
   const int key_row0 = warp * 16 * NTL;  // this warp's first local key
@@ -152,8 +144,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   zero_fragments(acc_dk);
   zero_fragments(acc_dv);
 
-  // K * 2^40 (kPrescaleK) makes S * 2^40: the exp2 argument takes the factor back, exactly.
-  const float scale_log2 = p.softmax_scale * kLog2e * (kPrescaleK ? kDqKeyScaleInv : 1.f);
+  const float scale_log2 = p.softmax_scale * kLog2e;
   const float keep_scale = kDropout ? drop.keep_scale : 1.f;
   int stage = 0;
   // kOrderedDq: this warp's counter of tile m; a release not yet made (see the dQ phase).

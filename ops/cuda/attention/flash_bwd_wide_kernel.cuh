@@ -102,8 +102,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, n1 = blk.n1, m_blocks = blk.m_blocks;
   float* dq_accum = p.dq_accum + bh * DqLayout::rows(T) * D;
   unsigned long long* const dq_fixed = dq_fixed_words<D>(p.dq_accum, bh, T);
-  constexpr bool kPrescaleK = kFixedDq && kBF16 && Kt::kWithDq;  // K in fixed-point units (flash_bwd_kernel.cuh)
-  DqFixedAdder<kPrescaleK> fixed_adder(blk.n_blocks);
+  DqFixedAdder fixed_adder(blk.n_blocks);
   auto load_q_tile = [&](int m, int stage) {
     blk.load_query_tile(p, m, sQ + stage * BM * S, sdO + stage * BM * S, sLse + stage * BM, sDsum + stage * BM, tid);
   };
@@ -113,11 +112,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   int m = blk.next_query_tile(p, blk.m_begin);
   if (m < m_blocks) load_q_tile(m, 0);
   cp_async_commit();
-  if constexpr (kPrescaleK) {
-    cp_async_wait<1>();  // K and V landed (Q may not have): scale K before the loop's barrier
-    __syncthreads();
-    scale_keys_for_fixed_dq<BN, D, S, NT>(sK, tid);
-  }
 
   // Warp coordinates of the three layouts (all 4 x 2 over the warp index).
   const int w4 = warp >> 1, w2 = warp & 1;
@@ -129,7 +123,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   zero_fragments(acc_dk);
   zero_fragments(acc_dv);
 
-  const float scale_log2 = p.softmax_scale * kLog2e * (kPrescaleK ? kDqKeyScaleInv : 1.f);
+  const float scale_log2 = p.softmax_scale * kLog2e;
   const float keep_scale = kDropout ? drop.keep_scale : 1.f;
   int stage = 0;
   while (m < m_blocks) {

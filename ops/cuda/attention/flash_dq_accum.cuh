@@ -72,22 +72,16 @@ constexpr int kDqFixedFracBits = 40;
 // int64 and is added with a 64-bit integer RED. A contribution at or above the bound (or inf / NaN,
 // which the conversion would turn into a number) sets `overflow`; flag_overflow() records it for
 // the head.
-// kPrescaled: the kernel has already multiplied K by 2^kDqFixedFracBits (scale_keys_for_fixed_dq
-// below), so v arrives in fixed-point units and only needs rounding: one FMUL less per element.
-template <bool kPrescaled = false>
 struct DqFixedAdder {
-  static constexpr float kUnit = static_cast<float>(1ull << kDqFixedFracBits);
   float max_term;
   bool overflow = false;
-  // 2^(63 - kDqFixedFracBits) / n_blocks (in v's units): n_blocks contributions keep every total
-  // inside an int64.
+  // 2^(63 - kDqFixedFracBits) / n_blocks: n_blocks contributions keep every total inside an int64.
   __device__ explicit DqFixedAdder(int n_blocks)
-      : max_term(static_cast<float>(1ull << (63 - kDqFixedFracBits)) * (kPrescaled ? kUnit : 1.f) /
-                 static_cast<float>(n_blocks)) {}
+      : max_term(static_cast<float>(1ull << (63 - kDqFixedFracBits)) / static_cast<float>(n_blocks)) {}
   __device__ void add(unsigned long long* word, float v) {
     overflow |= !(fabsf(v) < max_term);
-    const float units = kPrescaled ? v : v * kUnit;
-    atomicAdd(word, static_cast<unsigned long long>(__float2ll_rn(units)));
+    constexpr float kScale = static_cast<float>(1ull << kDqFixedFracBits);
+    atomicAdd(word, static_cast<unsigned long long>(__float2ll_rn(v * kScale)));
   }
   // A chunk's four values, element e at word + 32 e (the layout above).
   __device__ void add4(unsigned long long* word, float a, float b, float c, float d) {
@@ -101,36 +95,6 @@ struct DqFixedAdder {
     if (__any_sync(0xffffffffu, overflow) && threadIdx.x % 32 == 0) atomicOr(head_flag, 1);
   }
 };
-
-// The bf16 fixed-point backward folds 2^kDqFixedFracBits into K: every CTA multiplies its K rows in
-// shared memory by it once, and the softmax's exp2 argument carries 2^-kDqFixedFracBits instead
-// (kDqKeyScaleInv). Scaling by a power of two is exact in bf16 and fp32 (K below 2^88, products and
-// sums far from fp32's subnormals), so S * scale, P, dS, dK and dV keep their bits and dQ = dS K
-// comes out already in fixed-point units. f16 cannot hold K * 2^40 and keeps the multiply.
-constexpr float kDqKeyScaleInv = 1.f / static_cast<float>(1ull << kDqFixedFracBits);
-
-// Multiplies a kRows x kCols bf16 tile (row stride kStride elements) in shared memory by
-// 2^kDqFixedFracBits, 8 elements per 16-byte access (rows past T hold zeros: they stay zeros).
-// Callers synchronise before and after.
-template <int kRows, int kCols, int kStride, int kThreads>
-__device__ __forceinline__ void scale_keys_for_fixed_dq(uint16_t* tile, int tid) {
-  static_assert(kCols % 8 == 0 && kStride % 8 == 0, "16-byte chunks");
-  constexpr int kChunksPerRow = kCols / 8;
-  constexpr float kUnit = static_cast<float>(1ull << kDqFixedFracBits);
-#pragma unroll
-  for (int i = tid; i < kRows * kChunksPerRow; i += kThreads) {
-    uint4* chunk = reinterpret_cast<uint4*>(tile + (i / kChunksPerRow) * kStride + (i % kChunksPerRow) * 8);
-    uint4 v = *chunk;
-    uint32_t* w = reinterpret_cast<uint32_t*>(&v);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      // bf16 -> fp32 is a shift; the product is exact, so the round back to bf16 is too.
-      const float lo = __uint_as_float(w[j] << 16) * kUnit, hi = __uint_as_float(w[j] & 0xffff0000u) * kUnit;
-      w[j] = (__float_as_uint(hi) & 0xffff0000u) | (__float_as_uint(lo) >> 16);
-    }
-    *chunk = v;
-  }
-}
 
 // The fixed-point words of batch * head `bh`, and its overflow flag.
 template <int kHeadDim>
