@@ -173,37 +173,12 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     const float* sLs = sLse + stage * BM;
     const float* sDs = sDsum + stage * BM;
 
-    // Dropout keep bits of this warp's elements, drawn in registers (overlaps the products below).
-    // Accumulator element acc[ni][nb][e] is query m0 + 8 nb + 2c + (e & 1), key
-    // n0 + key_row0 + 16 ni + r + 8 (e >> 1) (r = lane / 4, c = lane % 4). Its Philox call
-    // (dropout_mask.h) is the one of query rows m0 + 16 (nb / 2) + 2c + (e & 1) (+ 8) and key group
-    // r / 2 of that 16-key tile; its piece is half r % 2 of word 2 (nb % 2) + (e >> 1). So lanes r
-    // and r ^ 1 (lane ^ 4) need the same calls and different halves: a lane draws the calls with
-    // e & 1 = r % 2, keeps its half and hands the other half to its partner in one shuffle.
-    // keep[ni] bit 4 nb + e is then accumulator element acc[ni][nb][e].
+    // Dropout keep bits of this warp's elements, drawn in registers (overlaps the products below):
+    // keep[ni] bit 4 nb + e is accumulator element acc[ni][nb][e] (transposed_tile_keep_bits).
     uint32_t keep[NTL];
     if constexpr (kDropout) {
-      static_assert(BM % 16 == 0 && BM / 2 <= 32, "keep-bit layout: one word per key tile");
-      const int r = lane >> 2, c = lane & 3, s = r & 1;
-      const uint32_t bound = dropout_bound(drop);
 #pragma unroll
-      for (int ni = 0; ni < NTL; ++ni) {
-        uint32_t lo = 0, hi = 0;  // pieces of the even / odd key, at bit 4 nb + e - (e & 1)
-#pragma unroll
-        for (int i = 0; i < BM / 16; ++i) {
-          const PhiloxBits w = dropout_bits(
-              drop, bh, dropout_row_pair(static_cast<uint32_t>(m0 + 16 * i)) + static_cast<uint32_t>(2 * c + s),
-              dropout_col_group(static_cast<uint32_t>(n0 + key_row0 + 16 * ni)) + static_cast<uint32_t>(r >> 1));
-#pragma unroll
-          for (int wd = 0; wd < 4; ++wd) {
-            const int pos = 4 * (2 * i + (wd >> 1)) + 2 * (wd & 1);
-            lo |= static_cast<uint32_t>(dropout_keep_lo(w.v[wd], bound)) << pos;
-            hi |= static_cast<uint32_t>(dropout_keep_hi(w.v[wd], bound)) << pos;
-          }
-        }
-        const uint32_t own = (s ? hi : lo) << s, other = (s ? lo : hi) << s;
-        keep[ni] = own | __shfl_xor_sync(0xffffffffu, other, 4);
-      }
+      for (int ni = 0; ni < NTL; ++ni) keep[ni] = transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0 + 16 * ni, lane);
     }
 
     // S^T = K Q^T and dP^T = V dO^T: NTL x 16 keys x BM queries per warp.

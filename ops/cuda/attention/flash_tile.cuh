@@ -275,6 +275,37 @@ __device__ __forceinline__ PhiloxBits dropout_tile_bits(const DropoutParams& d, 
                       dropout_col_group(static_cast<uint32_t>(col0)) + static_cast<uint32_t>(lane & 3));
 }
 
+// Keep bits of one warp's 16 keys x kBlockM queries of a transposed score tile (S^T: accumulator rows
+// are keys, columns queries; the backward kernels' layout). Element [nb][e] of the warp's accumulator
+// is query m0 + 8 nb + 2c + (e & 1), key key0 + r + 8 (e >> 1) (r = lane / 4, c = lane % 4); its
+// Philox call (dropout_mask.h) is the one of query rows m0 + 16 (nb / 2) + 2c + (e & 1) (+ 8) and key
+// group r / 2 of the 16 keys; its piece is half r % 2 of word 2 (nb % 2) + (e >> 1). So lanes r and
+// r ^ 1 (lane ^ 4) need the same calls and different halves: a lane draws the calls with
+// e & 1 = r % 2, keeps its half and hands the other half to its partner in one shuffle. Bit 4 nb + e
+// of the result is element [nb][e].
+template <int kBlockM>
+__device__ __forceinline__ uint32_t transposed_tile_keep_bits(const DropoutParams& drop, int bh, int m0, int key0,
+                                                              int lane) {
+  static_assert(kBlockM % 16 == 0 && kBlockM / 2 <= 32, "keep-bit layout: one word per 16 keys");
+  const int r = lane >> 2, c = lane & 3, s = r & 1;
+  const uint32_t bound = dropout_bound(drop);
+  uint32_t lo = 0, hi = 0;  // pieces of the even / odd key, at bit 4 nb + e - (e & 1)
+#pragma unroll
+  for (int i = 0; i < kBlockM / 16; ++i) {
+    const PhiloxBits w =
+        dropout_bits(drop, bh, dropout_row_pair(static_cast<uint32_t>(m0 + 16 * i)) + static_cast<uint32_t>(2 * c + s),
+                     dropout_col_group(static_cast<uint32_t>(key0)) + static_cast<uint32_t>(r >> 1));
+#pragma unroll
+    for (int wd = 0; wd < 4; ++wd) {
+      const int pos = 4 * (2 * i + (wd >> 1)) + 2 * (wd & 1);
+      lo |= static_cast<uint32_t>(dropout_keep_lo(w.v[wd], bound)) << pos;
+      hi |= static_cast<uint32_t>(dropout_keep_hi(w.v[wd], bound)) << pos;
+    }
+  }
+  const uint32_t own = (s ? hi : lo) << s, other = (s ? lo : hi) << s;
+  return own | __shfl_xor_sync(0xffffffffu, other, 4);
+}
+
 // Keep bits of this lane's two rows of a 16-row slab, kTiles n8 tiles wide (one Philox call per two
 // tiles): bits[h] bit 2j + e = keep (row0 + lane / 4 + 8h, col0 + 8j + 2 (lane % 4) + e).
 template <int kTiles>
