@@ -155,9 +155,9 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 8][4], const uint32_t (&
 
 // Both operands from shared memory: desc_a is a K-major (row = M index) 128-byte-swizzled tile like
 // the B tiles above, so Q can stay in shared memory instead of being re-read into registers.
-#define FT_WGMMA_SS(SHAPE, TYPE, REGS, ...)                                                     \
+#define FT_WGMMA_SS(SHAPE, TYPE, REGS, TRANS, ...)                                               \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" FT_WGMMA_SCALE_D ", 0;\n"               \
-               "wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE " " REGS ", p, 1, 1, 0, 0;\n}\n" \
+               "wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE " " REGS ", p, 1, 1, " TRANS ";\n}\n" \
                : __VA_ARGS__                                                                   \
                : "l"(desc_a), "l"(desc_b), "r"(scale_d)                                        \
                : "memory")
@@ -170,22 +170,36 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 8][4], const uint32_t (&
   "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, " \
   "%57, %58, %59, %60, %61, %62, %63}, %64, %65"
 
-// d (64 x N) = A (64 x 16, descriptor desc_a, K-major) * B (16 x N, descriptor desc_b, K-major)
-// + (scale_d ? d : 0). N = 64 or 128.
-template <int N, bool kBF16>
+// d (64 x N) = A (64 x 16, descriptor desc_a) * B (16 x N, descriptor desc_b) + (scale_d ? d : 0).
+// N = 64 or 128. A is K-major (rows = the M index), or with kTransA M-major (rows = the K index,
+// 64 M elements a row: a tile written transposed, read as A^T); B K-major, or with kTransB N-major
+// (as wgmma_rs's kTransB). Transposed operands are bf16 / f16 only, which is all this file serves.
+template <int N, bool kBF16, bool kTransA = false, bool kTransB = false>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], uint64_t desc_a, uint64_t desc_b, int scale_d = 1) {
   static_assert(N == 64 || N == 128, "wgmma_ss: N is 64 or 128");
+#define FT_WGMMA_SS_TRANS(SHAPE, TYPE, REGS, ACC)                                         \
+  if constexpr (kTransA && kTransB) FT_WGMMA_SS(SHAPE, TYPE, REGS, "1, 1", ACC);          \
+  else if constexpr (kTransA) FT_WGMMA_SS(SHAPE, TYPE, REGS, "1, 0", ACC);                \
+  else if constexpr (kTransB) FT_WGMMA_SS(SHAPE, TYPE, REGS, "0, 1", ACC);                \
+  else FT_WGMMA_SS(SHAPE, TYPE, REGS, "0, 0", ACC);
   if constexpr (N == 64) {
 #define FT_WGMMA_SCALE_D "34"
-    if constexpr (kBF16) FT_WGMMA_SS("m64n64k16", "bf16", FT_WGMMA_SS_REGS64, FT_WGMMA_ACC64);
-    else FT_WGMMA_SS("m64n64k16", "f16", FT_WGMMA_SS_REGS64, FT_WGMMA_ACC64);
+    if constexpr (kBF16) {
+      FT_WGMMA_SS_TRANS("m64n64k16", "bf16", FT_WGMMA_SS_REGS64, FT_WGMMA_ACC64)
+    } else {
+      FT_WGMMA_SS_TRANS("m64n64k16", "f16", FT_WGMMA_SS_REGS64, FT_WGMMA_ACC64)
+    }
 #undef FT_WGMMA_SCALE_D
   } else {
 #define FT_WGMMA_SCALE_D "66"
-    if constexpr (kBF16) FT_WGMMA_SS("m64n128k16", "bf16", FT_WGMMA_SS_REGS128, FT_WGMMA_ACC128);
-    else FT_WGMMA_SS("m64n128k16", "f16", FT_WGMMA_SS_REGS128, FT_WGMMA_ACC128);
+    if constexpr (kBF16) {
+      FT_WGMMA_SS_TRANS("m64n128k16", "bf16", FT_WGMMA_SS_REGS128, FT_WGMMA_ACC128)
+    } else {
+      FT_WGMMA_SS_TRANS("m64n128k16", "f16", FT_WGMMA_SS_REGS128, FT_WGMMA_ACC128)
+    }
 #undef FT_WGMMA_SCALE_D
   }
+#undef FT_WGMMA_SS_TRANS
 }
 
 #undef FT_WGMMA_SS
