@@ -5,8 +5,8 @@
 //        ops/cuda/attention_kv_sum.cu ops/cpu/attention_fp8_reference.cpp ops/cpu/attention_reference.cpp
 //        -lcublas -o libft_attention.so
 // (or the CMake target ft_attention_capi). ft_attn_fp8_run is the FP8 forward (bench_fp8.py).
-// Variants (flash D = 64, bf16 only; 32-41 at D = 128) are experiments kept for tuning; variant 0 is
-// the shipped one.
+// Variants (flash D = 64, bf16 only; 32-41 at D = 128; 42-43 any dtype) are experiments kept for
+// tuning; variant 0 is the shipped one.
 #include <cublas_v2.h>
 
 #include <cstdio>
@@ -126,7 +126,8 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // at every T), each with the shipped forward: 37, 38 128 queries x 64 keys with atomic / fixed-point
 // dQ; 39, 40 FlashConfig<128>::BwdWide (64 queries x 128 keys, FlashAttention-2's hdim-128 tile;
 // shipped from flash_bwd_wide_min_t on) with atomic / fixed-point dQ, 41 the same with the
-// counter-ordered dQ. Numbers, and the variants
+// counter-ordered dQ. 42, 43: the warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh; D = 64,
+// any dtype and dropout) at every T with atomic / fixed-point dQ. Numbers, and the variants
 // tried and removed: bench/attention/NOTES.md.
 // Variants 32-36 (D = 128, bf16, no document mask): see run_flash_variant.
 void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_t s) {
@@ -180,6 +181,18 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
         if (on) ft::cuda::set_flash_bwd_wide_min_t(-1);
       }
     } const wide(variant == 31);
+    return ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
+  }
+  // 42 / 43: the warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh) at every T, atomic /
+  // fixed-point dQ; calls it does not cover (D != 64, document masks) take the usual kernels.
+  if (variant == 42 || variant == 43) {
+    if (forward) return ft::cuda::flash_attention_forward(p, s);
+    struct WsAtEveryT {
+      WsAtEveryT() { ft::cuda::set_flash_bwd_ws_min_t(0); }
+      ~WsAtEveryT() { ft::cuda::set_flash_bwd_ws_min_t(-1); }
+    } const ws;
+    if (variant == 42) return ft::cuda::flash_attention_backward(p, s);
+    const ft::cuda::ScopedFlashDeterministicDq form(ft::cuda::FlashDeterministicDq::kFixedPoint);
     return ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
   }
   if (p.D == 128 && variant >= 32 && variant <= 36) {

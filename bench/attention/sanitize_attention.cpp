@@ -3,7 +3,8 @@
 // It checks no numbers (the tests do that); it exists so the sanitizers see each kernel once on
 // shapes with partial tiles: D = 64 and 128, causal and full, dropout 0 and 0.1, a block-sparse
 // mask, atomic and deterministic dQ (both deterministic designs), the mma.sync and wgmma forwards
-// with both wgmma tiles, and the 4-warp and wide backwards; then D = 256, grouped-query attention
+// with both wgmma tiles, and the 4-warp, wide and warp-specialised (TMA, mbarriers, bulk adds)
+// backwards; then D = 256, grouped-query attention
 // (its K/V gradient sum) and the document mask.
 //   sanitize_attention [--quick]   (--quick: one case per kernel instead of the full product)
 #include <cstdio>
@@ -37,7 +38,7 @@ struct Case {
   float p;
   int block_size;  // 0 dense; otherwise window 2, global 1
   bool deterministic;
-  const char* path;  // which kernel-choice override: "default", "mma", "wgmma-large", "wide"
+  const char* path;  // which kernel-choice override: "default", "mma", "wgmma-large", "wide", "ws"
   int kv_heads = 2;  // 1: grouped-query (multi-query) attention of the 2 query heads
   int doc_len = 0;   // > 0: a document mask with documents of this many tokens
 };
@@ -48,6 +49,7 @@ void run_case(const Case& c) {
   ft::cuda::set_flash_wgmma_allowed(std::strcmp(c.path, "mma") != 0);
   ft::cuda::set_flash_fwd_small_tile_max_t(std::strcmp(c.path, "wgmma-large") == 0 ? 0 : -1);
   ft::cuda::set_flash_bwd_wide_min_t(std::strcmp(c.path, "wide") == 0 ? 0 : -1);
+  ft::cuda::set_flash_bwd_ws_min_t(std::strcmp(c.path, "ws") == 0 ? 0 : -1);
   const int Hkv = c.kv_heads;
   // q, k, v as slices of one (B, T, H + 2 H_kv, D) buffer, as the model's projection lays them out.
   const Tensor qkv = random_cuda({B, c.T, H + 2 * Hkv, c.D}, 1 + c.T);
@@ -91,15 +93,23 @@ int main(int argc, char** argv) {
             cases.push_back({D, 200, causal, p, 0, det, "mma"});
             cases.push_back({D, 200, causal, p, 0, det, "wgmma-large"});
             if (!det) cases.push_back({D, 200, causal, p, 0, det, "wide"});
+            cases.push_back({D, 200, causal, p, 0, det, "ws"});  // deterministic: where fixed-point dQ runs
+            cases.push_back({D, 200, causal, p, 32, det, "ws"});
           }
           cases.push_back({D, 200, causal, p, 32, det, "default"});
         }
-  if (quick) cases.push_back({64, 200, true, 0.1f, 0, false, "wide"});
+  if (quick) {
+    cases.push_back({64, 200, true, 0.1f, 0, false, "wide"});
+    cases.push_back({64, 200, true, 0.1f, 0, false, "ws"});
+    cases.push_back({64, 200, true, 0.1f, 0, true, "ws"});
+  }
   for (float p : {0.f, 0.1f})
     for (bool det : {false, true}) {
       cases.push_back({256, 200, true, p, 0, det, "default"});
       Case gqa{64, 200, true, p, 0, det, "default"};
       gqa.kv_heads = 1;
+      cases.push_back(gqa);
+      gqa.path = "ws";
       cases.push_back(gqa);
       Case doc{64, 200, true, p, 0, det, "default"};
       doc.doc_len = 50;

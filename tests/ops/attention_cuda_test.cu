@@ -11,7 +11,9 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -21,6 +23,7 @@
 #include "core/cuda/check.h"
 #include "core/half.h"
 #include "ops/cuda/attention/flash_attention.h"
+#include "ops/cuda/attention/flash_run.h"
 #include "ops/cuda/naive_attention.h"
 #include "tests/ops/attention_test_util.h"
 
@@ -310,6 +313,31 @@ TEST_P(FlashCudaWideBackward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWideBackward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
+// The warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh), which the default dispatch does
+// not take yet (flash_bwd_ws_min_t: never), from T = 0 on: the D = 64 cases (dropout included; the
+// same Philox mask as naive's), atomic dQ. Without an sm_90a build and GPU every case takes the usual
+// kernels; FlashCuda.WsBackwardTakesItsCalls checks which calls it takes.
+using FlashCudaWsBackward = FlashCudaThresholdMoved<ft::cuda::set_flash_bwd_ws_min_t, 0>;
+
+TEST_P(FlashCudaWsBackward, WithinTwiceNaiveError) {
+  SKIP_WITHOUT_CUDA();
+  expect_case_within_twice_naive(GetParam(), false, " warp-specialised backward");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsBackward, ::testing::ValuesIn(cases_at_d({64})),
+                         [](const auto& info) { return case_name(info.param); });
+
+// Host only: the warp-specialised backward's threshold is "never" until set (the test process has no
+// FLASHTRAIN_FLASH_BWD_WS_MIN_T), and -1 restores that.
+TEST(FlashCudaDispatch, WsBackwardThreshold) {
+  if (std::getenv("FLASHTRAIN_FLASH_BWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_BWD_WS_MIN_T is set";
+  EXPECT_EQ(ft::cuda::flash_bwd_ws_min_t(), INT_MAX);
+  ft::cuda::set_flash_bwd_ws_min_t(0);
+  EXPECT_EQ(ft::cuda::flash_bwd_ws_min_t(), 0);
+  ft::cuda::set_flash_bwd_ws_min_t(-1);
+  EXPECT_EQ(ft::cuda::flash_bwd_ws_min_t(), INT_MAX);
+}
+
 // Host only: the wide backward's measured thresholds per head dim, one override for both, and -1
 // restoring them.
 TEST(FlashCudaDispatch, WideBackwardThresholds) {
@@ -586,6 +614,53 @@ TEST(FlashCuda, WideBackward128FixedPointDq) {
       expect_case_within_twice_naive(c, true, " wide backward (D = 128), fixed-point dq");
   });
   cuda::set_flash_bwd_wide_min_t(-1);
+}
+
+// Which calls the warp-specialised backward takes once its threshold allows: D = 64, atomic or
+// fixed-point dQ, on an sm_90a build and GPU (TMA-describable strides: the fused qkv layout
+// of training is); never at the default threshold.
+TEST(FlashCuda, WsBackwardTakesItsCalls) {
+  SKIP_WITHOUT_CUDA();
+  if (std::getenv("FLASHTRAIN_FLASH_BWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_BWD_WS_MIN_T is set";
+  const AttentionCase c{2, 3, 1000, 64, true, 0.f};
+  DeviceAttention dev(config_of(c, 1, 1), make_inputs(c, 7));
+  AttentionParams p = dev.params();
+  const cuda::FlashBackwardMode atomic{false, nullptr}, det{true, nullptr};
+  EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(p, atomic)) << "not by default";
+  cuda::set_flash_bwd_ws_min_t(0);
+  const bool hopper = cuda::flash_sm90a_device();
+  EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(p, atomic), hopper);
+  with_deterministic_dq(cuda::FlashDeterministicDq::kFixedPoint,
+                        [&] { EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(p, det), hopper) << "fixed-point dq"; });
+  with_deterministic_dq(cuda::FlashDeterministicDq::kOrdered,
+                        [&] { EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(p, det)) << "ordered dq is not built"; });
+  AttentionParams dropout = p;
+  dropout.dropout.threshold = 6554;
+  EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(dropout, atomic), hopper) << "dropout";
+  AttentionParams d128 = p;
+  d128.D = 128;
+  EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(d128, atomic)) << "D = 128 is not built";
+  cuda::set_flash_bwd_ws_min_t(-1);
+  EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(p, atomic)) << "the default restored";
+}
+
+// The warp-specialised backward with the fixed-point dQ (bulk int64 adds): bit-identical runs, dK
+// and dV equal to its atomic form's bits, dQ to rounding, and cases against the float64 reference.
+TEST(FlashCuda, WsBackwardFixedPointDq) {
+  SKIP_WITHOUT_CUDA();
+  std::vector<AttentionCase> cases;
+  for (bool causal : {false, true})
+    for (float p : {0.f, 0.1f})
+      for (int T : {17, 130, 1000}) cases.push_back({2, T >= 1000 ? 2 : 3, T, 64, causal, p});
+  cases.push_back({2, 2, 333, 64, true, 0.1f, AttentionDType::kF16});
+  cases.push_back({1, 2, 1000, 64, true, 0.f, AttentionDType::kBF16, 64, 3, 1});  // block-sparse
+  cuda::set_flash_bwd_ws_min_t(0);
+  with_deterministic_dq(cuda::FlashDeterministicDq::kFixedPoint, [&] {
+    expect_deterministic_backward_bit_identical(cases);
+    for (const AttentionCase& c : {cases[2], cases[5], cases[11], cases[12], cases[13]})
+      expect_case_within_twice_naive(c, true, " warp-specialised backward, fixed-point dq");
+  });
+  cuda::set_flash_bwd_ws_min_t(-1);
 }
 
 // D = 256: the split backward without dropout, the wide tile's counter-ordered dQ with it.

@@ -1,9 +1,8 @@
 // Grouped-query and multi-query attention on the GPU (skipped without one), through the ops front
 // door on q, k, v / dq, dk, dv slices of one fused (B, T, (H + 2 H_kv) D) buffer as the model lays
 // them out: flash and naive against the float64 CPU reference (flash within twice naive's error)
-// on every flash kernel path (mma.sync and wgmma forwards, both wgmma forward tiles, 4-warp and
-// wide backwards, both
-// deterministic backwards), D = 64 and 128, H_kv = 2 and 1 (multi-query); flash on grouped K/V
+// on every flash kernel path (mma.sync and wgmma forwards, both wgmma forward tiles, 4-warp, wide
+// and warp-specialised backwards, both deterministic backwards), D = 64 and 128, H_kv = 2 and 1 (multi-query); flash on grouped K/V
 // equals flash on K/V heads repeated per group bit for bit (out, dq, and dk, dv as the fp32 group
 // sum of the repeated heads' gradients, dropout included), and dk, dv are bit-reproducible.
 #include <gtest/gtest.h>
@@ -64,17 +63,19 @@ FusedGrads run_fused(bool flash, const FusedQkv& in, const Tensor& dout, int H, 
 }
 
 // The flash kernel paths a case can take; the setters are process-wide, restored by the guard.
-enum class FlashPath { kDefault, kNoWgmma, kLargeWgmmaTile, kWideBackward, kDeterministic };
+enum class FlashPath { kDefault, kNoWgmma, kLargeWgmmaTile, kWideBackward, kDeterministic, kWsBackward };
 struct PathGuard {
   explicit PathGuard(FlashPath path) {
     if (path == FlashPath::kNoWgmma) cuda::set_flash_wgmma_allowed(false);
     if (path == FlashPath::kLargeWgmmaTile) cuda::set_flash_fwd_small_tile_max_t(0);
     if (path == FlashPath::kWideBackward) cuda::set_flash_bwd_wide_min_t(1);
+    if (path == FlashPath::kWsBackward) cuda::set_flash_bwd_ws_min_t(0);
   }
   ~PathGuard() {
     cuda::set_flash_wgmma_allowed(true);
     cuda::set_flash_fwd_small_tile_max_t(-1);
     cuda::set_flash_bwd_wide_min_t(-1);
+    cuda::set_flash_bwd_ws_min_t(-1);
   }
 };
 const char* path_name(FlashPath p) {
@@ -84,6 +85,7 @@ const char* path_name(FlashPath p) {
     case FlashPath::kLargeWgmmaTile: return "two-warpgroup wgmma forward";
     case FlashPath::kWideBackward: return "wide backward";
     case FlashPath::kDeterministic: return "deterministic";
+    case FlashPath::kWsBackward: return "warp-specialised backward";
   }
   return "?";
 }
@@ -124,8 +126,8 @@ TEST(AttentionGqaCuda, FlashAndNaiveMatchFloat64ReferenceOnEveryPath) {
       for (const int T : {77, 256})
         for (const float p : {0.f, 0.1f})
           for (const FlashPath path : {FlashPath::kDefault, FlashPath::kNoWgmma, FlashPath::kLargeWgmmaTile,
-                                       FlashPath::kWideBackward, FlashPath::kDeterministic}) {
-            if (D == 128 && path == FlashPath::kWideBackward) continue;  // D = 64 only
+                                       FlashPath::kWideBackward, FlashPath::kDeterministic, FlashPath::kWsBackward}) {
+            if (D == 128 && (path == FlashPath::kWideBackward || path == FlashPath::kWsBackward)) continue;  // D = 64 only
             expect_flash_within_twice_naive(D, H_kv, T, p, path);
           }
 }

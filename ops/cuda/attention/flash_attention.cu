@@ -2,6 +2,7 @@
 #include "ops/cuda/attention/flash_attention.h"
 
 #include <atomic>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 
@@ -41,6 +42,9 @@ DispatchThreshold g_bwd_wide128_min_t{4096, 2048};
 // level up to T = 2048 (0.276 / 0.264-0.274, 0.396 / 0.390-0.397), then behind (T = 4096 0.613 /
 // 0.646-0.720, T = 16384 2.16-2.20 / 2.50-2.58).
 DispatchThreshold g_fwd_small_tile_max_t{2048, 4096};
+// The warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh): never by default, until it has
+// been checked and timed on a GPU; tests and the benchmark set it (flash_bwd_ws_min_t below).
+DispatchThreshold g_bwd_ws_min_t{INT_MAX, INT_MAX};
 
 // -1: not set by set_flash_deterministic_dq (then the environment, else kAuto).
 std::atomic<int> g_deterministic_dq{-1};
@@ -74,9 +78,28 @@ bool flash_fixed_point_dq(const AttentionParams& p) {
   // p = 0.1 T = 4096 2.952 / 3.565, T = 16384 9.32 / 13.36.
   const bool dropout = p.dropout.threshold != 0;
   if (p.T >= 4096) return true;
+  // Where the warp-specialised backward is enabled its deterministic form is the fixed-point one
+  // (bulk int64 adds; flash_bwd_ws_kernel.cuh).
+  if (p.D == 64 && p.doc_start == nullptr && p.T >= flash_bwd_ws_min_t()) return true;
   return dropout && p.D <= 128;
 }
 
+// FLASHTRAIN_FLASH_BWD_WS_MIN_T (read once) moves the default, so that a training run can take the
+// kernel before the default does (bench/attention/dev/ws_call.sh); set_flash_bwd_ws_min_t wins over it.
+int flash_bwd_ws_min_t() {
+  static const int from_env = [] {
+    const char* v = std::getenv("FLASHTRAIN_FLASH_BWD_WS_MIN_T");
+    if (v == nullptr || *v == '\0') return INT_MAX;
+    char* end = nullptr;
+    const long t = std::strtol(v, &end, 10);
+    if (*end != '\0' || t < 0 || t > INT_MAX)
+      throw Error(str("FLASHTRAIN_FLASH_BWD_WS_MIN_T=", v, ": expected a sequence length (an integer >= 0)"));
+    return static_cast<int>(t);
+  }();
+  const int set = g_bwd_ws_min_t.overridden.load(std::memory_order_relaxed);
+  return set >= 0 ? set : from_env;
+}
+void set_flash_bwd_ws_min_t(int T) { g_bwd_ws_min_t.set(T); }
 int flash_fwd_small_tile_max_t(bool dropout) { return g_fwd_small_tile_max_t.get(dropout); }
 void set_flash_fwd_small_tile_max_t(int T) { g_fwd_small_tile_max_t.set(T); }
 int flash_bwd_wide_min_t(int head_dim, bool dropout) {

@@ -89,6 +89,15 @@ void set_flash_fwd_small_tile_max_t(int T);
 int flash_bwd_wide_min_t(int head_dim, bool dropout);
 void set_flash_bwd_wide_min_t(int T);
 
+// The warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh: FlashAttention-3's structure, TMA,
+// mbarriers, wgmma, bulk dQ adds) takes the calls it covers -- D = 64 without a document mask, atomic
+// or fixed-point dQ, on sm_90a -- from this T on. Default: never (INT_MAX), until it has
+// been checked and timed on a GPU, or FLASHTRAIN_FLASH_BWD_WS_MIN_T (read once: training runs that
+// try it); set_flash_bwd_ws_min_t overrides both process-wide (tests, the benchmark's variants 42 and
+// 43; -1 restores the default).
+int flash_bwd_ws_min_t();
+void set_flash_bwd_ws_min_t(int T);
+
 // dq_accum: (B, H, flash::dq_accum_rows(T), D) fp32 in the layout of flash_dq_accum.cuh. The
 // deterministic mode's counters: one per (batch * head, 32-query tile, warp of the 4-warp backward
 // CTA); the backward's tile shape is static_asserted against these in flash_launch.cuh.

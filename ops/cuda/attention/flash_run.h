@@ -1,5 +1,5 @@
 // Declarations of the per-head-dim launchers, defined in flash_launch.cuh and instantiated once each
-// in flash_{fwd,bwd}_hdim{64,128}.cu.
+// in flash_{fwd,bwd}_hdim{64,128,256}.cu, and of the warp-specialised backward (flash_bwd_ws.cu).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,4 +12,7 @@ template <int kHeadDim>
 void run_flash_fwd(const AttentionParams& p, cudaStream_t stream);
 template <int kHeadDim>
 void run_flash_bwd(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode);
+// The warp-specialised Hopper backward (flash_bwd_ws.cu): whether it takes the call, and the call.
+bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mode);
+void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode);
 }  // namespace ft::cuda::flash

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One device call for the warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh; issue 18), in
+# the order that finds its faults cheapest: build; its GPU tests (forced to every T by the tests
+# themselves) under a short timeout, since an mbarrier parity or byte-count mistake hangs rather than
+# fails; compute-sanitizer on one small case; then the benchmark's variants 42 / 43 (atomic /
+# fixed-point dQ) against the shipped 0 / 4 and PyTorch's flash and cuDNN backends, D = 64; then
+# GPT-2-small training steps (T = 1024, B = 16, 40 steps) with the shipped backward and with this one
+# (FLASHTRAIN_FLASH_BWD_WS_MIN_T=0): dropout 0.1 deterministic and atomic, dropout 0.
+# Usage (repo root, on an H100/H200, .gpu carried): bench/attention/dev/ws_call.sh
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+OUT=${OUT:-/tmp/ws_call}; mkdir -p "$OUT"
+[ -d .gpu/bpe ] && export FLASHTRAIN_BPE_DIR=$PWD/.gpu/bpe
+[ -d .gpu/pcre2 ] && export PKG_CONFIG_PATH=$PWD/.gpu/pcre2/lib/pkgconfig
+nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
+t0=$(date +%s)
+{ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a &&
+  cmake --build build-gpu -j "$(nproc)" --target ft_ops_tests ft_attention_capi flashtrain; } > "$OUT/build.log" 2>&1 ||
+  { grep -E "error" "$OUT/build.log" | head -30; exit 1; }
+echo "build: $(( $(date +%s) - t0 )) s"
+filter='FlashCuda.WsBackward*:FlashCudaDispatch.*:Cases/FlashCudaWsBackward.*'
+timeout 90 build-gpu/tests/ft_ops_tests --gtest_filter="FlashCuda.WsBackwardTakesItsCalls" 2>&1 | tail -5
+timeout 240 build-gpu/tests/ft_ops_tests --gtest_filter="$filter" --gtest_brief=1 > "$OUT/ws_tests.log" 2>&1
+echo "ws tests rc=$? (124: a hang)"; grep -E "FAILED|PASSED|Failure|error" "$OUT/ws_tests.log" | head -30
+if command -v compute-sanitizer >/dev/null; then
+  timeout 120 compute-sanitizer --tool memcheck build-gpu/tests/ft_ops_tests \
+    --gtest_filter='Cases/FlashCudaWsBackward.WithinTwiceNaiveError/*T17*' > "$OUT/ws_memcheck.log" 2>&1
+  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|Invalid" "$OUT/ws_memcheck.log" | head -5
+fi
+lib=build-gpu/bench/attention/libft_attention.so
+timeout 200 python3 bench/attention/bench_attention.py --lib $lib --out /tmp/ws_bench --dev --variants 0,42,4,43 \
+  --dev-ts 1024,4096,16384 --dev-refs torch_flash,torch_cudnn > "$OUT/ws_bench.log" 2>&1
+echo "bench rc=$?"; grep -E "^(dev|sanity|check)|variant" "$OUT/ws_bench.log" | grep -v "p=0.1" | sed -E 's/ \([0-9]+ TF\)//g' | head -40
+
+data=${KJV_DIR:-.gpu/kjv}
+train() {  # $1 label, $2 ws threshold ("" = default), $3 dropout, $4 deterministic
+  local run=/tmp/ws-train-$1; rm -rf $run
+  FLASHTRAIN_FLASH_BWD_WS_MIN_T=$2 timeout 150 build-gpu/flashtrain train configs/gpt2-small.yaml --set max_seq_len=1024 \
+    --set batch_size=16 --set dropout=$3 --set deterministic=$4 --set gradient_accumulation_steps=1 --set max_steps=40 \
+    --set log_interval=10 --set eval_interval=0 --set checkpoint_interval=0 --set keep_checkpoints=1 --set out_dir=$run \
+    --set train_data="$data/train_*.bin" --set val_data="$data/val_*.bin" > "/tmp/ws-train-$1.log" 2>&1
+  echo "$1 (rc $?): $(python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if '\"loss\"' in l]; print(' '.join('%.4f' % x['loss'] for x in r), '| tokens/s', r[-1].get('tokens_per_s'))" $run/metrics.jsonl 2>&1)"
+}
+if [ -d "$data" ]; then
+  { for cfg in "0.1 true" "0.1 false" "0 true"; do
+      set -- $cfg
+      train shipped-p$1-det$2 "" $1 $2
+      train ws-p$1-det$2 0 $1 $2
+    done; } | tee "$OUT/ws_train.log"
+fi

@@ -1,0 +1,367 @@
+// Flash attention backward with FlashAttention-3's structure (sm_90a, D = 64): warp specialisation,
+// TMA loads into an mbarrier-guarded ring, every product on wgmma, dQ reduced with bulk adds.
+//
+// Why a new kernel: the shipped backward (flash_bwd_kernel.cuh) is bound by shared-memory traffic
+// (every warp re-reads Q and dO), and dropping wgmma into it lost, because one warpgroup waits for
+// its own chain S -> P -> dV, dP -> dS -> dK, dQ (bench/attention/NOTES.md, sessions 2 and 4).
+// Here the loads run in their own warp, two consumer warpgroups work independently (one's exp and
+// dS arithmetic under the other's wgmmas), and dQ leaves through shared memory and one bulk
+// reduce-add per tile instead of per-thread REDs.
+//
+// One CTA = kBlockN = 128 keys [n0, n0 + 128) of one (batch, head), 3 warpgroups:
+//   warpgroup 0, the producer (setmaxnreg down to kProducerRegs):
+//     warp 0  K and V once (TMA), then for each query tile of kBlockM = 64 rows its Q and dO (TMA)
+//             and its lse (in log2 units, +inf past T) and D (regular loads) into a 2-stage ring:
+//             q_full[s] completes when a stage has landed, q_empty[s] when both consumers are done
+//             with it;
+//     warp 1  for each tile and consumer, waits for the consumer's dQ in shared memory (dq_full),
+//             adds it into dq_accum with one bulk reduce-add (fp32, or the fixed point's int64), and
+//             frees the buffer once read (dq_empty);
+//     warps 2, 3 exit.
+//   warpgroups 1 and 2, the consumers c = 0, 1 (setmaxnreg up to kConsumerRegs): keys
+//     n0 + 64 c .. + 63; per query tile, on wgmma (m64 n64 k16, four k steps each):
+//       S^T  = K_c Q^T        A = K_c rows, B = Q rows (both shared memory, K-major)
+//       dP^T = V_c dO^T       A = V_c rows, B = dO rows
+//       P^T  = exp2(S^T scale log2 e - lse log2 e), masked (partial tiles only)
+//       dV_c += (P^T o Z) dO  A = from the accumulators, B = dO read transposed (Z: the dropout mask
+//                             times 1 / (1 - p), its keep bits drawn from Philox while S^T and dP^T run)
+//       dS^T = P^T o (dP^T o Z - D)
+//       dK_c += dS^T Q        A = dS^T from the accumulators, B = Q read transposed
+//       dQ_c  = dS_c K_c      A = dS^T staged in shared memory read transposed, B = K_c transposed
+//     dQ_c is this consumer's partial over its 64 keys; it goes to shared memory in dq_accum's own
+//     layout (flash_dq_accum.cuh: a 64-row tile is 16 KiB contiguous there, 32 KiB as fixed point),
+//     so warp 1 adds it with one instruction. The consumers never wait for each other.
+// Not covered yet (the launcher sends these calls to the other kernels): the document mask,
+// D != 64, strides TMA cannot describe, the ordered deterministic dQ. The tile shapes, the stage
+// count and the register split are first guesses: written without a GPU (session 15), unmeasured.
+#pragma once
+
+#include <cmath>
+
+#include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_dq_accum.cuh"
+#include "ops/cuda/attention/flash_mma.cuh"
+#include "ops/cuda/attention/flash_ptx.cuh"
+#include "ops/cuda/attention/flash_tile.cuh"
+#include "ops/cuda/attention/flash_tma.cuh"
+#include "ops/cuda/attention/flash_tma_map.h"
+#include "ops/cuda/attention/flash_wgmma.cuh"
+
+namespace ft::cuda::flash {
+
+struct FlashBwdWsTraits {
+  static constexpr int kHeadDim = 64;
+  static constexpr int kBlockM = 64;   // query rows per tile (one consumer wgmma's N for S^T)
+  static constexpr int kBlockN = 128;  // keys per CTA, 64 per consumer
+  static constexpr int kStages = 2;    // Q / dO ring
+  static constexpr int kNThreads = 384;
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;  // 128 x 40 + 256 x 232 = 384 x 168
+  static constexpr int kRowBytes = kHeadDim * 2;                  // one 128-byte swizzled row
+  static constexpr int kKvBytes = kBlockN * kRowBytes;            // K (or V) of the CTA
+  static constexpr int kQBytes = kBlockM * kRowBytes;             // one stage of Q (or dO)
+  static constexpr int kDsBytes = kBlockN * kBlockM * 2;          // dS^T: 128 keys x 64 queries
+  // One consumer's dQ tile: 64 x 64 fp32, or as int64 fixed point.
+  static constexpr int kDqBytesF32 = kBlockM * kHeadDim * 4, kDqBytesFixed = 2 * kDqBytesF32;
+  // Offsets (bytes) from the 1024-byte-aligned base; swizzled tiles first (1024-byte multiples).
+  static constexpr int kOffK = 0, kOffV = kKvBytes, kOffQ = 2 * kKvBytes, kOffDo = kOffQ + kStages * kQBytes,
+                       kOffDs = kOffDo + kStages * kQBytes, kOffDq = kOffDs + kDsBytes;
+  template <bool kFixedDq>
+  static constexpr int dq_bytes() { return kFixedDq ? kDqBytesFixed : kDqBytesF32; }
+  template <bool kFixedDq>
+  static constexpr int off_rows() { return kOffDq + 2 * dq_bytes<kFixedDq>(); }  // lse, D: kStages x 64 each
+  template <bool kFixedDq>
+  static constexpr int off_bars() { return off_rows<kFixedDq>() + 2 * kStages * kBlockM * 4; }
+  static constexpr int kNumBars = 1 + 2 * kStages + 2 * 2;  // kv_full, q_full[2], q_empty[2], dq_full[2], dq_empty[2]
+  template <bool kFixedDq>
+  static constexpr int smem_bytes() { return 1024 /* alignment */ + off_bars<kFixedDq>() + kNumBars * 8; }
+};
+
+template <bool kBF16, bool kDropout, bool kFixedDq>
+__global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
+    flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Kt = FlashBwdWsTraits;
+  constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, kStages = Kt::kStages;
+  using DqLayout = DqAccumLayout<D>;
+
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  const uint32_t raw = smem_u32(smem_raw);
+  uint8_t* smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);  // swizzled tiles: 1 KiB aligned
+  uint8_t* sK = smem + Kt::kOffK;
+  uint8_t* sV = smem + Kt::kOffV;
+  uint8_t* sQ = smem + Kt::kOffQ;    // kStages x kQBytes
+  uint8_t* sdO = smem + Kt::kOffDo;  // kStages x kQBytes
+  uint8_t* sdS = smem + Kt::kOffDs;  // dS^T: rows = keys, 64 queries a row (128-byte swizzle)
+  uint8_t* sDq = smem + Kt::kOffDq;  // 2 consumers x dq_bytes
+  float* sLse = reinterpret_cast<float*>(smem + Kt::off_rows<kFixedDq>());  // kStages x BM, log2 units
+  float* sDsum = sLse + kStages * BM;                                        // kStages x BM
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Kt::off_bars<kFixedDq>());
+  uint64_t* kv_full = bars;
+  uint64_t* q_full = bars + 1;                // [kStages]
+  uint64_t* q_empty = q_full + kStages;       // [kStages]
+  uint64_t* dq_full = q_empty + kStages;      // [2 consumers]
+  uint64_t* dq_empty = dq_full + 2;           // [2 consumers]
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = tid / 128;
+  const int T = p.T;
+  // BN keys per CTA, BM-row query tiles; the load helpers of KeyBlock are not used (TMA loads).
+  const KeyBlock<BM, BN, D, D, 128, false> blk(p, heads_per_group, false);
+  const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, m_blocks = blk.m_blocks;
+  DropoutParams drop = p.dropout;
+  if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
+
+  if (tid == 0) {
+    mbarrier_init(kv_full, 1);
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&q_full[s], 32);    // the producer warp's 32 lanes (lane 0's arrival carries the TMA bytes)
+      mbarrier_init(&q_empty[s], 256);  // every consumer thread
+    }
+    for (int c = 0; c < 2; ++c) {
+      mbarrier_init(&dq_full[c], 128);  // consumer c's threads
+      mbarrier_init(&dq_empty[c], 1);   // the dQ writer
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();  // the last CTA-wide barrier: from here on the roles only meet at mbarriers
+
+  if (wg == 0) {
+    setmaxnreg_dec<Kt::kProducerRegs>();
+    if (warp == 0) {
+      // Producer: K and V once, then the Q / dO / lse / D ring.
+      if (lane == 0) {
+        tma_prefetch_map(&maps.q);
+        tma_prefetch_map(&maps.dout);
+        const int hk = attention_kv_head(p, h);
+        mbarrier_arrive_expect_tx(kv_full, 2 * Kt::kKvBytes);
+        tma_load_4d(sK, &maps.k, kv_full, 0, n0, hk, b);
+        tma_load_4d(sV, &maps.v, kv_full, 0, n0, hk, b);
+      }
+      int it = 0;
+      for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
+        const int s = it % kStages;
+        mbarrier_wait(&q_empty[s], ((it / kStages) & 1) ^ 1);  // the consumers are done with it-kStages
+        const int m0 = m * BM;
+        // lse in log2 units (-inf, a row that sees no key: +inf, so its P row is exp2(-inf) = 0; past
+        // T: +inf too, and D = 0, so padding rows contribute nothing).
+#pragma unroll
+        for (int i = 0; i < BM / 32; ++i) {
+          const int r = m0 + lane + 32 * i;
+          const float lse = r < T ? blk.lse[r] : -INFINITY;
+          sLse[s * BM + lane + 32 * i] = lse == -INFINITY ? INFINITY : lse * kLog2e;
+          sDsum[s * BM + lane + 32 * i] = r < T ? blk.dsum[r] : 0.f;
+        }
+        if (lane == 0) {
+          mbarrier_arrive_expect_tx(&q_full[s], 2 * Kt::kQBytes);
+          tma_load_4d(sQ + s * Kt::kQBytes, &maps.q, &q_full[s], 0, m0, h, b);
+          tma_load_4d(sdO + s * Kt::kQBytes, &maps.dout, &q_full[s], 0, m0, h, b);
+        } else {
+          mbarrier_arrive(&q_full[s]);
+        }
+      }
+    } else if (warp == 1 && lane == 0) {
+      // dQ writer: one bulk reduce-add per consumer and tile, into the tile's 64 rows of dq_accum.
+      int it = 0;
+      for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
+        const int64_t tile_floats = static_cast<int64_t>(m) * BM * D;  // DqLayout: 64 rows are contiguous
+        for (int c = 0; c < 2; ++c) {
+          mbarrier_wait(&dq_full[c], it & 1);
+          const uint8_t* src = sDq + c * Kt::dq_bytes<kFixedDq>();
+          if constexpr (kFixedDq) {
+            bulk_reduce_add_u64(dq_fixed_words<D>(p.dq_accum, bh, T) + tile_floats, src, Kt::kDqBytesFixed);
+          } else {
+            bulk_reduce_add_f32(p.dq_accum + bh * DqLayout::rows(T) * D + tile_floats, src, Kt::kDqBytesF32);
+          }
+          bulk_commit();
+          bulk_wait_read<0>();  // the buffer may be overwritten once read
+          mbarrier_arrive(&dq_empty[c]);
+        }
+      }
+      bulk_wait<0>();
+    }
+    return;
+  }
+
+  // Consumers.
+  setmaxnreg_inc<Kt::kConsumerRegs>();
+  const int c = wg - 1;                 // keys n0 + 64 c .. + 63
+  const int wq = warp % 4;              // this warp's 16 of the consumer's 64 keys (accumulator rows)
+  const int key_row0 = 64 * c + 16 * wq;  // the warp's first key, local to the CTA
+  const float scale_log2 = p.softmax_scale * kLog2e;
+  const float keep_scale = kDropout ? drop.keep_scale : 1.f;
+  // Descriptor low words (flash_wgmma.cuh; 16-byte units). K-major operands step 32 bytes per k step
+  // (2 units), transposed ones 16 rows (2048 bytes, 128 units).
+  const uint32_t k_desc = wgmma_desc_sw128_lo(smem_u32(sK + 64 * c * Kt::kRowBytes));
+  const uint32_t v_desc = wgmma_desc_sw128_lo(smem_u32(sV + 64 * c * Kt::kRowBytes));
+  const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ));
+  const uint32_t do_desc = wgmma_desc_sw128_lo(smem_u32(sdO));
+  const uint32_t ds_desc = wgmma_desc_sw128_lo(smem_u32(sdS + 64 * c * Kt::kRowBytes));
+  constexpr uint32_t kStageUnits = Kt::kQBytes / 16;
+  // Fixed point: each dQ element gets 2 * n_blocks partials (two consumers per key block).
+  [[maybe_unused]] const float max_term =
+      static_cast<float>(1ull << (63 - kDqFixedFracBits)) / static_cast<float>(2 * blk.n_blocks);
+  [[maybe_unused]] bool overflow = false;
+
+  float acc_dk[D / 8][4], acc_dv[D / 8][4];
+  zero_fragments(acc_dk);
+  zero_fragments(acc_dv);
+  // acc += A B over the tile's 64 queries, one commit group: A from registers (P^T o Z or dS^T,
+  // 64 keys x 16 queries a k step), B = the stage's dO or Q rows read transposed (b_desc: its low word).
+  auto accumulate_rs = [&](float(&acc)[D / 8][4], uint32_t(&a)[BM / 16][4], uint32_t b_desc) {
+    reg_fence(a);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) wgmma_rs<D, true, kBF16>(acc, a[kk], wgmma_desc_sw128_from_lo(b_desc + 128 * kk));
+    wgmma_commit();
+  };
+  mbarrier_wait(kv_full, 0);
+
+  int it = 0;
+  for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
+    const int s = it % kStages;
+    const int m0 = m * BM, m1 = min(m0 + BM, T);
+    const uint32_t stage = s * kStageUnits;
+    mbarrier_wait(&q_full[s], (it / kStages) & 1);
+
+    // S^T and dP^T, two commit groups (the first overwrites its accumulator: scale-d 0).
+    float acc_s[BM / 8][4], acc_dp[BM / 8][4];
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      wgmma_ss<BM, kBF16>(acc_s, wgmma_desc_sw128_from_lo(k_desc + 2 * kk),
+                          wgmma_desc_sw128_from_lo(q_desc + stage + 2 * kk), kk > 0);
+    wgmma_commit();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      wgmma_ss<BM, kBF16>(acc_dp, wgmma_desc_sw128_from_lo(v_desc + 2 * kk),
+                          wgmma_desc_sw128_from_lo(do_desc + stage + 2 * kk), kk > 0);
+    wgmma_commit();
+    // Dropout keep bits of this warp's 16 keys x 64 queries (bit 4 nb + e: element [nb][e]), drawn
+    // while the products run.
+    uint32_t keep = 0;
+    if constexpr (kDropout) keep = transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0, lane);
+    wgmma_wait<1>();  // S^T (dP^T may still run)
+    reg_fence(acc_s);
+
+    // Accumulator element acc[nb][e]: key n0 + key_row0 + lane / 4 + 8 (e >> 1), query
+    // m0 + 8 nb + 2 (lane % 4) + (e & 1).
+    const int key_lo = n0 + 64 * c, key_hi = min(key_lo + 64, T);
+    if (attention_tile_kind<false>(p, b, m0, m1, key_lo, key_hi) != kTileFull || key_lo + 64 > T || m0 + BM > T) {
+#pragma unroll
+      for (int nb = 0; nb < BM / 8; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = n0 + key_row0 + (lane >> 2) + 8 * (e >> 1);
+          const int query = m0 + 8 * nb + 2 * (lane & 3) + (e & 1);
+          if (key >= T || query >= T || !attention_allowed<false>(p, b, query, key)) acc_s[nb][e] = -INFINITY;
+        }
+    }
+    const float* lse_s = sLse + s * BM;
+    const float* dsum_s = sDsum + s * BM;
+#pragma unroll
+    for (int nb = 0; nb < BM / 8; ++nb) {
+      const float2 l2 = *reinterpret_cast<const float2*>(lse_s + 8 * nb + 2 * (lane & 3));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_s[nb][e] = fast_exp2(fmaf(acc_s[nb][e], scale_log2, -((e & 1) ? l2.y : l2.x)));
+    }
+    // dV += (P^T o Z) dO (left running while dS is computed).
+    uint32_t pf[BM / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      float pz[2][4];
+#pragma unroll
+      for (int t = 0; t < 2; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int nb = 2 * kk + t;
+          pz[t][e] = kDropout ? (((keep >> (4 * nb + e)) & 1u) ? acc_s[nb][e] * keep_scale : 0.f) : acc_s[nb][e];
+        }
+      acc_to_a<kBF16>(pf[kk], pz[0], pz[1]);
+    }
+    accumulate_rs(acc_dv, pf, do_desc + stage);
+    wgmma_wait<1>();  // dP^T (dV may still run)
+    reg_fence(acc_dp);
+
+    // dS^T = P^T o (dP^T o Z - D), into acc_dp; its A fragments for dK, and dS^T into shared memory
+    // for dQ.
+#pragma unroll
+    for (int nb = 0; nb < BM / 8; ++nb) {
+      const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + 8 * nb + 2 * (lane & 3));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float z = keep_scale;
+        if constexpr (kDropout) z = ((keep >> (4 * nb + e)) & 1u) ? keep_scale : 0.f;
+        acc_dp[nb][e] = acc_s[nb][e] * (acc_dp[nb][e] * z - ((e & 1) ? d2.y : d2.x));
+      }
+    }
+    uint32_t dsf[BM / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) acc_to_a<kBF16>(dsf[kk], acc_dp[2 * kk], acc_dp[2 * kk + 1]);
+    // dsf[kk][2 half + t]: rows key_row0 + lane / 4 + 8 half, queries 16 kk + 8 t + 2 (lane % 4), +1.
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        *reinterpret_cast<uint32_t*>(sdS + sw128_offset(key_row0 + (lane >> 2) + 8 * (r & 1),
+                                                        16 * kk + 8 * (r >> 1) + 2 * (lane & 3))) = dsf[kk][r];
+    fence_proxy_async_smem();                  // the stores are visible to the tensor cores ...
+    named_barrier_sync(1 + c, 128);            // ... once every warp of this consumer has made them
+    accumulate_rs(acc_dk, dsf, q_desc + stage);
+    float acc_dq[D / 8][4];
+#pragma unroll
+    for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
+      wgmma_ss<D, kBF16, true, true>(acc_dq, wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
+                                     wgmma_desc_sw128_from_lo(k_desc + 128 * kk), kk > 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    reg_fence(acc_dq);
+    reg_fence(acc_dk);
+    reg_fence(acc_dv);
+    mbarrier_arrive(&q_empty[s]);  // this consumer has read stage s (Q, dO, lse, D) for the last time
+
+    // dQ_c into the staging buffer in dq_accum's layout (rows 16 wq .. of the tile: m16 = wq), once
+    // the writer has read the previous tile's.
+    mbarrier_wait(&dq_empty[c], (it & 1) ^ 1);
+    uint8_t* stage_dq = sDq + c * Kt::dq_bytes<kFixedDq>();
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+      const int64_t chunk = DqLayout::chunk(wq, j, lane);  // floats within the 64-row tile
+      if constexpr (kFixedDq) {
+        unsigned long long* w = reinterpret_cast<unsigned long long*>(stage_dq) + DqLayout::fixed_word(chunk, lane);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          overflow |= !(fabsf(acc_dq[j][e]) < max_term);
+          w[32 * e] = static_cast<unsigned long long>(
+              __float2ll_rn(acc_dq[j][e] * static_cast<float>(1ull << kDqFixedFracBits)));
+        }
+      } else {
+        *reinterpret_cast<float4*>(reinterpret_cast<float*>(stage_dq) + chunk) =
+            make_float4(acc_dq[j][0], acc_dq[j][1], acc_dq[j][2], acc_dq[j][3]);
+      }
+    }
+    fence_proxy_async_smem();  // visible to the bulk copy that reads it
+    mbarrier_arrive(&dq_full[c]);
+  }
+  if constexpr (kFixedDq) {
+    if (__any_sync(0xffffffffu, overflow) && lane == 0) atomicOr(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T), 1);
+  }
+
+  // dK (times the softmax scale) and dV through this consumer's own rows of sK and sV (no one else
+  // reads them), then 16-byte stores; rows past T are skipped.
+  uint16_t* dk = static_cast<uint16_t*>(p.dk) + b * p.dk_batch_stride + h * p.dk_head_stride;
+  uint16_t* dv = static_cast<uint16_t*>(p.dv) + b * p.dv_batch_stride + h * p.dv_head_stride;
+  uint8_t* sK_c = sK + 64 * c * Kt::kRowBytes;
+  uint8_t* sV_c = sV + 64 * c * Kt::kRowBytes;
+  auto at_k = [&](int r, int col) { return reinterpret_cast<uint16_t*>(sK_c + sw128_offset(r, col)); };
+  auto at_v = [&](int r, int col) { return reinterpret_cast<uint16_t*>(sV_c + sw128_offset(r, col)); };
+  named_barrier_sync(1 + c, 128);  // every warp of this consumer is done reading K_c, V_c (dQ, S^T, dP^T)
+  stage_rows<kBF16, D>(acc_dk, p.softmax_scale, 16 * wq, at_k, lane);
+  stage_rows<kBF16, D>(acc_dv, 1.f, 16 * wq, at_v, lane);
+  __syncwarp();
+  store_staged_rows<16, D>(dk, p.dk_row_stride, 16 * wq, n0 + 64 * c, T, at_k, lane);
+  store_staged_rows<16, D>(dv, p.dv_row_stride, 16 * wq, n0 + 64 * c, T, at_v, lane);
+#else
+  __trap();  // built without sm_90a: the launcher never picks this kernel there
+#endif
+}
+
+}  // namespace ft::cuda::flash
