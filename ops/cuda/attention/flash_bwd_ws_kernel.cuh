@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
       int it = 0;
       for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
         const int s = it % kStages;
-        mbarrier_wait(&q_empty[s], ((it / kStages) & 1) ^ 1);  // the consumers are done with it-kStages
+        mbarrier_wait(&q_empty[s], ((it / kStages) & 1) ^ 1, "q_empty (producer), tile", m);  // the consumers are done with it-kStages
         const int m0 = m * BM;
         // lse in log2 units (-inf, a row that sees no key: +inf, so its P row is exp2(-inf) = 0; past
         // T: +inf too, and D = 0, so padding rows contribute nothing).
@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
       for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
         const int64_t tile_floats = static_cast<int64_t>(m) * BM * D;  // DqLayout: 64 rows are contiguous
         for (int c = 0; c < 2; ++c) {
-          mbarrier_wait(&dq_full[c], it & 1);
+          mbarrier_wait(&dq_full[c], it & 1, "dq_full (dQ writer), tile", m);
           const uint8_t* src = sDq + c * Kt::dq_bytes<kFixedDq>();
           if constexpr (kFixedDq) {
             bulk_reduce_add_u64(dq_fixed_words<D>(p.dq_accum, bh, T) + tile_floats, src, Kt::kDqBytesFixed);
@@ -213,14 +213,14 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
     for (int kk = 0; kk < BM / 16; ++kk) wgmma_rs<D, true, kBF16>(acc, a[kk], wgmma_desc_sw128_from_lo(b_desc + 128 * kk));
     wgmma_commit();
   };
-  mbarrier_wait(kv_full, 0);
+  mbarrier_wait<false>(kv_full, 0, "kv_full (consumer)", c);
 
   int it = 0;
   for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
     const int s = it % kStages;
     const int m0 = m * BM, m1 = min(m0 + BM, T);
     const uint32_t stage = s * kStageUnits;
-    mbarrier_wait(&q_full[s], (it / kStages) & 1);
+    mbarrier_wait<false>(&q_full[s], (it / kStages) & 1, "q_full (consumer), tile", m);
 
     // S^T and dP^T, two commit groups (the first overwrites its accumulator: scale-d 0).
     float acc_s[BM / 8][4], acc_dp[BM / 8][4];
@@ -320,7 +320,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
 
     // dQ_c into the staging buffer in dq_accum's layout (rows 16 wq .. of the tile: m16 = wq), once
     // the writer has read the previous tile's.
-    mbarrier_wait(&dq_empty[c], (it & 1) ^ 1);
+    mbarrier_wait<false>(&dq_empty[c], (it & 1) ^ 1, "dq_empty (consumer), tile", m);
     uint8_t* stage_dq = sDq + c * Kt::dq_bytes<kFixedDq>();
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 
 #include "ops/cuda/attention/flash_ptx.cuh"
 
@@ -37,16 +38,43 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_
                "r"(bytes)
                : "memory");
 }
-// Blocks until the phase with this parity has completed (acquire: what the arrivals released and
-// the TMA bytes are visible afterwards).
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+// Whether the phase with this parity has completed; try_wait may suspend the thread for a while
+// before it answers no (acquire: what the arrivals released and the TMA bytes are visible after yes).
+__device__ __forceinline__ bool mbarrier_try_wait(uint64_t* bar, uint32_t parity) {
+  uint32_t done;
   asm volatile(
-      "{\n.reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n}\n" ::"r"(smem_u32(bar)),
-      "r"(parity)
+      "{\n.reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_u32(bar)), "r"(parity)
       : "memory");
+  return done != 0;
+}
+// Blocks until the phase with this parity has completed. A mistake in a barrier's count, parity or
+// byte total would hang the kernel instead of failing it, so after kMbarrierMaxTries unsuccessful
+// tries (4M: at least ~0.1 s even if every try returns at once, where a correct wait lasts
+// microseconds; longer where tries suspend the thread) the thread gives up. With kTrap it traps,
+// which ends the kernel with an error (cudaErrorLaunchFailure) the caller reports; otherwise it
+// exits. The warps that run wgmmas take kTrap = false, because a trap anywhere in their code made
+// ptxas spill 56-88 bytes and serialise their wgmmas (C7512); their exit leaves the other roles
+// waiting, and those trap. Built with -DFT_MBARRIER_TIMEOUT_PRINT the thread first prints which
+// barrier (`what`, `index`: e.g. the tile) timed out: a debugging aid only, since the printf call
+// makes ptxas serialise every wgmma of the kernel (C7510) and spill.
+constexpr uint32_t kMbarrierMaxTries = 1u << 22;
+template <bool kTrap = true>
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity, [[maybe_unused]] const char* what = "",
+                                              [[maybe_unused]] int index = 0) {
+  for (uint32_t tries = 0; !mbarrier_try_wait(bar, parity);) {
+    if (++tries == kMbarrierMaxTries) {
+#ifdef FT_MBARRIER_TIMEOUT_PRINT
+      printf("[flash_attention] mbarrier wait timed out: %s %d parity %u, block %d thread %d\n", what, index, parity,
+             blockIdx.x, threadIdx.x);
+#endif
+      if constexpr (kTrap) __trap();
+      else asm volatile("exit;");
+    }
+  }
 }
 
 // TMA: the box at coordinates (c0 innermost, .., c3) of a 4-D tensor map into shared memory at dst
