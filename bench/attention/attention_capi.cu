@@ -126,8 +126,8 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // at every T), each with the shipped forward: 37, 38 128 queries x 64 keys with atomic / fixed-point
 // dQ; 39, 40 FlashConfig<128>::BwdWide (64 queries x 128 keys, FlashAttention-2's hdim-128 tile;
 // shipped from flash_bwd_wide_min_t on) with atomic / fixed-point dQ, 41 the same with the
-// counter-ordered dQ. 42, 43: the warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh; D = 64,
-// any dtype and dropout) at every T with atomic / fixed-point dQ. Numbers, and the variants
+// counter-ordered dQ. 42, 43: the warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh; D = 64 and
+// 128 (43: 64 only), any dtype and dropout) at every T with atomic / fixed-point dQ. Numbers, and the variants
 // tried and removed: bench/attention/NOTES.md.
 // Variants 32-36 (D = 128, bf16, no document mask): see run_flash_variant.
 void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_t s) {
@@ -184,7 +184,8 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     return ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
   }
   // 42 / 43: the warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh) at every T, atomic /
-  // fixed-point dQ; calls it does not cover (D != 64, document masks) take the usual kernels.
+  // fixed-point dQ; calls it does not cover (D = 256, D = 128 with fixed point, document masks) take
+  // the usual kernels.
   if (variant == 42 || variant == 43) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);
     struct WsAtEveryT {

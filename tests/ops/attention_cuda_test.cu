@@ -314,8 +314,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWideBackward, ::testing::ValuesIn(cases
                          [](const auto& info) { return case_name(info.param); });
 
 // The warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh), which the default dispatch does
-// not take yet (flash_bwd_ws_min_t: never), from T = 0 on: the D = 64 cases (dropout included; the
-// same Philox mask as naive's), atomic dQ. Without an sm_90a build and GPU every case takes the usual
+// not take yet (flash_bwd_ws_min_t: never), from T = 0 on: the D = 64 and 128 cases (dropout included;
+// the same Philox mask as naive's), atomic dQ. Without an sm_90a build and GPU every case takes the usual
 // kernels; FlashCuda.WsBackwardTakesItsCalls checks which calls it takes.
 using FlashCudaWsBackward = FlashCudaThresholdMoved<ft::cuda::set_flash_bwd_ws_min_t, 0>;
 
@@ -324,7 +324,7 @@ TEST_P(FlashCudaWsBackward, WithinTwiceNaiveError) {
   expect_case_within_twice_naive(GetParam(), false, " warp-specialised backward");
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsBackward, ::testing::ValuesIn(cases_at_d({64})),
+INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsBackward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
 // Host only: the warp-specialised backward's threshold is "never" until set (the test process has no
@@ -616,8 +616,8 @@ TEST(FlashCuda, WideBackward128FixedPointDq) {
   cuda::set_flash_bwd_wide_min_t(-1);
 }
 
-// Which calls the warp-specialised backward takes once its threshold allows: D = 64, atomic or
-// fixed-point dQ, on an sm_90a build and GPU (TMA-describable strides: the fused qkv layout
+// Which calls the warp-specialised backward takes once its threshold allows: D = 64 with atomic or
+// fixed-point dQ, D = 128 with atomic dQ, on an sm_90a build and GPU (TMA-describable strides: the fused qkv layout
 // of training is); never at the default threshold.
 TEST(FlashCuda, WsBackwardTakesItsCalls) {
   SKIP_WITHOUT_CUDA();
@@ -637,9 +637,15 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
   AttentionParams dropout = p;
   dropout.dropout.threshold = 6554;
   EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(dropout, atomic), hopper) << "dropout";
-  AttentionParams d128 = p;
+  AttentionParams d128 = p;  // the strides of D = 64 still satisfy TMA's rules
   d128.D = 128;
-  EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(d128, atomic)) << "D = 128 is not built";
+  EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(d128, atomic), hopper) << "D = 128, atomic dq";
+  with_deterministic_dq(cuda::FlashDeterministicDq::kFixedPoint, [&] {
+    EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(d128, det)) << "D = 128 has no fixed-point form";
+  });
+  AttentionParams d256 = p;
+  d256.D = 256;
+  EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(d256, atomic)) << "D = 256 is not built";
   cuda::set_flash_bwd_ws_min_t(-1);
   EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(p, atomic)) << "the default restored";
 }

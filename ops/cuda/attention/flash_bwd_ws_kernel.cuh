@@ -1,4 +1,4 @@
-// Flash attention backward with FlashAttention-3's structure (sm_90a, D = 64): warp specialisation,
+// Flash attention backward with FlashAttention-3's structure (sm_90a, D = 64 and 128): warp specialisation,
 // TMA loads into an mbarrier-guarded ring, every product on wgmma, dQ reduced with bulk adds.
 //
 // Why a new kernel: the shipped backward (flash_bwd_kernel.cuh) is bound by shared-memory traffic
@@ -19,7 +19,8 @@
 //             frees the buffer once read (dq_empty);
 //     warps 2, 3 exit.
 //   warpgroups 1 and 2, the consumers c = 0, 1 (setmaxnreg up to kConsumerRegs): keys
-//     n0 + 64 c .. + 63; per query tile, on wgmma (m64 n64 k16, four k steps each):
+//     n0 + 64 c .. + 63; per query tile, on wgmma (m64 n64 k16; D = 128: S^T and dP^T take eight k
+//     steps over two 64-column panels, the D-wide products one n64 per panel):
 //       S^T  = K_c Q^T        A = K_c rows, B = Q rows (both shared memory, K-major)
 //       dP^T = V_c dO^T       A = V_c rows, B = dO rows
 //       P^T  = exp2(S^T scale log2 e - lse log2 e), masked (partial tiles only)
@@ -31,8 +32,10 @@
 //     dQ_c is this consumer's partial over its 64 keys; it goes to shared memory in dq_accum's own
 //     layout (flash_dq_accum.cuh: a 64-row tile is 16 KiB contiguous there, 32 KiB as fixed point),
 //     so warp 1 adds it with one instruction. The consumers never wait for each other.
-// Not covered yet (the launcher sends these calls to the other kernels): the document mask,
-// D != 64, strides TMA cannot describe, the ordered deterministic dQ. The tile shapes, the stage
+// Not covered yet (the launcher sends these calls to the other kernels): the document mask, D = 256,
+// the fixed-point dQ at D = 128 (its staging does not fit), strides TMA cannot describe, the ordered
+// deterministic dQ. D = 128 with dropout compiles with 36 bytes of spill (bench/attention/NOTES.md,
+// session 15). The tile shapes, the stage
 // count and the register split are first guesses: written without a GPU (session 15), unmeasured.
 #pragma once
 
@@ -49,18 +52,27 @@
 
 namespace ft::cuda::flash {
 
+// kHeadDim 64 or 128: rows of one or two 64-column panels (flash_wgmma.cuh); a tile of R rows keeps
+// panel p at p * R * 128 bytes.
+template <int kHeadDim_>
 struct FlashBwdWsTraits {
-  static constexpr int kHeadDim = 64;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kPanels = kHeadDim / 64;
   static constexpr int kBlockM = 64;   // query rows per tile (one consumer wgmma's N for S^T)
   static constexpr int kBlockN = 128;  // keys per CTA, 64 per consumer
   static constexpr int kStages = 2;    // Q / dO ring
   static constexpr int kNThreads = 384;
-  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;  // 128 x 40 + 256 x 232 = 384 x 168
-  static constexpr int kRowBytes = kHeadDim * 2;                  // one 128-byte swizzled row
-  static constexpr int kKvBytes = kBlockN * kRowBytes;            // K (or V) of the CTA
-  static constexpr int kQBytes = kBlockM * kRowBytes;             // one stage of Q (or dO)
+  // Register split (128 x producer + 256 x consumer = 384 x 168, what the CTA is given): D = 128's
+  // consumers hold dK and dV at 64 registers each, so they take all but 24 of the producer's.
+  static constexpr int kProducerRegs = kHeadDim == 64 ? 40 : 24;
+  static constexpr int kConsumerRegs = kHeadDim == 64 ? 232 : 240;
+  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 384 * 168, "registers of one CTA per SM");
+  static constexpr int kKvBytes = kBlockN * kHeadDim * 2;         // K (or V) of the CTA
+  static constexpr int kQBytes = kBlockM * kHeadDim * 2;          // one stage of Q (or dO)
+  // Panel strides in descriptor units (16 bytes): a K / V tile's, a Q / dO stage's.
+  static constexpr uint32_t kKvPanelUnits = kBlockN * 128 / 16, kQPanelUnits = kBlockM * 128 / 16;
   static constexpr int kDsBytes = kBlockN * kBlockM * 2;          // dS^T: 128 keys x 64 queries
-  // One consumer's dQ tile: 64 x 64 fp32, or as int64 fixed point.
+  // One consumer's dQ tile: 64 x kHeadDim fp32, or as int64 fixed point.
   static constexpr int kDqBytesF32 = kBlockM * kHeadDim * 4, kDqBytesFixed = 2 * kDqBytesF32;
   // Offsets (bytes) from the 1024-byte-aligned base; swizzled tiles first (1024-byte multiples).
   static constexpr int kOffK = 0, kOffV = kKvBytes, kOffQ = 2 * kKvBytes, kOffDo = kOffQ + kStages * kQBytes,
@@ -74,14 +86,18 @@ struct FlashBwdWsTraits {
   static constexpr int kNumBars = 1 + 2 * kStages + 2 * 2;  // kv_full, q_full[2], q_empty[2], dq_full[2], dq_empty[2]
   template <bool kFixedDq>
   static constexpr int smem_bytes() { return 1024 /* alignment */ + off_bars<kFixedDq>() + kNumBars * 8; }
+  // The fixed point's staging does not fit beside D = 128's tiles (272 KiB): atomic dQ only there.
+  template <bool kFixedDq>
+  static constexpr bool fits() { return smem_bytes<kFixedDq>() <= 227 * 1024; }
 };
 
-template <bool kBF16, bool kDropout, bool kFixedDq>
-__global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
+template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq>
+__global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Kt = FlashBwdWsTraits;
-  constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, kStages = Kt::kStages;
+  using Kt = FlashBwdWsTraits<kHeadDim>;
+  static_assert(Kt::template fits<kFixedDq>(), "shared memory");
+  constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, kStages = Kt::kStages, kPanels = Kt::kPanels;
   using DqLayout = DqAccumLayout<D>;
 
   extern __shared__ __align__(16) uint8_t smem_raw[];
@@ -93,9 +109,9 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
   uint8_t* sdO = smem + Kt::kOffDo;  // kStages x kQBytes
   uint8_t* sdS = smem + Kt::kOffDs;  // dS^T: rows = keys, 64 queries a row (128-byte swizzle)
   uint8_t* sDq = smem + Kt::kOffDq;  // 2 consumers x dq_bytes
-  float* sLse = reinterpret_cast<float*>(smem + Kt::off_rows<kFixedDq>());  // kStages x BM, log2 units
+  float* sLse = reinterpret_cast<float*>(smem + Kt::template off_rows<kFixedDq>());  // kStages x BM, log2 units
   float* sDsum = sLse + kStages * BM;                                        // kStages x BM
-  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Kt::off_bars<kFixedDq>());
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Kt::template off_bars<kFixedDq>());
   uint64_t* kv_full = bars;
   uint64_t* q_full = bars + 1;                // [kStages]
   uint64_t* q_empty = q_full + kStages;       // [kStages]
@@ -133,8 +149,11 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
         tma_prefetch_map(&maps.dout);
         const int hk = attention_kv_head(p, h);
         mbarrier_arrive_expect_tx(kv_full, 2 * Kt::kKvBytes);
-        tma_load_4d(sK, &maps.k, kv_full, 0, n0, hk, b);
-        tma_load_4d(sV, &maps.v, kv_full, 0, n0, hk, b);
+#pragma unroll
+        for (int pn = 0; pn < kPanels; ++pn) {  // one box per 64-column panel
+          tma_load_4d(sK + pn * BN * 128, &maps.k, kv_full, 64 * pn, n0, hk, b);
+          tma_load_4d(sV + pn * BN * 128, &maps.v, kv_full, 64 * pn, n0, hk, b);
+        }
       }
       int it = 0;
       for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
@@ -152,8 +171,11 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
         }
         if (lane == 0) {
           mbarrier_arrive_expect_tx(&q_full[s], 2 * Kt::kQBytes);
-          tma_load_4d(sQ + s * Kt::kQBytes, &maps.q, &q_full[s], 0, m0, h, b);
-          tma_load_4d(sdO + s * Kt::kQBytes, &maps.dout, &q_full[s], 0, m0, h, b);
+#pragma unroll
+          for (int pn = 0; pn < kPanels; ++pn) {
+            tma_load_4d(sQ + s * Kt::kQBytes + pn * BM * 128, &maps.q, &q_full[s], 64 * pn, m0, h, b);
+            tma_load_4d(sdO + s * Kt::kQBytes + pn * BM * 128, &maps.dout, &q_full[s], 64 * pn, m0, h, b);
+          }
         } else {
           mbarrier_arrive(&q_full[s]);
         }
@@ -165,7 +187,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
         const int64_t tile_floats = static_cast<int64_t>(m) * BM * D;  // DqLayout: 64 rows are contiguous
         for (int c = 0; c < 2; ++c) {
           mbarrier_wait(&dq_full[c], it & 1, "dq_full (dQ writer), tile", m);
-          const uint8_t* src = sDq + c * Kt::dq_bytes<kFixedDq>();
+          const uint8_t* src = sDq + c * Kt::template dq_bytes<kFixedDq>();
           if constexpr (kFixedDq) {
             bulk_reduce_add_u64(dq_fixed_words<D>(p.dq_accum, bh, T) + tile_floats, src, Kt::kDqBytesFixed);
           } else {
@@ -189,12 +211,18 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
   const float scale_log2 = p.softmax_scale * kLog2e;
   const float keep_scale = kDropout ? drop.keep_scale : 1.f;
   // Descriptor low words (flash_wgmma.cuh; 16-byte units). K-major operands step 32 bytes per k step
-  // (2 units), transposed ones 16 rows (2048 bytes, 128 units).
-  const uint32_t k_desc = wgmma_desc_sw128_lo(smem_u32(sK + 64 * c * Kt::kRowBytes));
-  const uint32_t v_desc = wgmma_desc_sw128_lo(smem_u32(sV + 64 * c * Kt::kRowBytes));
+  // (2 units) inside a panel and a panel every 4 steps (kstep); transposed ones 16 rows (2048 bytes,
+  // 128 units) per k step, with the N panels kKvPanelUnits / kQPanelUnits apart.
+  const uint32_t k_desc = wgmma_desc_sw128_lo(smem_u32(sK + 64 * c * 128));
+  const uint32_t v_desc = wgmma_desc_sw128_lo(smem_u32(sV + 64 * c * 128));
   const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ));
   const uint32_t do_desc = wgmma_desc_sw128_lo(smem_u32(sdO));
-  const uint32_t ds_desc = wgmma_desc_sw128_lo(smem_u32(sdS + 64 * c * Kt::kRowBytes));
+  const uint32_t ds_desc = wgmma_desc_sw128_lo(smem_u32(sdS + 64 * c * 128));
+  auto kstep = [](int kk, uint32_t panel_units) { return (kk / 4) * panel_units + 2 * (kk % 4); };
+  // Columns 64 pn .. 64 pn + 63 of a D-wide accumulator: one n64 product's D.
+  auto panel = [](float(&acc)[D / 8][4], int pn) -> float(&)[8][4] {
+    return *reinterpret_cast<float(*)[8][4]>(&acc[8 * pn]);
+  };
   constexpr uint32_t kStageUnits = Kt::kQBytes / 16;
   // Fixed point: each dQ element gets 2 * n_blocks partials (two consumers per key block).
   [[maybe_unused]] const float max_term =
@@ -210,7 +238,11 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
     reg_fence(a);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk) wgmma_rs<D, true, kBF16>(acc, a[kk], wgmma_desc_sw128_from_lo(b_desc + 128 * kk));
+    for (int kk = 0; kk < BM / 16; ++kk)
+#pragma unroll
+      for (int pn = 0; pn < kPanels; ++pn)
+        wgmma_rs<64, true, kBF16>(panel(acc, pn), a[kk],
+                                  wgmma_desc_sw128_from_lo(b_desc + pn * Kt::kQPanelUnits + 128 * kk));
     wgmma_commit();
   };
   mbarrier_wait<false>(kv_full, 0, "kv_full (consumer)", c);
@@ -227,20 +259,26 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      wgmma_ss<BM, kBF16>(acc_s, wgmma_desc_sw128_from_lo(k_desc + 2 * kk),
-                          wgmma_desc_sw128_from_lo(q_desc + stage + 2 * kk), kk > 0);
+      wgmma_ss<BM, kBF16>(acc_s, wgmma_desc_sw128_from_lo(k_desc + kstep(kk, Kt::kKvPanelUnits)),
+                          wgmma_desc_sw128_from_lo(q_desc + stage + kstep(kk, Kt::kQPanelUnits)), kk > 0);
     wgmma_commit();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      wgmma_ss<BM, kBF16>(acc_dp, wgmma_desc_sw128_from_lo(v_desc + 2 * kk),
-                          wgmma_desc_sw128_from_lo(do_desc + stage + 2 * kk), kk > 0);
+      wgmma_ss<BM, kBF16>(acc_dp, wgmma_desc_sw128_from_lo(v_desc + kstep(kk, Kt::kKvPanelUnits)),
+                          wgmma_desc_sw128_from_lo(do_desc + stage + kstep(kk, Kt::kQPanelUnits)), kk > 0);
     wgmma_commit();
     // Dropout keep bits of this warp's 16 keys x 64 queries (bit 4 nb + e: element [nb][e]), drawn
     // while the products run.
     uint32_t keep = 0;
     if constexpr (kDropout) keep = transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0, lane);
-    wgmma_wait<1>();  // S^T (dP^T may still run)
+    // dV is issued as soon as P^T is ready and dS^T computed while it runs, except at D = 128 with
+    // dropout, which has no registers for that (dK and dV are 64 each, the keep bits more; ptxas
+    // spilled 148 bytes): it waits for both products, forms dS^T and then P^T o Z (each freeing its
+    // fp32 accumulator) and issues dV with dK (36 bytes of spill).
+    constexpr bool kOverlapDv = D == 64 || !kDropout;
+    wgmma_wait<kOverlapDv ? 1 : 0>();  // S^T (and, kOverlapDv, dP^T may still run)
     reg_fence(acc_s);
+    if constexpr (!kOverlapDv) reg_fence(acc_dp);
 
     // Accumulator element acc[nb][e]: key n0 + key_row0 + lane / 4 + 8 (e >> 1), query
     // m0 + 8 nb + 2 (lane % 4) + (e & 1).
@@ -263,23 +301,29 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc_s[nb][e] = fast_exp2(fmaf(acc_s[nb][e], scale_log2, -((e & 1) ? l2.y : l2.x)));
     }
-    // dV += (P^T o Z) dO (left running while dS is computed).
+    auto zeta = [&](int nb, int e) {  // Z: the dropout mask times 1 / (1 - p)
+      if constexpr (kDropout) return ((keep >> (4 * nb + e)) & 1u) ? keep_scale : 0.f;
+      return keep_scale;
+    };
+    // P^T o Z as A fragments (for dV += (P^T o Z) dO).
     uint32_t pf[BM / 16][4];
+    auto make_pf = [&] {
 #pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk) {
-      float pz[2][4];
+      for (int kk = 0; kk < BM / 16; ++kk) {
+        float pz[2][4];
 #pragma unroll
-      for (int t = 0; t < 2; ++t)
+        for (int t = 0; t < 2; ++t)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int nb = 2 * kk + t;
-          pz[t][e] = kDropout ? (((keep >> (4 * nb + e)) & 1u) ? acc_s[nb][e] * keep_scale : 0.f) : acc_s[nb][e];
-        }
-      acc_to_a<kBF16>(pf[kk], pz[0], pz[1]);
+          for (int e = 0; e < 4; ++e) pz[t][e] = acc_s[2 * kk + t][e] * zeta(2 * kk + t, e);
+        acc_to_a<kBF16>(pf[kk], pz[0], pz[1]);
+      }
+    };
+    if constexpr (kOverlapDv) {
+      make_pf();
+      accumulate_rs(acc_dv, pf, do_desc + stage);
+      wgmma_wait<1>();  // dP^T (dV may still run)
+      reg_fence(acc_dp);
     }
-    accumulate_rs(acc_dv, pf, do_desc + stage);
-    wgmma_wait<1>();  // dP^T (dV may still run)
-    reg_fence(acc_dp);
 
     // dS^T = P^T o (dP^T o Z - D), into acc_dp; its A fragments for dK, and dS^T into shared memory
     // for dQ.
@@ -287,15 +331,15 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
     for (int nb = 0; nb < BM / 8; ++nb) {
       const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + 8 * nb + 2 * (lane & 3));
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float z = keep_scale;
-        if constexpr (kDropout) z = ((keep >> (4 * nb + e)) & 1u) ? keep_scale : 0.f;
-        acc_dp[nb][e] = acc_s[nb][e] * (acc_dp[nb][e] * z - ((e & 1) ? d2.y : d2.x));
-      }
+      for (int e = 0; e < 4; ++e) acc_dp[nb][e] = acc_s[nb][e] * (acc_dp[nb][e] * zeta(nb, e) - ((e & 1) ? d2.y : d2.x));
     }
     uint32_t dsf[BM / 16][4];
 #pragma unroll
     for (int kk = 0; kk < BM / 16; ++kk) acc_to_a<kBF16>(dsf[kk], acc_dp[2 * kk], acc_dp[2 * kk + 1]);
+    if constexpr (!kOverlapDv) {
+      make_pf();
+      accumulate_rs(acc_dv, pf, do_desc + stage);
+    }
     // dsf[kk][2 half + t]: rows key_row0 + lane / 4 + 8 half, queries 16 kk + 8 t + 2 (lane % 4), +1.
 #pragma unroll
     for (int kk = 0; kk < BM / 16; ++kk)
@@ -305,12 +349,27 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
                                                         16 * kk + 8 * (r >> 1) + 2 * (lane & 3))) = dsf[kk][r];
     fence_proxy_async_smem();                  // the stores are visible to the tensor cores ...
     named_barrier_sync(1 + c, 128);            // ... once every warp of this consumer has made them
-    accumulate_rs(acc_dk, dsf, q_desc + stage);
+    if constexpr (kPanels == 1) {
+      accumulate_rs(acc_dk, dsf, q_desc + stage);
+    } else {
+      // D = 128: dK from dS^T in shared memory (K-major: rows = keys, 16 queries a k step), so its A
+      // fragments need no registers while it runs.
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk)
+#pragma unroll
+        for (int pn = 0; pn < kPanels; ++pn)
+          wgmma_ss<64, kBF16, false, true>(panel(acc_dk, pn), wgmma_desc_sw128_from_lo(ds_desc + 2 * kk),
+                                           wgmma_desc_sw128_from_lo(q_desc + stage + pn * Kt::kQPanelUnits + 128 * kk));
+      wgmma_commit();
+    }
     float acc_dq[D / 8][4];
 #pragma unroll
     for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
-      wgmma_ss<D, kBF16, true, true>(acc_dq, wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
-                                     wgmma_desc_sw128_from_lo(k_desc + 128 * kk), kk > 0);
+#pragma unroll
+      for (int pn = 0; pn < kPanels; ++pn)
+        wgmma_ss<64, kBF16, true, true>(panel(acc_dq, pn), wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
+                                        wgmma_desc_sw128_from_lo(k_desc + pn * Kt::kKvPanelUnits + 128 * kk), kk > 0);
     wgmma_commit();
     wgmma_wait<0>();
     reg_fence(acc_dq);
@@ -321,7 +380,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
     // dQ_c into the staging buffer in dq_accum's layout (rows 16 wq .. of the tile: m16 = wq), once
     // the writer has read the previous tile's.
     mbarrier_wait<false>(&dq_empty[c], (it & 1) ^ 1, "dq_empty (consumer), tile", m);
-    uint8_t* stage_dq = sDq + c * Kt::dq_bytes<kFixedDq>();
+    uint8_t* stage_dq = sDq + c * Kt::template dq_bytes<kFixedDq>();
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) {
       const int64_t chunk = DqLayout::chunk(wq, j, lane);  // floats within the 64-row tile
@@ -349,10 +408,12 @@ __global__ void __launch_bounds__(FlashBwdWsTraits::kNThreads, 1)
   // reads them), then 16-byte stores; rows past T are skipped.
   uint16_t* dk = static_cast<uint16_t*>(p.dk) + b * p.dk_batch_stride + h * p.dk_head_stride;
   uint16_t* dv = static_cast<uint16_t*>(p.dv) + b * p.dv_batch_stride + h * p.dv_head_stride;
-  uint8_t* sK_c = sK + 64 * c * Kt::kRowBytes;
-  uint8_t* sV_c = sV + 64 * c * Kt::kRowBytes;
-  auto at_k = [&](int r, int col) { return reinterpret_cast<uint16_t*>(sK_c + sw128_offset(r, col)); };
-  auto at_v = [&](int r, int col) { return reinterpret_cast<uint16_t*>(sV_c + sw128_offset(r, col)); };
+  auto at_k = [&](int r, int col) {
+    return reinterpret_cast<uint16_t*>(sK + sw128_panel_offset<BN, D>(64 * c + r, col));
+  };
+  auto at_v = [&](int r, int col) {
+    return reinterpret_cast<uint16_t*>(sV + sw128_panel_offset<BN, D>(64 * c + r, col));
+  };
   named_barrier_sync(1 + c, 128);  // every warp of this consumer is done reading K_c, V_c (dQ, S^T, dP^T)
   stage_rows<kBF16, D>(acc_dk, p.softmax_scale, 16 * wq, at_k, lane);
   stage_rows<kBF16, D>(acc_dv, 1.f, 16 * wq, at_v, lane);

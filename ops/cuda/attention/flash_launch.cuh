@@ -340,7 +340,7 @@ template <int kHeadDim>
 void run_flash_bwd(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode) {
   using Config = FlashConfig<kHeadDim>;
   // The warp-specialised Hopper backward from flash_bwd_ws_min_t on (default: never, until measured).
-  if constexpr (kHeadDim == 64)
+  if constexpr (kHeadDim == 64 || kHeadDim == 128)
     if (flash_bwd_ws_applies(p, mode)) return run_flash_bwd_ws(p, stream, mode);
   if constexpr (kHeadDim == 64 || kHeadDim == 128) {
     // The fixed-point deterministic dQ adds in any order, so it takes the atomic backward's kernels.
