@@ -3,7 +3,7 @@
 # the order that finds its faults cheapest: build; its GPU tests (forced to every T by the tests
 # themselves) under a short timeout, since an mbarrier parity or byte-count mistake hangs rather than
 # fails; compute-sanitizer on one small case; then the benchmark's variants 42 / 43 (atomic /
-# fixed-point dQ) against the shipped 0 / 4 and PyTorch's flash and cuDNN backends, D = 64; then
+# fixed-point dQ) against the shipped 0 / 4 and PyTorch's flash and cuDNN backends, D = 64 and 128; then
 # GPT-2-small training steps (T = 1024, B = 16, 40 steps) with the shipped backward and with this one
 # (FLASHTRAIN_FLASH_BWD_WS_MIN_T=0): dropout 0.1 deterministic and atomic, dropout 0.
 # Usage (repo root, on an H100/H200, .gpu carried): bench/attention/dev/ws_call.sh
@@ -28,9 +28,12 @@ if command -v compute-sanitizer >/dev/null; then
   echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|Invalid" "$OUT/ws_memcheck.log" | head -5
 fi
 lib=build-gpu/bench/attention/libft_attention.so
-timeout 200 python3 bench/attention/bench_attention.py --lib $lib --out /tmp/ws_bench --dev --variants 0,42,4,43 \
-  --dev-ts 1024,4096,16384 --dev-refs torch_flash,torch_cudnn > "$OUT/ws_bench.log" 2>&1
-echo "bench rc=$?"; grep -E "^(dev|sanity|check)|variant" "$OUT/ws_bench.log" | grep -v "p=0.1" | sed -E 's/ \([0-9]+ TF\)//g' | head -40
+for d in 64 128; do
+  variants=0,42,4,43; [ $d = 128 ] && variants=0,42
+  timeout 200 python3 bench/attention/bench_attention.py --lib $lib --out /tmp/ws_bench --dev --ds $d --variants $variants \
+    --dev-ts 1024,4096,16384 --dev-refs torch_flash,torch_cudnn > "$OUT/ws_bench_d$d.log" 2>&1
+  echo "bench D=$d rc=$?"; grep -E "^(dev|sanity|check)|variant" "$OUT/ws_bench_d$d.log" | sed -E 's/ \([0-9]+ TF\)//g' | head -40
+done
 
 data=${KJV_DIR:-.gpu/kjv}
 train() {  # $1 label, $2 ws threshold ("" = default), $3 dropout, $4 deterministic
