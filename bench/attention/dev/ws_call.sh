@@ -1,59 +1,76 @@
 #!/usr/bin/env bash
-# One device call for the warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh; issue 18), in
-# the order that finds its faults cheapest: build; its GPU tests (forced to every T by the tests
-# themselves) under a short timeout, since an mbarrier parity or byte-count mistake hangs rather than
-# fails; compute-sanitizer on one small case; then the benchmark's variants 42 / 43 (atomic /
-# fixed-point dQ) against the shipped 0 / 4 and PyTorch's flash and cuDNN backends, D = 64 and 128; then
-# GPT-2-small training steps (T = 1024, B = 16, 40 steps) with the shipped backward and with this one
-# (FLASHTRAIN_FLASH_BWD_WS_MIN_T=0): dropout 0.1 deterministic and atomic, dropout 0.
-# Usage (repo root, on an H100/H200, .gpu carried): bench/attention/dev/ws_call.sh
+# Device calls for the warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh; issue 18), in the
+# order that finds its faults cheapest. Stages (default: all; more than one 10-minute call, so run
+# `build tests bench64` in one call and `bench128 train` in the next on the same warm machine, whose
+# build-gpu/ stays):
+#   build     cmake, the targets ft_ops_tests, ft_attention_capi, flashtrain (2-3 min on 16 cores)
+#   tests     the building blocks' tests (flash_tma_cuda_test.cu) in their own process, then the
+#             kernel's GPU tests under a short timeout (an mbarrier parity or byte-count mistake
+#             would hang; the kernel traps after 4M failed tries); after a trap, a rebuild with
+#             FT_MBARRIER_TIMEOUT_PRINT names the barrier on one small case; memcheck on a few cases
+#   bench64   variants 0, 42, 4, 43 (shipped atomic, ws atomic, shipped deterministic, ws fixed-point)
+#             against PyTorch's flash and cuDNN backends, D = 64, T = 1024, 4096, 16384
+#   bench128  variants 0, 42 at D = 128
+#   train     GPT-2-small, T = 1024, B = 16, 40 steps, shipped backward and ws
+#             (FLASHTRAIN_FLASH_BWD_WS_MIN_T=0): dropout 0.1 deterministic and atomic, dropout 0
+# Usage (repo root, on an H100/H200, .gpu carried): bench/attention/dev/ws_call.sh [stage...]
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=${OUT:-/tmp/ws_call}; mkdir -p "$OUT"
+steps=${*:-build tests bench64 bench128 train}
+has() { [[ " $steps " == *" $1 "* ]]; }
 [ -d .gpu/bpe ] && export FLASHTRAIN_BPE_DIR=$PWD/.gpu/bpe
 [ -d .gpu/pcre2 ] && export PKG_CONFIG_PATH=$PWD/.gpu/pcre2/lib/pkgconfig
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
-t0=$(date +%s)
-{ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a &&
-  cmake --build build-gpu -j "$(nproc)" --target ft_ops_tests ft_attention_capi flashtrain; } > "$OUT/build.log" 2>&1 ||
-  { grep -E "error" "$OUT/build.log" | head -30; exit 1; }
-echo "build: $(( $(date +%s) - t0 )) s"
-filter='FlashTmaCuda.*:FlashCuda.WsBackward*:FlashCudaDispatch.*:Cases/FlashCudaWsBackward.*:AttentionGqaCuda.*'
-timeout 90 build-gpu/tests/ft_ops_tests --gtest_filter="FlashTmaCuda.*:FlashCuda.WsBackwardTakesItsCalls" 2>&1 | grep -E "OK|FAILED|Failure|Expected|Which|largest|differ" | head -20
-timeout 240 build-gpu/tests/ft_ops_tests --gtest_filter="$filter" --gtest_brief=1 > "$OUT/ws_tests.log" 2>&1
-rc=$?
-echo "ws tests rc=$rc (124: a hang)"; grep -E "FAILED|PASSED|Failure|error" "$OUT/ws_tests.log" | head -30
-if [ $rc -ne 0 ] && grep -qE "launch failure|unspecified launch|illegal|trap" "$OUT/ws_tests.log"; then
-  # A barrier timeout traps; rebuild with the printf that names the barrier and run one small case.
-  { cmake -S . -B build-dbg -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-      -DCMAKE_CUDA_FLAGS=-DFT_MBARRIER_TIMEOUT_PRINT && cmake --build build-dbg -j "$(nproc)" --target ft_ops_tests; } \
-    > "$OUT/build-dbg.log" 2>&1
-  timeout 60 build-dbg/tests/ft_ops_tests --gtest_filter='Cases/FlashCudaWsBackward.WithinTwiceNaiveError/B2_H3_T64_D64_causal_p0_bf16' \
-    2>&1 | grep -E "timed out|OK|FAILED|error" | head -12
-fi
-if command -v compute-sanitizer >/dev/null; then
-  timeout 120 compute-sanitizer --tool memcheck build-gpu/tests/ft_ops_tests \
-    --gtest_filter='Cases/FlashCudaWsBackward.WithinTwiceNaiveError/*T17*' > "$OUT/ws_memcheck.log" 2>&1
-  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|Invalid" "$OUT/ws_memcheck.log" | head -5
-fi
-lib=build-gpu/bench/attention/libft_attention.so
-for d in 64 128; do
-  variants=0,42,4,43; [ $d = 128 ] && variants=0,42
-  timeout 200 python3 bench/attention/bench_attention.py --lib $lib --out /tmp/ws_bench --dev --ds $d --variants $variants \
-    --dev-ts 1024,4096,16384 --dev-refs torch_flash,torch_cudnn > "$OUT/ws_bench_d$d.log" 2>&1
-  echo "bench D=$d rc=$?"; grep -E "^(dev|sanity|check)|variant" "$OUT/ws_bench_d$d.log" | sed -E 's/ \([0-9]+ TF\)//g' | head -40
-done
 
-data=${KJV_DIR:-.gpu/kjv}
-train() {  # $1 label, $2 ws threshold ("" = default), $3 dropout, $4 deterministic
-  local run=/tmp/ws-train-$1; rm -rf $run
-  FLASHTRAIN_FLASH_BWD_WS_MIN_T=$2 timeout 150 build-gpu/flashtrain train configs/gpt2-small.yaml --set max_seq_len=1024 \
-    --set batch_size=16 --set dropout=$3 --set deterministic=$4 --set gradient_accumulation_steps=1 --set max_steps=40 \
-    --set log_interval=10 --set eval_interval=0 --set checkpoint_interval=0 --set keep_checkpoints=1 --set out_dir=$run \
-    --set train_data="$data/train_*.bin" --set val_data="$data/val_*.bin" > "/tmp/ws-train-$1.log" 2>&1
-  echo "$1 (rc $?): $(python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if '\"loss\"' in l]; print(' '.join('%.4f' % x['loss'] for x in r), '| tokens/s', r[-1].get('tokens_per_s'))" $run/metrics.jsonl 2>&1)"
+if has build; then
+  t0=$(date +%s)
+  { cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a &&
+    cmake --build build-gpu -j "$(nproc)" --target ft_ops_tests ft_attention_capi flashtrain; } > "$OUT/build.log" 2>&1 ||
+    { grep -E "error" "$OUT/build.log" | head -30; exit 1; }
+  echo "build: $(( $(date +%s) - t0 )) s"
+fi
+
+if has tests; then
+  timeout 90 build-gpu/tests/ft_ops_tests --gtest_filter="FlashTmaCuda.*:FlashCuda.WsBackwardTakesItsCalls" 2>&1 |
+    grep -E "OK|FAILED|Failure|Expected|Which|largest|differ" | head -20
+  filter='FlashTmaCuda.*:FlashCuda.WsBackward*:FlashCudaDispatch.*:Cases/FlashCudaWsBackward.*:AttentionGqaCuda.*'
+  timeout 240 build-gpu/tests/ft_ops_tests --gtest_filter="$filter" --gtest_brief=1 > "$OUT/ws_tests.log" 2>&1
+  rc=$?
+  echo "ws tests rc=$rc (124: a hang)"; grep -E "FAILED|PASSED|Failure|error" "$OUT/ws_tests.log" | head -30
+  if [ $rc -ne 0 ] && grep -qE "launch failure|unspecified launch|illegal|trap" "$OUT/ws_tests.log"; then
+    { cmake -S . -B build-dbg -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+        -DCMAKE_CUDA_FLAGS=-DFT_MBARRIER_TIMEOUT_PRINT && cmake --build build-dbg -j "$(nproc)" --target ft_ops_tests; } \
+      > "$OUT/build-dbg.log" 2>&1
+    timeout 60 build-dbg/tests/ft_ops_tests --gtest_filter='Cases/FlashCudaWsBackward.WithinTwiceNaiveError/B2_H3_T64_D64_causal_p0_bf16' \
+      2>&1 | grep -E "timed out|OK|FAILED|error" | head -12
+  fi
+  if command -v compute-sanitizer >/dev/null; then
+    timeout 120 compute-sanitizer --tool memcheck build-gpu/tests/ft_ops_tests \
+      --gtest_filter='Cases/FlashCudaWsBackward.WithinTwiceNaiveError/*T17_*' > "$OUT/ws_memcheck.log" 2>&1
+    echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|Invalid" "$OUT/ws_memcheck.log" | head -5
+  fi
+fi
+
+bench() {  # $1 head dim, $2 variants
+  timeout 240 python3 bench/attention/bench_attention.py --lib build-gpu/bench/attention/libft_attention.so \
+    --out /tmp/ws_bench --dev --ds "$1" --variants "$2" --dev-ts 1024,4096,16384 --dev-refs torch_flash,torch_cudnn \
+    > "$OUT/ws_bench_d$1.log" 2>&1
+  echo "bench D=$1 rc=$?"; grep -E "^(dev|sanity|check)|variant" "$OUT/ws_bench_d$1.log" | sed -E 's/ \([0-9]+ TF\)//g' | head -40
 }
-if [ -d "$data" ]; then
+has bench64 && bench 64 0,42,4,43
+has bench128 && bench 128 0,42
+
+if has train; then
+  data=${KJV_DIR:-.gpu/kjv}
+  train() {  # $1 label, $2 ws threshold ("" = default), $3 dropout, $4 deterministic
+    local run=/tmp/ws-train-$1; rm -rf $run
+    FLASHTRAIN_FLASH_BWD_WS_MIN_T=$2 timeout 150 build-gpu/flashtrain train configs/gpt2-small.yaml --set max_seq_len=1024 \
+      --set batch_size=16 --set dropout=$3 --set deterministic=$4 --set gradient_accumulation_steps=1 --set max_steps=40 \
+      --set log_interval=10 --set eval_interval=0 --set checkpoint_interval=0 --set keep_checkpoints=1 --set out_dir=$run \
+      --set train_data="$data/train_*.bin" --set val_data="$data/val_*.bin" > "/tmp/ws-train-$1.log" 2>&1
+    echo "$1 (rc $?): $(python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if '\"loss\"' in l]; print(' '.join('%.4f' % x['loss'] for x in r), '| tokens/s', r[-1].get('tokens_per_s'))" $run/metrics.jsonl 2>&1)"
+  }
   { for cfg in "0.1 true" "0.1 false" "0 true"; do
       set -- $cfg
       train shipped-p$1-det$2 "" $1 $2
