@@ -34,7 +34,7 @@
 //     so warp 1 adds it with one instruction. The consumers never wait for each other.
 // Not covered yet (the launcher sends these calls to the other kernels): the document mask, D = 256,
 // the fixed-point dQ at D = 128 (its staging does not fit), strides TMA cannot describe, the ordered
-// deterministic dQ. D = 128 with dropout compiles with 36 bytes of spill (bench/attention/NOTES.md,
+// deterministic dQ. D = 128 with dropout compiles with 40 bytes of spill (bench/attention/NOTES.md,
 // session 15). The tile shapes, the stage
 // count and the register split are first guesses: written without a GPU (session 15), unmeasured.
 #pragma once
@@ -274,7 +274,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     // dV is issued as soon as P^T is ready and dS^T computed while it runs, except at D = 128 with
     // dropout, which has no registers for that (dK and dV are 64 each, the keep bits more; ptxas
     // spilled 148 bytes): it waits for both products, forms dS^T and then P^T o Z (each freeing its
-    // fp32 accumulator) and issues dV with dK (36 bytes of spill).
+    // fp32 accumulator) and issues dV with dK (40 bytes of spill).
     constexpr bool kOverlapDv = D == 64 || !kDropout;
     wgmma_wait<kOverlapDv ? 1 : 0>();  // S^T (and, kOverlapDv, dP^T may still run)
     reg_fence(acc_s);
@@ -340,6 +340,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       make_pf();
       accumulate_rs(acc_dv, pf, do_desc + stage);
     }
+    // The previous tile's dQ product read every warp's rows of dS^T; each warp waited for it, but
+    // only for itself, so the warps meet before overwriting them (a review's hardening; FA3 does the
+    // same with one dS stage).
+    named_barrier_sync(1 + c, 128);
     // dsf[kk][2 half + t]: rows key_row0 + lane / 4 + 8 half, queries 16 kk + 8 t + 2 (lane % 4), +1.
 #pragma unroll
     for (int kk = 0; kk < BM / 16; ++kk)
