@@ -6,7 +6,9 @@
 // deterministic backward gives bit-identical dq, dk, dv in both its forms (fixed-point dQ, ordered
 // dQ), and the fixed-point form's out-of-range heads come out NaN; a device offset base equals a plain offset;
 // head dims 64, 128 and 256 (FlashCudaHeadDim256 and the _D256_ cases);
-// scores that grow along the keys (the forward's lazy rescale) stay within twice naive's error.
+// scores that grow along the keys (the forward's lazy rescale) stay within twice naive's error;
+// the kernel paths the default dispatch takes only for some T (or, the warp-specialised Hopper
+// backward, not yet at all) run every case through their thresholds moved.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
