@@ -13,11 +13,13 @@
 #   bench128  variants 0, 42 at D = 128
 #   train     GPT-2-small, T = 1024, B = 16, 40 steps, shipped backward and ws
 #             (FLASHTRAIN_FLASH_BWD_WS_MIN_T=0): dropout 0.1 deterministic and atomic, dropout 0
+#   profile   Nsight Compute on one ws backward kernel and one shipped one (T = 4096, p = 0 and
+#             0.1, variants 42 and 0; bench/attention/dev/profile_bwd.py): a text report to $OUT
 # Usage (repo root, on an H100/H200, .gpu carried): bench/attention/dev/ws_call.sh [stage...]
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=${OUT:-/tmp/ws_call}; mkdir -p "$OUT"
-steps=${*:-build tests bench64 bench128 train}
+steps=${*:-build tests bench64 bench128 train}  # profile: only when named
 has() { [[ " $steps " == *" $1 "* ]]; }
 [ -d .gpu/bpe ] && export FLASHTRAIN_BPE_DIR=$PWD/.gpu/bpe
 [ -d .gpu/pcre2 ] && export PKG_CONFIG_PATH=$PWD/.gpu/pcre2/lib/pkgconfig
@@ -76,4 +78,14 @@ if has train; then
       train shipped-p$1-det$2 "" $1 $2
       train ws-p$1-det$2 0 $1 $2
     done; } | tee "$OUT/ws_train.log"
+fi
+
+if has profile; then
+  lib=build-gpu/bench/attention/libft_attention.so
+  for v in 42 0; do
+    FT_VARIANT=$v timeout 240 ncu --kernel-name regex:'flash_bwd_(ws_|wide_)?kernel' --launch-count 2 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section MemoryWorkloadAnalysis python3 bench/attention/dev/profile_bwd.py $lib 4096 > "$OUT/ncu_v$v.txt" 2>&1
+    echo "ncu variant $v rc=$?"; grep -E "flash_bwd|Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per" "$OUT/ncu_v$v.txt" | head -16
+  done
 fi
