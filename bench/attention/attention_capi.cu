@@ -162,6 +162,20 @@ void run_d128_backward_variant(int variant, const AttentionParams& p, cudaStream
   }
 }
 
+// Moves one of the dispatch's T thresholds (flash_attention.h) to 0 when `on`, so its kernel takes
+// every T, and restores the default however the call ends.
+template <void (*kSetMinT)(int)>
+struct KernelAtEveryT {
+  bool on;
+  explicit KernelAtEveryT(bool o) : on(o) {
+    if (on) kSetMinT(0);
+  }
+  ~KernelAtEveryT() {
+    if (on) kSetMinT(-1);
+  }
+  KernelAtEveryT(const KernelAtEveryT&) = delete;
+};
+
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
   // Deterministic: as shipped (4), the ordered dQ (29), the fixed-point dQ (30), the fixed-point dQ with
   // the wide tile at every T (31; D = 64 and 128).
@@ -171,16 +185,8 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     const ft::cuda::ScopedFlashDeterministicDq form(variant == 4    ? ft::cuda::flash_deterministic_dq()
                                                     : variant == 29 ? FlashDeterministicDq::kOrdered
                                                                     : FlashDeterministicDq::kFixedPoint);
-    // 31: the wide tile from T = 0 on, the defaults restored however the call ends.
-    struct WideAtEveryT {
-      bool on;
-      explicit WideAtEveryT(bool o) : on(o) {
-        if (on) ft::cuda::set_flash_bwd_wide_min_t(0);
-      }
-      ~WideAtEveryT() {
-        if (on) ft::cuda::set_flash_bwd_wide_min_t(-1);
-      }
-    } const wide(variant == 31);
+    // 31: the wide tile from T = 0 on.
+    const KernelAtEveryT<ft::cuda::set_flash_bwd_wide_min_t> wide(variant == 31);
     return ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
   }
   // 42 / 43: the warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh) at every T, atomic /
@@ -188,10 +194,7 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
   // the usual kernels.
   if (variant == 42 || variant == 43) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);
-    struct WsAtEveryT {
-      WsAtEveryT() { ft::cuda::set_flash_bwd_ws_min_t(0); }
-      ~WsAtEveryT() { ft::cuda::set_flash_bwd_ws_min_t(-1); }
-    } const ws;
+    const KernelAtEveryT<ft::cuda::set_flash_bwd_ws_min_t> ws(true);
     if (variant == 42) return ft::cuda::flash_attention_backward(p, s);
     const ft::cuda::ScopedFlashDeterministicDq form(ft::cuda::FlashDeterministicDq::kFixedPoint);
     return ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
