@@ -79,8 +79,8 @@ bool flash_fixed_point_dq(const AttentionParams& p) {
   const bool dropout = p.dropout.threshold != 0;
   if (p.T >= 4096) return true;
   // Where the warp-specialised backward is enabled its deterministic form is the fixed-point one
-  // (bulk int64 adds; flash_bwd_ws_kernel.cuh).
-  if (p.D == 64 && p.doc_start == nullptr && p.T >= flash_bwd_ws_min_t()) return true;
+  // (bulk int64 adds; flash_bwd_ws_kernel.cuh), at the head dims that have it.
+  if (flash::flash_bwd_ws_enabled_for(p) && flash::flash_bwd_ws_has_fixed_point_dq(p.D)) return true;
   return dropout && p.D <= 128;
 }
 

@@ -8,12 +8,18 @@
 
 namespace ft::cuda::flash {
 
+bool flash_bwd_ws_enabled_for(const AttentionParams& p) {
+  return p.T >= flash_bwd_ws_min_t() && p.doc_start == nullptr && (p.D == 64 || p.D == 128);
+}
+bool flash_bwd_ws_has_fixed_point_dq(int head_dim) {
+  if (head_dim == 64) return FlashBwdWsTraits<64>::fits<true>();
+  return head_dim == 128 && FlashBwdWsTraits<128>::fits<true>();
+}
+
 bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mode) {
-  if (p.T < flash_bwd_ws_min_t() || p.doc_start != nullptr || (p.D != 64 && p.D != 128)) return false;
-  if (mode.deterministic) {
-    if (!flash_fixed_point_dq(p)) return false;  // only the fixed-point form is built ...
-    if (p.D == 128) return false;                // ... and at D = 128 its staging does not fit
-  }
+  if (!flash_bwd_ws_enabled_for(p)) return false;
+  // Of the deterministic forms only the fixed-point one is built, and not at every head dim.
+  if (mode.deterministic && !(flash_fixed_point_dq(p) && flash_bwd_ws_has_fixed_point_dq(p.D))) return false;
   return flash_sm90a_device() && flash_bwd_tma_supported(p);
 }
 

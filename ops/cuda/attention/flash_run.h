@@ -12,7 +12,12 @@ template <int kHeadDim>
 void run_flash_fwd(const AttentionParams& p, cudaStream_t stream);
 template <int kHeadDim>
 void run_flash_bwd(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode);
-// The warp-specialised Hopper backward (flash_bwd_ws.cu): whether it takes the call, and the call.
+// The warp-specialised Hopper backward (flash_bwd_ws.cu): whether its threshold and coverage (head
+// dim, no document mask) admit the call; whether it has the fixed-point dQ at a head dim (its int64
+// staging fits in shared memory); whether it takes the call (the mode, the GPU and the strides too);
+// and the call.
+bool flash_bwd_ws_enabled_for(const AttentionParams& p);
+bool flash_bwd_ws_has_fixed_point_dq(int head_dim);
 bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mode);
 void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode);
 }  // namespace ft::cuda::flash
