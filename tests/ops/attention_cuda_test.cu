@@ -27,6 +27,7 @@
 #include "ops/cuda/attention/flash_attention.h"
 #include "ops/cuda/attention/flash_run.h"
 #include "ops/cuda/naive_attention.h"
+#include "tests/ops/device_buffer.h"
 #include "tests/ops/attention_test_util.h"
 
 namespace ft {
@@ -42,16 +43,7 @@ bool has_cuda_device() {
 #define SKIP_WITHOUT_CUDA() \
   if (!has_cuda_device()) GTEST_SKIP() << "no CUDA device"
 
-template <class T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  size_t n = 0;
-  explicit DeviceBuffer(size_t count) : n(count) {
-    CUDA_CHECK(cudaMalloc(&ptr, std::max<size_t>(count, 1) * sizeof(T)));
-  }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-};
+using testing_cuda::DeviceBuffer;
 
 uint16_t to_bits(AttentionDType dt, float x) {
   return dt == AttentionDType::kBF16 ? float_to_bf16(x).bits : float_to_f16(x).bits;

@@ -22,6 +22,7 @@
 #include "ops/cuda/attention/flash_tma.cuh"
 #include "ops/cuda/attention/flash_tma_map.h"
 #include "ops/cuda/attention/flash_wgmma.cuh"
+#include "tests/ops/device_buffer.h"
 
 namespace ft {
 namespace {
@@ -36,21 +37,7 @@ bool sm90a_device() {
 #define SKIP_WITHOUT_SM90A() \
   if (!sm90a_device()) GTEST_SKIP() << "needs an sm_90a build and a compute-capability-9.0 GPU"
 
-template <class T>
-struct Dev {
-  T* ptr = nullptr;
-  size_t n;
-  explicit Dev(size_t count) : n(count) { CUDA_CHECK(cudaMalloc(&ptr, count * sizeof(T))); }
-  explicit Dev(const std::vector<T>& v) : Dev(v.size()) {
-    CUDA_CHECK(cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~Dev() { cudaFree(ptr); }
-  std::vector<T> get() const {
-    std::vector<T> v(n);
-    CUDA_CHECK(cudaMemcpy(v.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-  }
-};
+using testing_cuda::DeviceBuffer;
 
 // One 64 x 64 box at (row0, head, batch) through TMA into swizzled shared memory, read back element
 // by element through sw128_offset into a plain 64 x 64 output.
@@ -83,15 +70,15 @@ TEST(FlashTmaCuda, BoxLandsSwizzledWithZerosPastT) {
   std::vector<uint16_t> host(static_cast<size_t>(batch) * B);
   std::mt19937 rng(5);
   for (auto& x : host) x = static_cast<uint16_t>(rng());
-  Dev<uint16_t> buf(host);
+  DeviceBuffer<uint16_t> buf(host);
   const HeadRowsTensor t{buf.ptr, true, B, T, H, D, batch, row, D};
   ASSERT_TRUE(tma_head_rows_supported(t));
   const CUtensorMap map = make_tma_head_rows_map(t, 64);
-  Dev<uint16_t> out(64 * 64);
+  DeviceBuffer<uint16_t> out(64 * 64);
   const int row0 = 64, head = 2, b = 1;  // rows 64..127: 100.. are past T
   tma_box_kernel<<<1, 128, 64 * 128 + 1024>>>(map, row0, head, b, out.ptr);
   CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<uint16_t> got = out.get();
+  const std::vector<uint16_t> got = out.download();
   size_t bad = 0;
   for (int r = 0; r < 64; ++r)
     for (int c = 0; c < 64; ++c) {
@@ -130,12 +117,12 @@ TEST(FlashTmaCuda, BulkReduceAddsFloatsAndWrappingInt64) {
     f0[i] = uf(rng), fs[i] = uf(rng);
     u0[i] = rng(), us[i] = static_cast<unsigned long long>(-static_cast<long long>(rng() >> 1));  // negative adds
   }
-  Dev<float> fd(f0), fsrc(fs);
-  Dev<unsigned long long> ud(u0), usrc(us);
+  DeviceBuffer<float> fd(f0), fsrc(fs);
+  DeviceBuffer<unsigned long long> ud(u0), usrc(us);
   for (int rep = 0; rep < 3; ++rep) bulk_add_kernel<<<1, 256>>>(fd.ptr, ud.ptr, fsrc.ptr, usrc.ptr, n);
   CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<float> f = fd.get();
-  const std::vector<unsigned long long> u = ud.get();
+  const std::vector<float> f = fd.download();
+  const std::vector<unsigned long long> u = ud.download();
   size_t bad_f = 0, bad_u = 0;
   for (int i = 0; i < n; ++i) {
     bad_f += std::abs(f[i] - (f0[i] + 3 * fs[i])) > 1e-5f;
@@ -197,13 +184,13 @@ void expect_wgmma_product(bool trans) {
     a[i] = float_to_bf16(u(rng)).bits, af[i] = bf16_to_float(bf16{a[i]});
     b[i] = float_to_bf16(u(rng)).bits, bf[i] = bf16_to_float(bf16{b[i]});
   }
-  Dev<uint16_t> da(a), db(b);
-  Dev<float> dc(64 * 64);
+  DeviceBuffer<uint16_t> da(a), db(b);
+  DeviceBuffer<float> dc(64 * 64);
   const int smem = 2 * 64 * 128 + 1024;
   if (trans) wgmma_product_kernel<true><<<1, 128, smem>>>(da.ptr, db.ptr, dc.ptr);
   else wgmma_product_kernel<false><<<1, 128, smem>>>(da.ptr, db.ptr, dc.ptr);
   CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<float> c = dc.get();
+  const std::vector<float> c = dc.download();
   double worst = 0;
   for (int m = 0; m < 64; ++m)
     for (int n = 0; n < 64; ++n) {
