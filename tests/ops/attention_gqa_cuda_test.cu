@@ -2,9 +2,10 @@
 // door on q, k, v / dq, dk, dv slices of one fused (B, T, (H + 2 H_kv) D) buffer as the model lays
 // them out: flash and naive against the float64 CPU reference (flash within twice naive's error)
 // on every flash kernel path (mma.sync and wgmma forwards, both wgmma forward tiles, 4-warp, wide
-// and warp-specialised backwards, both deterministic backwards), D = 64 and 128, H_kv = 2 and 1 (multi-query); flash on grouped K/V
-// equals flash on K/V heads repeated per group bit for bit (out, dq, and dk, dv as the fp32 group
-// sum of the repeated heads' gradients, dropout included), and dk, dv are bit-reproducible.
+// and warp-specialised backwards, both deterministic backwards), D = 64 and 128, H_kv = 2 and 1
+// (multi-query); flash on grouped K/V equals flash on K/V heads repeated per group bit for bit (out,
+// dq, and dk, dv as the fp32 group sum of the repeated heads' gradients, dropout included), and dk,
+// dv are bit-reproducible.
 #include <gtest/gtest.h>
 
 #include <cmath>

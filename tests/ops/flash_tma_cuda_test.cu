@@ -163,8 +163,8 @@ __global__ void wgmma_product_kernel(const uint16_t* a, const uint16_t* b, float
   for (int kk = 0; kk < 4; ++kk) {
     // K-major: the k step is 32 bytes along the row; transposed: 16 rows further.
     const uint32_t step = kTrans ? 128 * kk : 2 * kk;
-    wgmma_ss<64, true, kTrans, kTrans>(acc, wgmma_desc_sw128_from_lo(a_lo + step), wgmma_desc_sw128_from_lo(b_lo + step),
-                                       kk > 0);
+    wgmma_ss<64, true, kTrans, kTrans>(acc, wgmma_desc_sw128_from_lo(a_lo + step),
+                                       wgmma_desc_sw128_from_lo(b_lo + step), kk > 0);
   }
   wgmma_commit();
   wgmma_wait<0>();

@@ -178,7 +178,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     uint32_t keep[NTL];
     if constexpr (kDropout) {
 #pragma unroll
-      for (int ni = 0; ni < NTL; ++ni) keep[ni] = transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0 + 16 * ni, lane);
+      for (int ni = 0; ni < NTL; ++ni)
+        keep[ni] = transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0 + 16 * ni, lane);
     }
 
     // S^T = K Q^T and dP^T = V dO^T: NTL x 16 keys x BM queries per warp.

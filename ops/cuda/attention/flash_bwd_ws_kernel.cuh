@@ -158,7 +158,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       int it = 0;
       for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
         const int s = it % kStages;
-        mbarrier_wait(&q_empty[s], ((it / kStages) & 1) ^ 1, "q_empty (producer), tile", m);  // the consumers are done with it-kStages
+        // The consumers are done with tile it - kStages.
+        mbarrier_wait(&q_empty[s], ((it / kStages) & 1) ^ 1, "q_empty (producer), tile", m);
         const int m0 = m * BM;
         // lse in log2 units (-inf, a row that sees no key: +inf, so its P row is exp2(-inf) = 0; past
         // T: +inf too, and D = 0, so padding rows contribute nothing).
@@ -331,7 +332,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     for (int nb = 0; nb < BM / 8; ++nb) {
       const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + 8 * nb + 2 * (lane & 3));
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc_dp[nb][e] = acc_s[nb][e] * (acc_dp[nb][e] * zeta(nb, e) - ((e & 1) ? d2.y : d2.x));
+      for (int e = 0; e < 4; ++e)
+        acc_dp[nb][e] = acc_s[nb][e] * (acc_dp[nb][e] * zeta(nb, e) - ((e & 1) ? d2.y : d2.x));
     }
     uint32_t dsf[BM / 16][4];
 #pragma unroll

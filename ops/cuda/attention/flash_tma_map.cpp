@@ -45,8 +45,8 @@ CUtensorMap make_tma_head_rows_map(const HeadRowsTensor& t, int box_rows) {
                                  static_cast<cuuint64_t>(t.batch_stride) * 2};
   const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
   const cuuint32_t element_strides[4] = {1, 1, 1, 1};
-  const CUresult r = encode_tiled()(&map, t.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
-                                    const_cast<void*>(t.base), dims, strides, box, element_strides,
+  const CUtensorMapDataType type = t.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUresult r = encode_tiled()(&map, type, 4, const_cast<void*>(t.base), dims, strides, box, element_strides,
                                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                     CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   FT_CHECK_ARG(r == CUDA_SUCCESS, "[flash_attention] cuTensorMapEncodeTiled refused a (B, T, H, D) = (", t.B, ", ",
