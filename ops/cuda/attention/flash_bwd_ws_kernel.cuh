@@ -14,9 +14,9 @@
 //             and its lse (in log2 units, +inf past T) and D (regular loads) into a 2-stage ring:
 //             q_full[s] completes when a stage has landed, q_empty[s] when both consumers are done
 //             with it;
-//     warp 1  for each tile and consumer, waits for the consumer's dQ in shared memory (dq_full),
-//             adds it into dq_accum with one bulk reduce-add (fp32, or the fixed point's int64), and
-//             frees the buffer once read (dq_empty);
+//     warp 1  for each tile, waits for its dQ in shared memory (dq_full), adds it into dq_accum
+//             with a bulk reduce-add (fp32: one per consumer; the fixed point's int64: one for the
+//             consumers' sum), and frees the buffer once read (dq_empty);
 //     warps 2, 3 exit.
 //   warpgroups 1 and 2, the consumers c = 0, 1 (setmaxnreg up to kConsumerRegs): keys
 //     n0 + 64 c .. + 63; per query tile, on wgmma (m64 n64 k16; D = 128: S^T and dP^T take eight k
@@ -29,14 +29,20 @@
 //       dS^T = P^T o (dP^T o Z - D)
 //       dK_c += dS^T Q        A = dS^T from the accumulators, B = Q read transposed
 //       dQ_c  = dS_c K_c      A = dS^T staged in shared memory read transposed, B = K_c transposed
-//     dQ_c is this consumer's partial over its 64 keys; it goes to shared memory in dq_accum's own
+//     dQ_c is this consumer's partial over its 64 keys, written to shared memory in dq_accum's own
 //     layout (flash_dq_accum.cuh: a 64-row tile is 16 KiB contiguous there, 32 KiB as fixed point),
-//     so warp 1 adds it with one instruction. The consumers never wait for each other.
+//     so warp 1 adds a tile with one instruction. fp32: each consumer has its own buffer and warp 1
+//     adds both; the consumers never wait for each other. Fixed point (kSumDq): consumer 0 leaves
+//     its fp32 partial in the low halves of the buffer's int64 words (dq_half), consumer 1 adds its
+//     own, converts the sum and leaves it (dq_full), and warp 1 adds it once: half the L2 reduce
+//     traffic, in two dQ buffers where they fit (kDqBuffers; D = 128 has room for one). Session 16,
+//     H100, bwd ms: D = 64 T = 4096 p = 0 2.435 -> 1.931, T = 16384 8.38 -> 6.44; the same summing
+//     made fp32 slower (T = 16384 p = 0.1 6.64 -> 7.54: consumer 1 waits for consumer 0 each tile),
+//     so fp32 keeps two adds (bench/attention/NOTES.md).
 // Not covered yet (the launcher sends these calls to the other kernels): the document mask, D = 256,
-// the fixed-point dQ at D = 128 (its staging does not fit), strides TMA cannot describe, the ordered
-// deterministic dQ. D = 128 with dropout compiles with 40 bytes of spill (bench/attention/NOTES.md,
-// session 15). The tile shapes, the stage
-// count and the register split are first guesses: written without a GPU (session 15), unmeasured.
+// strides TMA cannot describe, the ordered deterministic dQ. D = 128 with dropout compiles with 40
+// bytes of spill (bench/attention/NOTES.md, session 15). The tile shapes, the stage count and the
+// register split are the first guesses of session 15 (written without a GPU), not yet tuned.
 #pragma once
 
 #include <cmath>
@@ -72,23 +78,36 @@ struct FlashBwdWsTraits {
   // Panel strides in descriptor units (16 bytes): a K / V tile's, a Q / dO stage's.
   static constexpr uint32_t kKvPanelUnits = kBlockN * 128 / 16, kQPanelUnits = kBlockM * 128 / 16;
   static constexpr int kDsBytes = kBlockN * kBlockM * 2;          // dS^T: 128 keys x 64 queries
-  // One consumer's dQ tile: 64 x kHeadDim fp32, or as int64 fixed point.
+  // One dQ tile: 64 x kHeadDim fp32, or as int64 fixed point (consumer 0's fp32 partial in the low
+  // half of each word, until consumer 1 replaces the word with the sum's).
   static constexpr int kDqBytesF32 = kBlockM * kHeadDim * 4, kDqBytesFixed = 2 * kDqBytesF32;
   // Offsets (bytes) from the 1024-byte-aligned base; swizzled tiles first (1024-byte multiples).
   static constexpr int kOffK = 0, kOffV = kKvBytes, kOffQ = 2 * kKvBytes, kOffDo = kOffQ + kStages * kQBytes,
                        kOffDs = kOffDo + kStages * kQBytes, kOffDq = kOffDs + kDsBytes;
   template <bool kFixedDq>
   static constexpr int dq_bytes() { return kFixedDq ? kDqBytesFixed : kDqBytesF32; }
+  // The consumers' dQ partials summed in shared memory before the bulk add (above): fixed point only.
   template <bool kFixedDq>
-  static constexpr int off_rows() { return kOffDq + 2 * dq_bytes<kFixedDq>(); }  // lse, D: kStages x 64 each
+  static constexpr bool kSumDq = kFixedDq;
+  // kv_full, q_full[kStages], q_empty[kStages], then dq_half, dq_full, dq_empty [2] each.
+  static constexpr int kNumBars = 1 + 2 * kStages + 3 * 2;
+  template <bool kFixedDq, int kBuffers>
+  static constexpr int smem_bytes_with() {
+    return 1024 /* alignment */ + kOffDq + kBuffers * dq_bytes<kFixedDq>() + 2 * kStages * kBlockM * 4 + kNumBars * 8;
+  }
+  static constexpr int kSmemLimit = 227 * 1024;
+  // Two dQ buffers (fp32: one per consumer), or one where two do not fit (D = 128's fixed point:
+  // 272 KiB with two).
+  template <bool kFixedDq>
+  static constexpr int kDqBuffers = !kSumDq<kFixedDq> || smem_bytes_with<kFixedDq, 2>() <= kSmemLimit ? 2 : 1;
+  template <bool kFixedDq>
+  static constexpr int off_rows() { return kOffDq + kDqBuffers<kFixedDq> * dq_bytes<kFixedDq>(); }  // lse, D
   template <bool kFixedDq>
   static constexpr int off_bars() { return off_rows<kFixedDq>() + 2 * kStages * kBlockM * 4; }
-  static constexpr int kNumBars = 1 + 2 * kStages + 2 * 2;  // kv_full, q_full[2], q_empty[2], dq_full[2], dq_empty[2]
   template <bool kFixedDq>
-  static constexpr int smem_bytes() { return 1024 /* alignment */ + off_bars<kFixedDq>() + kNumBars * 8; }
-  // The fixed point's staging does not fit beside D = 128's tiles (272 KiB): atomic dQ only there.
+  static constexpr int smem_bytes() { return smem_bytes_with<kFixedDq, kDqBuffers<kFixedDq>>(); }
   template <bool kFixedDq>
-  static constexpr bool fits() { return smem_bytes<kFixedDq>() <= 227 * 1024; }
+  static constexpr bool fits() { return smem_bytes<kFixedDq>() <= kSmemLimit; }
 };
 
 template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq>
@@ -108,15 +127,22 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   uint8_t* sQ = smem + Kt::kOffQ;    // kStages x kQBytes
   uint8_t* sdO = smem + Kt::kOffDo;  // kStages x kQBytes
   uint8_t* sdS = smem + Kt::kOffDs;  // dS^T: rows = keys, 64 queries a row (128-byte swizzle)
-  uint8_t* sDq = smem + Kt::kOffDq;  // 2 consumers x dq_bytes
+  uint8_t* sDq = smem + Kt::kOffDq;  // kDqBuffers x dq_bytes
+  constexpr int kDqBuffers = Kt::template kDqBuffers<kFixedDq>;
+  constexpr bool kSumDq = Kt::template kSumDq<kFixedDq>;
+  static_assert(kSumDq || !kFixedDq, "the fixed point's words are written by consumer 1 alone");
+  // The dQ buffer of tile `it` for consumer c, and how many tiles used it before (its phase).
+  auto dq_buffer = [](int it, int c) { return kSumDq ? it % kDqBuffers : c; };
+  auto dq_uses = [](int it) { return kSumDq ? it / kDqBuffers : it; };
   float* sLse = reinterpret_cast<float*>(smem + Kt::template off_rows<kFixedDq>());  // kStages x BM, log2 units
   float* sDsum = sLse + kStages * BM;                                        // kStages x BM
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Kt::template off_bars<kFixedDq>());
   uint64_t* kv_full = bars;
   uint64_t* q_full = bars + 1;                // [kStages]
   uint64_t* q_empty = q_full + kStages;       // [kStages]
-  uint64_t* dq_full = q_empty + kStages;      // [2 consumers]
-  uint64_t* dq_empty = dq_full + 2;           // [2 consumers]
+  uint64_t* dq_half = q_empty + kStages;      // [kDqBuffers]: consumer 0's partial is in (kSumDq)
+  uint64_t* dq_full = dq_half + 2;            // [kDqBuffers]: the tile's dQ (or sum) is in
+  uint64_t* dq_empty = dq_full + 2;           // [kDqBuffers]: the writer has read it
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = tid / 128;
   const int T = p.T;
@@ -132,9 +158,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       mbarrier_init(&q_full[s], 32);    // the producer warp's 32 lanes (lane 0's arrival carries the TMA bytes)
       mbarrier_init(&q_empty[s], 256);  // every consumer thread
     }
-    for (int c = 0; c < 2; ++c) {
-      mbarrier_init(&dq_full[c], 128);  // consumer c's threads
-      mbarrier_init(&dq_empty[c], 1);   // the dQ writer
+    for (int i = 0; i < kDqBuffers; ++i) {
+      mbarrier_init(&dq_half[i], 128);  // consumer 0's threads
+      mbarrier_init(&dq_full[i], 128);  // the threads of the consumer that wrote it
+      mbarrier_init(&dq_empty[i], 1);   // the dQ writer
     }
     fence_mbarrier_init();
   }
@@ -182,13 +209,15 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         }
       }
     } else if (warp == 1 && lane == 0) {
-      // dQ writer: one bulk reduce-add per consumer and tile, into the tile's 64 rows of dq_accum.
+      // dQ writer: bulk reduce-adds into the tile's 64 rows of dq_accum (one per consumer, or one
+      // for their sum).
       int it = 0;
       for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
         const int64_t tile_floats = static_cast<int64_t>(m) * BM * D;  // DqLayout: 64 rows are contiguous
-        for (int c = 0; c < 2; ++c) {
-          mbarrier_wait(&dq_full[c], it & 1, "dq_full (dQ writer), tile", m);
-          const uint8_t* src = sDq + c * Kt::template dq_bytes<kFixedDq>();
+        for (int c = 0; c < (kSumDq ? 1 : 2); ++c) {
+          const int i = dq_buffer(it, c);
+          mbarrier_wait(&dq_full[i], dq_uses(it) & 1, "dq_full (dQ writer), tile", m);
+          const uint8_t* src = sDq + i * Kt::template dq_bytes<kFixedDq>();
           if constexpr (kFixedDq) {
             bulk_reduce_add_u64(dq_fixed_words<D>(p.dq_accum, bh, T) + tile_floats, src, Kt::kDqBytesFixed);
           } else {
@@ -196,7 +225,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
           }
           bulk_commit();
           bulk_wait_read<0>();  // the buffer may be overwritten once read
-          mbarrier_arrive(&dq_empty[c]);
+          mbarrier_arrive(&dq_empty[i]);
         }
       }
       bulk_wait<0>();
@@ -225,9 +254,9 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     return *reinterpret_cast<float(*)[8][4]>(&acc[8 * pn]);
   };
   constexpr uint32_t kStageUnits = Kt::kQBytes / 16;
-  // Fixed point: each dQ element gets 2 * n_blocks partials (two consumers per key block).
+  // Fixed point: each dQ element gets n_blocks terms (one per CTA: the two consumers' sum).
   [[maybe_unused]] const float max_term =
-      static_cast<float>(1ull << (63 - kDqFixedFracBits)) / static_cast<float>(2 * blk.n_blocks);
+      static_cast<float>(1ull << (63 - kDqFixedFracBits)) / static_cast<float>(blk.n_blocks);
   [[maybe_unused]] bool overflow = false;
 
   float acc_dk[D / 8][4], acc_dv[D / 8][4];
@@ -383,28 +412,59 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     reg_fence(acc_dv);
     mbarrier_arrive(&q_empty[s]);  // this consumer has read stage s (Q, dO, lse, D) for the last time
 
-    // dQ_c into the staging buffer in dq_accum's layout (rows 16 wq .. of the tile: m16 = wq), once
-    // the writer has read the previous tile's.
-    mbarrier_wait<false>(&dq_empty[c], (it & 1) ^ 1, "dq_empty (consumer), tile", m);
-    uint8_t* stage_dq = sDq + c * Kt::template dq_bytes<kFixedDq>();
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
+    // dQ into buffer i in dq_accum's layout (rows 16 wq .. of the tile: m16 = wq). Summed: both
+    // consumers' accumulators have the same layout, so each element is written and then read back
+    // by the same thread index of the two warpgroups: the mbarriers are the only ordering needed.
+    const int i = dq_buffer(it, c);
+    const uint32_t phase = dq_uses(it) & 1;
+    uint8_t* stage_dq = sDq + i * Kt::template dq_bytes<kFixedDq>();
+    // Element e of chunk j: an fp32 slot (the fixed point's: the low half of its int64 word).
+    auto slot = [&](int j, int e) -> float* {
       const int64_t chunk = DqLayout::chunk(wq, j, lane);  // floats within the 64-row tile
-      if constexpr (kFixedDq) {
-        unsigned long long* w = reinterpret_cast<unsigned long long*>(stage_dq) + DqLayout::fixed_word(chunk, lane);
+      if constexpr (kFixedDq)
+        return reinterpret_cast<float*>(reinterpret_cast<unsigned long long*>(stage_dq) +
+                                        DqLayout::fixed_word(chunk, lane) + 32 * e);
+      return reinterpret_cast<float*>(stage_dq) + chunk + e;
+    };
+    if (!kSumDq || c == 0) {
+      // Once the writer has read this buffer's previous tile.
+      mbarrier_wait<false>(&dq_empty[i], phase ^ 1, "dq_empty (consumer), tile", m);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          overflow |= !(fabsf(acc_dq[j][e]) < max_term);
-          w[32 * e] = static_cast<unsigned long long>(
-              __float2ll_rn(acc_dq[j][e] * static_cast<float>(1ull << kDqFixedFracBits)));
+      for (int j = 0; j < D / 8; ++j) {
+        if constexpr (kFixedDq) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) *slot(j, e) = acc_dq[j][e];
+        } else {
+          *reinterpret_cast<float4*>(slot(j, 0)) = make_float4(acc_dq[j][0], acc_dq[j][1], acc_dq[j][2], acc_dq[j][3]);
         }
-      } else {
-        *reinterpret_cast<float4*>(reinterpret_cast<float*>(stage_dq) + chunk) =
-            make_float4(acc_dq[j][0], acc_dq[j][1], acc_dq[j][2], acc_dq[j][3]);
       }
+      if constexpr (kSumDq) {
+        mbarrier_arrive(&dq_half[i]);
+      } else {
+        fence_proxy_async_smem();  // visible to the bulk copy that reads it
+        mbarrier_arrive(&dq_full[i]);
+      }
+    } else if constexpr (kSumDq) {
+      mbarrier_wait<false>(&dq_half[i], phase, "dq_half (consumer 1), tile", m);
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j) {
+        if constexpr (kFixedDq) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float v = *slot(j, e) + acc_dq[j][e];  // consumer 0's keys first: a fixed order
+            overflow |= !(fabsf(v) < max_term);
+            *reinterpret_cast<unsigned long long*>(slot(j, e)) =
+                static_cast<unsigned long long>(__float2ll_rn(v * static_cast<float>(1ull << kDqFixedFracBits)));
+          }
+        } else {
+          float4* at = reinterpret_cast<float4*>(slot(j, 0));
+          const float4 v0 = *at;
+          *at = make_float4(v0.x + acc_dq[j][0], v0.y + acc_dq[j][1], v0.z + acc_dq[j][2], v0.w + acc_dq[j][3]);
+        }
+      }
+      fence_proxy_async_smem();  // visible to the bulk copy that reads it
+      mbarrier_arrive(&dq_full[i]);
     }
-    fence_proxy_async_smem();  // visible to the bulk copy that reads it
-    mbarrier_arrive(&dq_full[c]);
   }
   if constexpr (kFixedDq) {
     if (__any_sync(0xffffffffu, overflow) && lane == 0) atomicOr(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T), 1);
