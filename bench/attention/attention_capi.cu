@@ -9,6 +9,7 @@
 // tuning; variant 0 is the shipped one.
 #include <cublas_v2.h>
 
+#include <climits>
 #include <cstdio>
 #include <string>
 
@@ -127,7 +128,8 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // dQ; 39, 40 FlashConfig<128>::BwdWide (64 queries x 128 keys, FlashAttention-2's hdim-128 tile;
 // shipped from flash_bwd_wide_min_t on) with atomic / fixed-point dQ, 41 the same with the
 // counter-ordered dQ. 42, 43: the warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh; D = 64 and
-// 128 (43: 64 only), any dtype and dropout) at every T with atomic / fixed-point dQ. Numbers, and the variants
+// 128, any dtype and dropout) at every T with atomic / fixed-point dQ; 44, 45: the dispatch without it
+// (shipped up to session 15), atomic / deterministic. Numbers, and the variants
 // tried and removed: bench/attention/NOTES.md.
 // Variants 32-36 (D = 128, bf16, no document mask): see run_flash_variant.
 void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_t s) {
@@ -162,19 +164,21 @@ void run_d128_backward_variant(int variant, const AttentionParams& p, cudaStream
   }
 }
 
-// Moves one of the dispatch's T thresholds (flash_attention.h) to 0 when `on`, so its kernel takes
-// every T, and restores the default however the call ends.
-template <void (*kSetMinT)(int)>
+// Moves one of the dispatch's T thresholds (flash_attention.h) to kT when `on` (0: its kernel takes
+// every T; INT_MAX: none), and restores the default however the call ends.
+template <void (*kSetMinT)(int), int kT = 0>
 struct KernelAtEveryT {
   bool on;
   explicit KernelAtEveryT(bool o) : on(o) {
-    if (on) kSetMinT(0);
+    if (on) kSetMinT(kT);
   }
   ~KernelAtEveryT() {
     if (on) kSetMinT(-1);
   }
   KernelAtEveryT(const KernelAtEveryT&) = delete;
 };
+template <void (*kSetMinT)(int)>
+using KernelNever = KernelAtEveryT<kSetMinT, INT_MAX>;
 
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
   // Deterministic: as shipped (4), the ordered dQ (29), the fixed-point dQ (30), the fixed-point dQ with
@@ -185,13 +189,20 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     const ft::cuda::ScopedFlashDeterministicDq form(variant == 4    ? ft::cuda::flash_deterministic_dq()
                                                     : variant == 29 ? FlashDeterministicDq::kOrdered
                                                                     : FlashDeterministicDq::kFixedPoint);
-    // 31: the wide tile from T = 0 on.
+    // 31: the wide tile from T = 0 on (and the warp-specialised backward, which goes first, off).
     const KernelAtEveryT<ft::cuda::set_flash_bwd_wide_min_t> wide(variant == 31);
+    const KernelNever<ft::cuda::set_flash_bwd_ws_min_t> no_ws(variant == 31);
     return ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
   }
   // 42 / 43: the warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh) at every T, atomic /
-  // fixed-point dQ; calls it does not cover (D = 256, D = 128 with fixed point, document masks) take
-  // the usual kernels.
+  // fixed-point dQ; calls it does not cover (D = 256, document masks) take the usual kernels. 44 /
+  // 45: the dispatch without it (as shipped up to session 15), atomic / deterministic as variant 4.
+  if (variant == 44 || variant == 45) {
+    if (forward) return ft::cuda::flash_attention_forward(p, s);
+    const KernelNever<ft::cuda::set_flash_bwd_ws_min_t> no_ws(true);
+    if (variant == 44) return ft::cuda::flash_attention_backward(p, s);
+    return ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
+  }
   if (variant == 42 || variant == 43) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);
     const KernelAtEveryT<ft::cuda::set_flash_bwd_ws_min_t> ws(true);

@@ -428,7 +428,9 @@ def main():
                          "and report the median of each metric")
     ap.add_argument("--base-lib", default=None,
                     help="--dev: a second build (e.g. of the previous commit) timed in the same process "
-                         "as the refs base_flash and base_flash_det")
+                         "as the refs base_flash and base_flash_det (and base_v<N> for each --base-variants N)")
+    ap.add_argument("--base-variants", default="",
+                    help="--dev with --base-lib: more of the base build's variants, as refs base_v<N>")
     ap.add_argument("--kv-heads", type=int, default=0,
                     help="grouped-query attention: K/V heads shared by the H = 768 / D query heads (a divisor of H)")
     ap.add_argument("--doc-len", type=int, default=0,
@@ -450,6 +452,8 @@ def main():
         base = ctypes.CDLL(os.path.abspath(args.base_lib))
         IMPLS["base_flash"] = lambda lib: Flashtrain(base, 0)
         IMPLS["base_flash_det"] = lambda lib: Flashtrain(base, 0, 4)
+        for v in (int(x) for x in args.base_variants.split(",") if x):
+            IMPLS[f"base_v{v}"] = lambda lib, v=v: Flashtrain(base, 0, v)
     BUDGET_MS, TIMING = args.budget_ms, args.timing
     D, H = head_dims[0], HIDDEN // head_dims[0]
     args.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -7,6 +7,7 @@
 // backwards; then D = 256, grouped-query attention
 // (its K/V gradient sum) and the document mask.
 //   sanitize_attention [--quick]   (--quick: one case per kernel instead of the full product)
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -49,7 +50,8 @@ void run_case(const Case& c) {
   ft::cuda::set_flash_wgmma_allowed(std::strcmp(c.path, "mma") != 0);
   ft::cuda::set_flash_fwd_small_tile_max_t(std::strcmp(c.path, "wgmma-large") == 0 ? 0 : -1);
   ft::cuda::set_flash_bwd_wide_min_t(std::strcmp(c.path, "wide") == 0 ? 0 : -1);
-  ft::cuda::set_flash_bwd_ws_min_t(std::strcmp(c.path, "ws") == 0 ? 0 : -1);
+  // "wide" turns the warp-specialised backward off (it goes first from T = 1024); "ws" takes it everywhere.
+  ft::cuda::set_flash_bwd_ws_min_t(std::strcmp(c.path, "ws") == 0 ? 0 : std::strcmp(c.path, "wide") == 0 ? INT_MAX : -1);
   const int Hkv = c.kv_heads;
   // q, k, v as slices of one (B, T, H + 2 H_kv, D) buffer, as the model's projection lays them out.
   const Tensor qkv = random_cuda({B, c.T, H + 2 * Hkv, c.D}, 1 + c.T);

@@ -5,7 +5,7 @@
 #                deterministic true at dropout 0 and 0.1, deterministic false (atomic dQ) at 0.1;
 #                ${FT_STEPS:-40} steps, tokens/s of the last logged interval (log_interval 10)
 #   torch_compile, torch_eager   bench/train/torch_nanogpt.py (nanoGPT-style model, fused AdamW),
-#                one process for all their rows, median of ${TORCH_STEPS:-20} steps
+#                one process for all their rows, median of ${TORCH_STEPS:-20} steps (TORCH_IMPLS: which)
 #   llmc_cudnn   bench/train/llmc_run.sh (binary ${LLMC_BIN:-.gpu/llmc/train_gpt2cu_cudnn}), dropout 0,
 #                T = 1024 only (llm.c's d12 has 1024 positions)
 # Writes OUT_DIR/train-<card>.json ({card, commit, date, rows}) and OUT_DIR/train-<card>.md (table and
@@ -67,7 +67,7 @@ fi
 if [ $do_torch = 1 ]; then
   t0=$(date +%s)
   timeout 480 python3 bench/train/torch_nanogpt.py --shapes $shapes --dropout 0 0.1 --steps ${TORCH_STEPS:-20} \
-    --impls torch_compile torch_eager --json "$outdir/torch-$card_short.json" > "$logs/torch.log" 2>&1
+    --impls ${TORCH_IMPLS:-torch_compile torch_eager} --json "$outdir/torch-$card_short.json" > "$logs/torch.log" 2>&1
   status=$?
   echo "== torch (rc $status, $(( $(date +%s) - t0 )) s)"; grep -E '^\{|^torch ' "$logs/torch.log" | cut -c1-240
   [ $status -eq 0 ] || grep -vE '^\{|Warning' "$logs/torch.log" | tail -15

@@ -296,8 +296,19 @@ INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWgmmaLargeTileForward, ::testing::Value
                          [](const auto& info) { return case_name(info.param); });
 
 // The D = 64 and 128 backwards' wide-tile kernels, which the default dispatch takes from T = 2048 or
-// 4096 on (flash_bwd_wide_min_t), at every T: the same cases, atomic dQ.
-using FlashCudaWideBackward = FlashCudaThresholdMoved<ft::cuda::set_flash_bwd_wide_min_t, 1>;
+// 4096 on (flash_bwd_wide_min_t) where the warp-specialised backward does not (no sm_90a, document
+// masks), at every T with that one off: the same cases, atomic dQ.
+class FlashCudaWideBackward : public ::testing::TestWithParam<AttentionCase> {
+ protected:
+  void SetUp() override {
+    ft::cuda::set_flash_bwd_wide_min_t(1);
+    ft::cuda::set_flash_bwd_ws_min_t(INT_MAX);
+  }
+  void TearDown() override {
+    ft::cuda::set_flash_bwd_wide_min_t(-1);
+    ft::cuda::set_flash_bwd_ws_min_t(-1);
+  }
+};
 
 TEST_P(FlashCudaWideBackward, WithinTwiceNaiveError) {
   SKIP_WITHOUT_CUDA();
@@ -307,8 +318,8 @@ TEST_P(FlashCudaWideBackward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWideBackward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
-// The warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh), which the default dispatch does
-// not take yet (flash_bwd_ws_min_t: never), from T = 0 on: the D = 64 and 128 cases (dropout included;
+// The warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh), which the default dispatch takes
+// from T = 1024 on (flash_bwd_ws_min_t), from T = 0 on: the D = 64 and 128 cases (dropout included;
 // the same Philox mask as naive's), atomic dQ. Without an sm_90a build and GPU every case takes the usual
 // kernels; FlashCuda.WsBackwardTakesItsCalls checks which calls it takes.
 using FlashCudaWsBackward = FlashCudaThresholdMoved<ft::cuda::set_flash_bwd_ws_min_t, 0>;
@@ -325,11 +336,11 @@ INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsBackward, ::testing::ValuesIn(cases_a
 // FLASHTRAIN_FLASH_BWD_WS_MIN_T), and -1 restores that.
 TEST(FlashCudaDispatch, WsBackwardThreshold) {
   if (std::getenv("FLASHTRAIN_FLASH_BWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_BWD_WS_MIN_T is set";
-  EXPECT_EQ(ft::cuda::flash_bwd_ws_min_t(), INT_MAX);
+  EXPECT_EQ(ft::cuda::flash_bwd_ws_min_t(), 1024);
   ft::cuda::set_flash_bwd_ws_min_t(0);
   EXPECT_EQ(ft::cuda::flash_bwd_ws_min_t(), 0);
   ft::cuda::set_flash_bwd_ws_min_t(-1);
-  EXPECT_EQ(ft::cuda::flash_bwd_ws_min_t(), INT_MAX);
+  EXPECT_EQ(ft::cuda::flash_bwd_ws_min_t(), 1024);
 }
 
 // Host only: the wide backward's measured thresholds per head dim, one override for both, and -1
@@ -602,12 +613,14 @@ TEST(FlashCuda, WideBackward128FixedPointDq) {
   cases.push_back({2, 2, 333, 128, true, 0.1f, AttentionDType::kF16});
   cases.push_back({2, 1, 777, 128, true, 0.f, AttentionDType::kBF16, 128, 2, 1});  // block-sparse
   cuda::set_flash_bwd_wide_min_t(1);
+  cuda::set_flash_bwd_ws_min_t(INT_MAX);  // it would go first
   with_deterministic_dq(cuda::FlashDeterministicDq::kFixedPoint, [&] {
     expect_deterministic_backward_bit_identical(cases);
     for (const AttentionCase& c : {cases[1], cases[7], cases[8], cases[9]})
       expect_case_within_twice_naive(c, true, " wide backward (D = 128), fixed-point dq");
   });
   cuda::set_flash_bwd_wide_min_t(-1);
+  cuda::set_flash_bwd_ws_min_t(-1);
 }
 
 // Which calls the warp-specialised backward takes once its threshold allows: D = 64 with atomic or
@@ -635,7 +648,7 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
   d128.D = 128;
   EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(d128, atomic), hopper) << "D = 128, atomic dq";
   with_deterministic_dq(cuda::FlashDeterministicDq::kFixedPoint, [&] {
-    EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(d128, det)) << "D = 128 has no fixed-point form";
+    EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(d128, det), hopper) << "D = 128, fixed-point dq (one dQ buffer)";
   });
   AttentionParams d256 = p;
   d256.D = 256;
@@ -654,10 +667,13 @@ TEST(FlashCuda, WsBackwardFixedPointDq) {
       for (int T : {17, 130, 1000}) cases.push_back({2, T >= 1000 ? 2 : 3, T, 64, causal, p});
   cases.push_back({2, 2, 333, 64, true, 0.1f, AttentionDType::kF16});
   cases.push_back({1, 2, 1000, 64, true, 0.f, AttentionDType::kBF16, 64, 3, 1});  // block-sparse
+  // D = 128 (one dQ buffer: two do not fit beside its tiles).
+  cases.push_back({2, 2, 1000, 128, true, 0.1f});
+  cases.push_back({1, 2, 130, 128, false, 0.f, AttentionDType::kF16});
   cuda::set_flash_bwd_ws_min_t(0);
   with_deterministic_dq(cuda::FlashDeterministicDq::kFixedPoint, [&] {
     expect_deterministic_backward_bit_identical(cases);
-    for (const AttentionCase& c : {cases[2], cases[5], cases[11], cases[12], cases[13]})
+    for (const AttentionCase& c : {cases[2], cases[5], cases[11], cases[12], cases[13], cases[14], cases[15]})
       expect_case_within_twice_naive(c, true, " warp-specialised backward, fixed-point dq");
   });
   cuda::set_flash_bwd_ws_min_t(-1);

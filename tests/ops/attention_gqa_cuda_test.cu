@@ -8,6 +8,7 @@
 // dv are bit-reproducible.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -70,6 +71,7 @@ struct PathGuard {
     if (path == FlashPath::kNoWgmma) cuda::set_flash_wgmma_allowed(false);
     if (path == FlashPath::kLargeWgmmaTile) cuda::set_flash_fwd_small_tile_max_t(0);
     if (path == FlashPath::kWideBackward) cuda::set_flash_bwd_wide_min_t(1);
+    if (path == FlashPath::kWideBackward) cuda::set_flash_bwd_ws_min_t(INT_MAX);  // it would go first
     if (path == FlashPath::kWsBackward) cuda::set_flash_bwd_ws_min_t(0);
   }
   ~PathGuard() {

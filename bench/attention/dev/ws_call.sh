@@ -15,6 +15,15 @@
 #             (FLASHTRAIN_FLASH_BWD_WS_MIN_T=0): dropout 0.1 deterministic and atomic, dropout 0
 #   profile   Nsight Compute on one ws backward kernel and one shipped one (T = 4096, p = 0 and
 #             0.1, variants 42 and 0; bench/attention/dev/profile_bwd.py): a text report to $OUT
+# Stages for a kernel change built here instead (session 16; scripts/gpu_carry.sh's machine builds
+# for sm_90a too, and binaries travel smaller than a build takes on the GPU machine):
+#   unpack    .gpu/bins.tar.xz: build-gpu/ (ft_ops_tests, flashtrain, libft_attention.so, the
+#             yaml-cpp it was linked against) and build-base/libft_attention.so (the commit before)
+#   opstests  the whole ft_ops_tests (every attention test, each kernel against float64 / naive)
+#   ab        bench --dev D = 64 and 128: this build's variants 0, 4 (shipped), 42, 43 (ws atomic /
+#             fixed at every T), 44, 45 (the dispatch without ws), the base build's 42, 43 and cuDNN
+#   train2    GPT-2-small as in train, shipped dispatch against ws off (FLASHTRAIN_FLASH_BWD_WS_MIN_T
+#             past T), dropout 0.1 and 0, deterministic and atomic, and p = 0 with the ordered dQ
 # Usage (repo root, on an H100/H200, .gpu carried): bench/attention/dev/ws_call.sh [stage...]
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -24,6 +33,14 @@ has() { [[ " $steps " == *" $1 "* ]]; }
 [ -d .gpu/bpe ] && export FLASHTRAIN_BPE_DIR=$PWD/.gpu/bpe
 [ -d .gpu/pcre2 ] && export PKG_CONFIG_PATH=$PWD/.gpu/pcre2/lib/pkgconfig
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
+if has unpack; then
+  python3 -c "import tarfile; tarfile.open('.gpu/bins.tar.xz').extractall('.')" || exit 1
+  export LD_LIBRARY_PATH=$PWD/build-gpu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+if has opstests; then
+  timeout 420 build-gpu/tests/ft_ops_tests --gtest_brief=1 > "$OUT/ops_tests.log" 2>&1
+  echo "ft_ops_tests rc=$?"; grep -E "PASSED|FAILED|Failure|tests ran" "$OUT/ops_tests.log" | head -30
+fi
 
 if has build; then
   t0=$(date +%s)
@@ -62,22 +79,39 @@ bench() {  # $1 head dim, $2 variants
 }
 has bench64 && bench 64 0,42,4,43
 has bench128 && bench 128 0,42
+if has ab; then
+  for d in 64 128; do
+    timeout 280 python3 bench/attention/bench_attention.py --lib build-gpu/bench/attention/libft_attention.so \
+      --base-lib build-base/libft_attention.so --base-variants 42,43 --out /tmp/ws_ab --dev --ds $d \
+      --variants 0,4,42,43,44,45 --dev-ts 1024,4096,16384 --dev-refs base_v42,base_v43,torch_cudnn \
+      > "$OUT/ws_ab_d$d.log" 2>&1
+    echo "ab D=$d rc=$?"; grep -E "^(dev|check)" "$OUT/ws_ab_d$d.log" | grep -v " OK$" | sed -E 's/ \([0-9]+ TF\)//g' | head -60
+  done
+fi
 
+data=${KJV_DIR:-.gpu/kjv}
+train() {  # $1 label, $2 ws threshold ("" = default), $3 dropout, $4 deterministic
+  local run=/tmp/ws-train-$1; rm -rf $run
+  FLASHTRAIN_FLASH_BWD_WS_MIN_T=$2 timeout 150 build-gpu/flashtrain train configs/gpt2-small.yaml --set max_seq_len=1024 \
+    --set batch_size=16 --set dropout=$3 --set deterministic=$4 --set gradient_accumulation_steps=1 --set max_steps=40 \
+    --set log_interval=10 --set eval_interval=0 --set checkpoint_interval=0 --set keep_checkpoints=1 --set out_dir=$run \
+    --set train_data="$data/train_*.bin" --set val_data="$data/val_*.bin" > "/tmp/ws-train-$1.log" 2>&1
+  echo "$1 (rc $?): $(python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if '\"loss\"' in l]; print(' '.join('%.4f' % x['loss'] for x in r), '| tokens/s', r[-1].get('tokens_per_s'))" $run/metrics.jsonl 2>&1)"
+}
 if has train; then
-  data=${KJV_DIR:-.gpu/kjv}
-  train() {  # $1 label, $2 ws threshold ("" = default), $3 dropout, $4 deterministic
-    local run=/tmp/ws-train-$1; rm -rf $run
-    FLASHTRAIN_FLASH_BWD_WS_MIN_T=$2 timeout 150 build-gpu/flashtrain train configs/gpt2-small.yaml --set max_seq_len=1024 \
-      --set batch_size=16 --set dropout=$3 --set deterministic=$4 --set gradient_accumulation_steps=1 --set max_steps=40 \
-      --set log_interval=10 --set eval_interval=0 --set checkpoint_interval=0 --set keep_checkpoints=1 --set out_dir=$run \
-      --set train_data="$data/train_*.bin" --set val_data="$data/val_*.bin" > "/tmp/ws-train-$1.log" 2>&1
-    echo "$1 (rc $?): $(python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if '\"loss\"' in l]; print(' '.join('%.4f' % x['loss'] for x in r), '| tokens/s', r[-1].get('tokens_per_s'))" $run/metrics.jsonl 2>&1)"
-  }
   { for cfg in "0.1 true" "0.1 false" "0 true"; do
       set -- $cfg
       train shipped-p$1-det$2 "" $1 $2
       train ws-p$1-det$2 0 $1 $2
     done; } | tee "$OUT/ws_train.log"
+fi
+if has train2; then
+  { for cfg in "0.1 true" "0.1 false" "0 true" "0 false"; do
+      set -- $cfg
+      train default-p$1-det$2 "" $1 $2
+      train no-ws-p$1-det$2 1000000 $1 $2
+    done
+    FLASHTRAIN_DETERMINISTIC_DQ=ordered train ordered-p0-dettrue "" 0 true; } | tee "$OUT/ws_train2.log"
 fi
 
 if has profile; then

@@ -42,9 +42,14 @@ DispatchThreshold g_bwd_wide128_min_t{4096, 2048};
 // level up to T = 2048 (0.276 / 0.264-0.274, 0.396 / 0.390-0.397), then behind (T = 4096 0.613 /
 // 0.646-0.720, T = 16384 2.16-2.20 / 2.50-2.58).
 DispatchThreshold g_fwd_small_tile_max_t{2048, 4096};
-// The warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh): never by default, until it has
-// been checked and timed on a GPU; tests and the benchmark set it (flash_bwd_ws_min_t below).
-DispatchThreshold g_bwd_ws_min_t{INT_MAX, INT_MAX};
+// The warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh) from T = 1024 on, D = 64 and 128
+// (H100, session 16, B T = 32768, bwd ms, the other kernels / ws, atomic dQ): D = 64 p = 0 T = 1024
+// 0.793 / 0.700, T = 4096 2.161 / 1.648, T = 16384 7.41 / 5.38; p = 0.1 0.876 / 0.877, 2.582 / 2.056,
+// 8.47 / 6.72. D = 128 p = 0 0.804 / 0.578, 2.301 / 1.447, 7.49 / 4.63; p = 0.1 0.921 / 0.726, 2.574 /
+// 1.689, 8.20 / 5.54. Below T = 1024 it is unmeasured. Tests and the benchmark move it
+// (flash_bwd_ws_min_t below).
+constexpr int kBwdWsMinT = 1024;
+DispatchThreshold g_bwd_ws_min_t{kBwdWsMinT, kBwdWsMinT};
 
 // -1: not set by set_flash_deterministic_dq (then the environment, else kAuto).
 std::atomic<int> g_deterministic_dq{-1};
@@ -79,7 +84,9 @@ bool flash_fixed_point_dq(const AttentionParams& p) {
   const bool dropout = p.dropout.threshold != 0;
   if (p.T >= 4096) return true;
   // Where the warp-specialised backward is enabled its deterministic form is the fixed-point one
-  // (bulk int64 adds; flash_bwd_ws_kernel.cuh), at the head dims that have it.
+  // (bulk int64 adds; flash_bwd_ws_kernel.cuh). H100, session 16, bwd ms, ws fixed point / the
+  // 4-warp ordered dQ: D = 64 T = 1024 p = 0 0.862 / 0.880, p = 0.1 1.014 / 1.050; D = 128 p = 0
+  // 0.739 / 0.987.
   if (flash::flash_bwd_ws_enabled_for(p) && flash::flash_bwd_ws_has_fixed_point_dq(p.D)) return true;
   return dropout && p.D <= 128;
 }
@@ -89,7 +96,7 @@ bool flash_fixed_point_dq(const AttentionParams& p) {
 int flash_bwd_ws_min_t() {
   static const int from_env = [] {
     const char* v = std::getenv("FLASHTRAIN_FLASH_BWD_WS_MIN_T");
-    if (v == nullptr || *v == '\0') return INT_MAX;
+    if (v == nullptr || *v == '\0') return kBwdWsMinT;
     char* end = nullptr;
     const long t = std::strtol(v, &end, 10);
     if (*end != '\0' || t < 0 || t > INT_MAX)

@@ -90,11 +90,10 @@ int flash_bwd_wide_min_t(int head_dim, bool dropout);
 void set_flash_bwd_wide_min_t(int T);
 
 // The warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh: FlashAttention-3's structure, TMA,
-// mbarriers, wgmma, bulk dQ adds) takes the calls it covers -- D = 64 (atomic or fixed-point dQ) and
-// 128 (atomic dQ) without a document mask, on sm_90a -- from this T on. Default: never (INT_MAX), until it has
-// been checked and timed on a GPU, or FLASHTRAIN_FLASH_BWD_WS_MIN_T (read once: training runs that
-// try it); set_flash_bwd_ws_min_t overrides both process-wide (tests, the benchmark's variants 42 and
-// 43; -1 restores the default).
+// mbarriers, wgmma, bulk dQ adds) takes the calls it covers -- D = 64 and 128, atomic or fixed-point
+// dQ, without a document mask, on sm_90a -- from this T on. Default: 1024 (measured: flash_attention.cu),
+// or FLASHTRAIN_FLASH_BWD_WS_MIN_T (read once); set_flash_bwd_ws_min_t overrides both process-wide
+// (tests, the benchmark's variants 42-45; INT_MAX: never; -1 restores the default).
 int flash_bwd_ws_min_t();
 void set_flash_bwd_ws_min_t(int T);
 
