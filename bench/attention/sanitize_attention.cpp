@@ -104,6 +104,8 @@ int main(int argc, char** argv) {
     cases.push_back({64, 200, true, 0.1f, 0, false, "wide"});
     cases.push_back({64, 200, true, 0.1f, 0, false, "ws"});
     cases.push_back({64, 200, true, 0.1f, 0, true, "ws"});
+    cases.push_back({128, 200, true, 0.1f, 0, false, "ws"});
+    cases.push_back({128, 200, false, 0.f, 0, true, "ws"});  // the fixed point's one dQ buffer
   }
   for (float p : {0.f, 0.1f})
     for (bool det : {false, true}) {

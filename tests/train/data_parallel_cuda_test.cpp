@@ -193,33 +193,40 @@ TEST(DataParallelCuda, TwoGpusOfBEqualOneGpuOf2BThroughNccl) {
 
 TEST(DataParallelCuda, ZeroOneMatchesPlainAndUsesLessMemory) {
   FT_REQUIRE_TWO_GPUS_AND_BINARY();
-  Scratch dir("zero1");
-  TrainConfig plain = gpu_config(dir.path, 4);
-  // 12.6M parameters: m and v (100 MiB) dwarf the allocator's 2 MiB rounding, so the saving shows.
-  plain.d_model = 512;
-  plain.n_heads = 8;
-  plain.n_layers = 4;
-  plain.d_ff = 2048;
-  // Clipping off: ZeRO-1's global norm is sqrt(sum of the shards' squared norms), summed in another
-  // order than the plain norm over the whole arena, so with clipping the two runs differ by a
-  // rounding of the clip factor that bf16 training amplifies (params rel L2 3.5e-4 after 6 steps on
-  // 2 H100s, session 11). Without it, 2 ranks add the same two values either way (a + b = b + a)
-  // and AdamW is elementwise: the parameters must agree to the last bit.
-  plain.grad_clip = 0;
-  plain.out_dir = dir.path + "/plain";
-  TrainConfig z = plain;
-  z.out_dir = dir.path + "/zero1";
-  z.zero1 = true;
-  const RunResult a = train(plain, 2, "plain");
-  const RunResult b = train(z, 2, "z1");
-  ASSERT_EQ(a.status, 0) << a.err;
-  ASSERT_EQ(b.status, 0) << b.err;
-  const double e = rel_l2(params_of(z.out_dir + "/ckpt-6"), params_of(plain.out_dir + "/ckpt-6"));
-  EXPECT_EQ(e, 0.0);
-  const double pa = peak_mib(a.out), pb = peak_mib(b.out);
-  std::cout << "ZeRO-1 vs plain on 2 GPUs: params rel L2 " << e << "; peak " << pb << " vs " << pa << " MiB\n";
-  EXPECT_GT(pa, 0);
-  EXPECT_LT(pb, pa) << "ZeRO-1 keeps m and v for half the arena";
+  // bf16, and fp16 (its working copy all-gathered as f16 through ncclHalf; loss scaling on).
+  for (const MixedPrecision precision : {MixedPrecision::BF16, MixedPrecision::FP16}) {
+    const std::string tag = precision == MixedPrecision::BF16 ? "bf16" : "fp16";
+    SCOPED_TRACE(tag);
+    Scratch dir("zero1-" + tag);
+    TrainConfig plain = gpu_config(dir.path, 4);
+    plain.mixed_precision = precision;
+    // 12.6M parameters: m and v (100 MiB) dwarf the allocator's 2 MiB rounding, so the saving shows.
+    plain.d_model = 512;
+    plain.n_heads = 8;
+    plain.n_layers = 4;
+    plain.d_ff = 2048;
+    // Clipping off: ZeRO-1's global norm is sqrt(sum of the shards' squared norms), summed in another
+    // order than the plain norm over the whole arena, so with clipping the two runs differ by a
+    // rounding of the clip factor that bf16 training amplifies (params rel L2 3.5e-4 after 6 steps on
+    // 2 H100s, session 11). Without it, 2 ranks add the same two values either way (a + b = b + a)
+    // and AdamW is elementwise: the parameters must agree to the last bit.
+    plain.grad_clip = 0;
+    plain.out_dir = dir.path + "/plain";
+    TrainConfig z = plain;
+    z.out_dir = dir.path + "/zero1";
+    z.zero1 = true;
+    const RunResult a = train(plain, 2, "plain");
+    const RunResult b = train(z, 2, "z1");
+    ASSERT_EQ(a.status, 0) << a.err;
+    ASSERT_EQ(b.status, 0) << b.err;
+    const double e = rel_l2(params_of(z.out_dir + "/ckpt-6"), params_of(plain.out_dir + "/ckpt-6"));
+    EXPECT_EQ(e, 0.0);
+    const double pa = peak_mib(a.out), pb = peak_mib(b.out);
+    std::cout << "ZeRO-1 vs plain on 2 GPUs, " << tag << ": params rel L2 " << e << "; peak " << pb << " vs " << pa
+              << " MiB\n";
+    EXPECT_GT(pa, 0);
+    EXPECT_LT(pb, pa) << "ZeRO-1 keeps m and v for half the arena";
+  }
 }
 
 // A 2-GPU run cut after step 3 and resumed from its checkpoint on 2 GPUs repeats steps 4-6 bit for
