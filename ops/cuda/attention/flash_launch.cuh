@@ -21,6 +21,11 @@
 //            the mma.sync tile below: T = 1024 0.248 / 0.371, T = 4096 0.718 / 0.976 (p = 0; session 13)
 //   forward  D=128 elsewhere: kBlockM=128, kBlockN=64, 8 warps (16 rows per warp; registers hold
 //            O 16x128)
+//   backward D=64 and 128 on sm_90a, T >= 1024 (flash_bwd_ws_min_t), atomic or fixed-point dQ, no
+//            document mask: flash_bwd_ws_kernel.cuh (FlashAttention-3's structure: a TMA producer
+//            warp, two wgmma consumer warpgroups, dQ by bulk reduce-adds). H100 bwd ms against the
+//            kernels below: D = 64 T = 4096 1.669 / 2.259 (p = 0), 2.102 / 2.560 (p = 0.1); D = 128
+//            1.374 / 2.343 (session 16). The kernels below take every other call.
 //   backward D=64, atomic dQ, T >= 2048 (4096 with dropout; flash_bwd_wide_min_t(64, .)):
 //            flash_bwd_wide_kernel.cuh, 8 warps over 128 keys x 128 queries in 32 x 64 / 32 x 32
 //            warp tiles, P and dS through shared memory, 1 CTA/SM: at T=4096 2.17 ms against 2.51
@@ -339,7 +344,7 @@ void run_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
 template <int kHeadDim>
 void run_flash_bwd(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode) {
   using Config = FlashConfig<kHeadDim>;
-  // The warp-specialised Hopper backward from flash_bwd_ws_min_t on (default: never, until measured).
+  // The warp-specialised Hopper backward from flash_bwd_ws_min_t on (default 1024; flash_attention.cu has the numbers).
   if constexpr (kHeadDim == 64 || kHeadDim == 128)
     if (flash_bwd_ws_applies(p, mode)) return run_flash_bwd_ws(p, stream, mode);
   if constexpr (kHeadDim == 64 || kHeadDim == 128) {
