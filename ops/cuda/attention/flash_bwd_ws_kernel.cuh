@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       mbarrier_init(&q_empty[s], 256);  // every consumer thread
     }
     for (int i = 0; i < kDqBuffers; ++i) {
-      mbarrier_init(&dq_half[i], 128);  // the threads of the consumer that wrote the partial
+      mbarrier_init(&dq_half[i], 128);  // consumer 0's threads
       mbarrier_init(&dq_full[i], 128);  // the threads of the consumer that wrote it
       mbarrier_init(&dq_empty[i], 1);   // the dQ writer
     }
@@ -426,11 +426,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
                                         DqLayout::fixed_word(chunk, lane) + 32 * e);
       return reinterpret_cast<float*>(stage_dq) + chunk + e;
     };
-    // Summed: the consumers take turns (tile parity) at the extra work of adding and converting, so
-    // neither is always the one that waits (EXPERIMENT, session 16: unmeasured; fp32 addition
-    // commutes, so the dQ bits equal those of consumer 1 always finishing).
-    const int partial_writer = kSumDq ? it & 1 : c;
-    if (c == partial_writer) {
+    if (!kSumDq || c == 0) {
       // Once the writer has read this buffer's previous tile.
       mbarrier_wait<false>(&dq_empty[i], phase ^ 1, "dq_empty (consumer), tile", m);
 #pragma unroll
@@ -449,13 +445,13 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         mbarrier_arrive(&dq_full[i]);
       }
     } else if constexpr (kSumDq) {
-      mbarrier_wait<false>(&dq_half[i], phase, "dq_half (finishing consumer), tile", m);
+      mbarrier_wait<false>(&dq_half[i], phase, "dq_half (consumer 1), tile", m);
 #pragma unroll
       for (int j = 0; j < D / 8; ++j) {
         if constexpr (kFixedDq) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const float v = *slot(j, e) + acc_dq[j][e];  // a + b = b + a: the order does not matter
+            const float v = *slot(j, e) + acc_dq[j][e];  // consumer 0's keys first: a fixed order
             overflow |= !(fabsf(v) < max_term);
             *reinterpret_cast<unsigned long long*>(slot(j, e)) =
                 static_cast<unsigned long long>(__float2ll_rn(v * static_cast<float>(1ull << kDqFixedFracBits)));
