@@ -20,6 +20,8 @@
 #   unpack    .gpu/bins.tar.xz: build-gpu/ (ft_ops_tests, flashtrain, libft_attention.so, the
 #             yaml-cpp it was linked against) and build-base/libft_attention.so (the commit before)
 #   opstests  the whole ft_ops_tests (every attention test, each kernel against float64 / naive)
+#   bits      dq_bits.py: the deterministic backward of build-gpu/'s library and build-base/'s, bit
+#             for bit (for changes that must keep every bit)
 #   ab        bench --dev D = 64 and 128: this build's variants 0, 4 (shipped), 42, 43 (ws atomic /
 #             fixed at every T), 44, 45 (the dispatch without ws), the base build's 42, 43 and cuDNN
 #   train2    GPT-2-small as in train, shipped dispatch against ws off (FLASHTRAIN_FLASH_BWD_WS_MIN_T
@@ -79,6 +81,11 @@ bench() {  # $1 head dim, $2 variants
 }
 has bench64 && bench 64 0,42,4,43
 has bench128 && bench 128 0,42
+if has bits; then
+  FLASHTRAIN_DETERMINISTIC_DQ=fixed timeout 150 python3 bench/attention/dev/dq_bits.py \
+    build-gpu/bench/attention/libft_attention.so build-base/libft_attention.so > "$OUT/dq_bits.log" 2>&1
+  echo "dq_bits rc=$? (0: identical)"; tail -3 "$OUT/dq_bits.log"
+fi
 if has ab; then
   for d in 64 128; do
     timeout 280 python3 bench/attention/bench_attention.py --lib build-gpu/bench/attention/libft_attention.so \
