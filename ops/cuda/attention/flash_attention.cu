@@ -50,6 +50,21 @@ DispatchThreshold g_fwd_small_tile_max_t{2048, 4096};
 // (flash_bwd_ws_min_t below).
 constexpr int kBwdWsMinT = 1024;
 DispatchThreshold g_bwd_ws_min_t{kBwdWsMinT, kBwdWsMinT};
+// The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh): never by default, until measured.
+constexpr int kFwdWsMinT = INT_MAX;
+DispatchThreshold g_fwd_ws_min_t{kFwdWsMinT, kFwdWsMinT};
+
+// A threshold's default from the environment variable `name` (read by the caller once), else
+// `fallback`; anything but an integer >= 0 is an error.
+int min_t_from_env(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long t = std::strtol(v, &end, 10);
+  if (*end != '\0' || t < 0 || t > INT_MAX)
+    throw Error(str(name, "=", v, ": expected a sequence length (an integer >= 0)"));
+  return static_cast<int>(t);
+}
 
 // -1: not set by set_flash_deterministic_dq (then the environment, else kAuto).
 std::atomic<int> g_deterministic_dq{-1};
@@ -94,19 +109,18 @@ bool flash_fixed_point_dq(const AttentionParams& p) {
 // FLASHTRAIN_FLASH_BWD_WS_MIN_T (read once) moves the default, so that a training run can take the
 // kernel before the default does (bench/attention/dev/ws_call.sh); set_flash_bwd_ws_min_t wins over it.
 int flash_bwd_ws_min_t() {
-  static const int from_env = [] {
-    const char* v = std::getenv("FLASHTRAIN_FLASH_BWD_WS_MIN_T");
-    if (v == nullptr || *v == '\0') return kBwdWsMinT;
-    char* end = nullptr;
-    const long t = std::strtol(v, &end, 10);
-    if (*end != '\0' || t < 0 || t > INT_MAX)
-      throw Error(str("FLASHTRAIN_FLASH_BWD_WS_MIN_T=", v, ": expected a sequence length (an integer >= 0)"));
-    return static_cast<int>(t);
-  }();
+  static const int from_env = min_t_from_env("FLASHTRAIN_FLASH_BWD_WS_MIN_T", kBwdWsMinT);
   const int set = g_bwd_ws_min_t.overridden.load(std::memory_order_relaxed);
   return set >= 0 ? set : from_env;
 }
 void set_flash_bwd_ws_min_t(int T) { g_bwd_ws_min_t.set(T); }
+// FLASHTRAIN_FLASH_FWD_WS_MIN_T, as the backward's: a run can take the forward before its default does.
+int flash_fwd_ws_min_t() {
+  static const int from_env = min_t_from_env("FLASHTRAIN_FLASH_FWD_WS_MIN_T", kFwdWsMinT);
+  const int set = g_fwd_ws_min_t.overridden.load(std::memory_order_relaxed);
+  return set >= 0 ? set : from_env;
+}
+void set_flash_fwd_ws_min_t(int T) { g_fwd_ws_min_t.set(T); }
 int flash_fwd_small_tile_max_t(bool dropout) { return g_fwd_small_tile_max_t.get(dropout); }
 void set_flash_fwd_small_tile_max_t(int T) { g_fwd_small_tile_max_t.set(T); }
 int flash_bwd_wide_min_t(int head_dim, bool dropout) {

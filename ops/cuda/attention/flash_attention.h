@@ -97,6 +97,14 @@ void set_flash_bwd_wide_min_t(int T);
 int flash_bwd_ws_min_t();
 void set_flash_bwd_ws_min_t(int T);
 
+// The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh: FlashAttention-3's structure, a TMA
+// producer, two wgmma consumers) takes the calls it covers -- D = 64 and 128 without dropout or a
+// document mask, on sm_90a -- from this T on. Default: INT_MAX, never (written without a GPU,
+// unmeasured), or FLASHTRAIN_FLASH_FWD_WS_MIN_T (read once); set_flash_fwd_ws_min_t overrides both
+// process-wide (tests, the benchmark's variant 46; -1 restores the default).
+int flash_fwd_ws_min_t();
+void set_flash_fwd_ws_min_t(int T);
+
 // dq_accum: (B, H, flash::dq_accum_rows(T), D) fp32 in the layout of flash_dq_accum.cuh. The
 // deterministic mode's counters: one per (batch * head, 32-query tile, warp of the 4-warp backward
 // CTA); the backward's tile shape is static_asserted against these in flash_launch.cuh.

@@ -24,21 +24,6 @@ bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mod
 }
 
 namespace {
-// setmaxnreg moves registers between the warpgroups of a CTA that was given exactly 384 x 168 (the
-// register split in FlashBwdWsTraits); a build whose kernel starts with another count would make the
-// consumers' setmaxnreg.inc wait forever, so that is an error here instead (checked once a kernel).
-template <class Kt, class Kernel>
-void check_register_split(Kernel kernel) {
-  static const int regs = [&] {
-    cudaFuncAttributes attr{};
-    CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
-    return attr.numRegs;
-  }();
-  constexpr int kGiven = (128 * Kt::kProducerRegs + 256 * Kt::kConsumerRegs) / Kt::kNThreads;
-  FT_CHECK_ARG(regs == kGiven, "[flash_attention] the warp-specialised backward was built with ", regs,
-               " registers a thread where its setmaxnreg split assumes ", kGiven, "; rebuild or disable it");
-}
-
 template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq>
 void launch_ws(const AttentionParams& p, cudaStream_t stream) {
   using Kt = FlashBwdWsTraits<kHeadDim>;
@@ -49,10 +34,10 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream) {
     const BwdRowKernels<kHeadDim> rows(p);
     rows.template preprocess<kBF16>(p, stream, nullptr, 0, rows.accum_to_zero(kFixedDq));
     const FlashBwdTmaMaps maps = make_flash_bwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
-    auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kFixedDq>;
+    constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kFixedDq>;
     constexpr int smem = Kt::template smem_bytes<kFixedDq>();
     set_smem_limit(kernel, smem);
-    check_register_split<Kt>(kernel);
+    check_register_split<Kt, kernel>("backward");  // flash_launch_common.h
     const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;
     kernel<<<grid, Kt::kNThreads, smem, stream>>>(maps, p, heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens));
     CUDA_CHECK_LAUNCH();

@@ -1,5 +1,6 @@
 // Declarations of the per-head-dim launchers, defined in flash_launch.cuh and instantiated once each
-// in flash_{fwd,bwd}_hdim{64,128,256}.cu, and of the warp-specialised backward (flash_bwd_ws.cu).
+// in flash_{fwd,bwd}_hdim{64,128,256}.cu, and of the warp-specialised backward and forward
+// (flash_bwd_ws.cu, flash_fwd_ws.cu).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,4 +21,8 @@ bool flash_bwd_ws_enabled_for(const AttentionParams& p);
 bool flash_bwd_ws_has_fixed_point_dq(int head_dim);
 bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mode);
 void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode);
+// The warp-specialised Hopper forward (flash_fwd_ws.cu): whether it takes the call (its threshold,
+// coverage -- D = 64 and 128, no dropout, no document mask --, the GPU and the strides), and the call.
+bool flash_fwd_ws_applies(const AttentionParams& p);
+void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream);
 }  // namespace ft::cuda::flash

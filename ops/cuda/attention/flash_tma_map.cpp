@@ -62,13 +62,17 @@ HeadRowsTensor rows_of(const void* base, const AttentionParams& p, int heads, in
 }
 }  // namespace
 
-bool flash_bwd_tma_supported(const AttentionParams& p) {
+bool flash_fwd_tma_supported(const AttentionParams& p) {
   if (p.dtype != AttentionDType::kBF16 && p.dtype != AttentionDType::kF16) return false;
   const int hk = attention_kv_heads(p);
   return tma_head_rows_supported(rows_of(p.q, p, p.H, p.q_batch_stride, p.q_row_stride, p.q_head_stride)) &&
-         tma_head_rows_supported(rows_of(p.dout, p, p.H, p.do_batch_stride, p.do_row_stride, p.do_head_stride)) &&
          tma_head_rows_supported(rows_of(p.k, p, hk, p.k_batch_stride, p.k_row_stride, p.k_head_stride)) &&
          tma_head_rows_supported(rows_of(p.v, p, hk, p.v_batch_stride, p.v_row_stride, p.v_head_stride));
+}
+
+bool flash_bwd_tma_supported(const AttentionParams& p) {
+  return flash_fwd_tma_supported(p) &&
+         tma_head_rows_supported(rows_of(p.dout, p, p.H, p.do_batch_stride, p.do_row_stride, p.do_head_stride));
 }
 
 FlashBwdTmaMaps make_flash_bwd_tma_maps(const AttentionParams& p, int q_box_rows, int kv_box_rows) {
@@ -76,6 +80,13 @@ FlashBwdTmaMaps make_flash_bwd_tma_maps(const AttentionParams& p, int q_box_rows
   return {make_tma_head_rows_map(rows_of(p.q, p, p.H, p.q_batch_stride, p.q_row_stride, p.q_head_stride), q_box_rows),
           make_tma_head_rows_map(rows_of(p.dout, p, p.H, p.do_batch_stride, p.do_row_stride, p.do_head_stride),
                                  q_box_rows),
+          make_tma_head_rows_map(rows_of(p.k, p, hk, p.k_batch_stride, p.k_row_stride, p.k_head_stride), kv_box_rows),
+          make_tma_head_rows_map(rows_of(p.v, p, hk, p.v_batch_stride, p.v_row_stride, p.v_head_stride), kv_box_rows)};
+}
+
+FlashFwdTmaMaps make_flash_fwd_tma_maps(const AttentionParams& p, int q_box_rows, int kv_box_rows) {
+  const int hk = attention_kv_heads(p);
+  return {make_tma_head_rows_map(rows_of(p.q, p, p.H, p.q_batch_stride, p.q_row_stride, p.q_head_stride), q_box_rows),
           make_tma_head_rows_map(rows_of(p.k, p, hk, p.k_batch_stride, p.k_row_stride, p.k_head_stride), kv_box_rows),
           make_tma_head_rows_map(rows_of(p.v, p, hk, p.v_batch_stride, p.v_row_stride, p.v_head_stride), kv_box_rows)};
 }

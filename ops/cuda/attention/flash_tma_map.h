@@ -40,4 +40,14 @@ struct FlashBwdTmaMaps {
 bool flash_bwd_tma_supported(const AttentionParams& p);
 FlashBwdTmaMaps make_flash_bwd_tma_maps(const AttentionParams& p, int q_box_rows, int kv_box_rows);
 
+// The maps of one forward call of the warp-specialised kernel (flash_fwd_ws_kernel.cuh): Q with
+// q_box_rows-row boxes, K and V (the K/V heads) with kv_box_rows-row boxes. The forward's params have
+// no dout (its strides may be 0), hence its own check and maps rather than the backward's.
+struct FlashFwdTmaMaps {
+  CUtensorMap q, k, v;
+};
+// Whether TMA can describe q, k and v of the call (16-bit elements, D a multiple of 64).
+bool flash_fwd_tma_supported(const AttentionParams& p);
+FlashFwdTmaMaps make_flash_fwd_tma_maps(const AttentionParams& p, int q_box_rows, int kv_box_rows);
+
 }  // namespace ft::cuda::flash

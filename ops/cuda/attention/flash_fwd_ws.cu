@@ -1,0 +1,47 @@
+// The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh): which calls it takes, and its
+// launch. Its own translation unit, so the kernel does not lengthen the per-head-dim builds.
+#include "ops/cuda/attention/flash_fwd_ws_kernel.cuh"
+#include "ops/cuda/attention/flash_launch.cuh"
+#include "ops/cuda/attention/flash_run.h"
+#include "ops/cuda/attention/flash_tma_map.h"
+
+namespace ft::cuda::flash {
+
+bool flash_fwd_ws_applies(const AttentionParams& p) {
+  // Off by default (flash_fwd_ws_min_t: INT_MAX). Not built: dropout, the document mask, D = 256.
+  if (p.T < flash_fwd_ws_min_t() || p.doc_start != nullptr || p.dropout.threshold != 0) return false;
+  if (p.D != 64 && p.D != 128) return false;
+  // flash_wgmma_enabled, not only the device: set_flash_wgmma_allowed(false) keeps forcing the
+  // mma.sync forwards (the tests that compare the two).
+  return flash_wgmma_enabled() && flash_fwd_tma_supported(p);
+}
+
+namespace {
+template <int kHeadDim, bool kBF16>
+void launch_ws(const AttentionParams& p, cudaStream_t stream) {
+  using Kt = FlashFwdWsTraits<kHeadDim>;
+  check_grid(p);
+  const FlashFwdTmaMaps maps = make_flash_fwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
+  constexpr auto kernel = flash_fwd_ws_kernel<kHeadDim, kBF16>;
+  set_smem_limit(kernel, Kt::kSmemBytes);
+  check_register_split<Kt, kernel>("forward");  // flash_launch_common.h
+  const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockM - 1) / Kt::kBlockM) * p.B * p.H;
+  kernel<<<grid, Kt::kNThreads, Kt::kSmemBytes, stream>>>(maps, p,
+                                                          heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens));
+  CUDA_CHECK_LAUNCH();
+}
+
+template <int kHeadDim>
+void run_ws(const AttentionParams& p, cudaStream_t stream) {
+  if (p.dtype == AttentionDType::kBF16) launch_ws<kHeadDim, true>(p, stream);
+  else launch_ws<kHeadDim, false>(p, stream);
+}
+}  // namespace
+
+void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream) {
+  // flash_fwd_ws_applies: D = 64 or 128, bf16 or f16 (flash_fwd_tma_supported), no dropout.
+  if (p.D == 128) run_ws<128>(p, stream);
+  else run_ws<64>(p, stream);
+}
+
+}  // namespace ft::cuda::flash

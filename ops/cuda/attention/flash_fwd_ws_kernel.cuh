@@ -1,0 +1,274 @@
+// Flash attention forward with FlashAttention-3's structure (sm_90a, D = 64 and 128): warp
+// specialisation, TMA loads into an mbarrier-guarded K/V ring, both products on wgmma.
+//
+// Why a new kernel: the shipped wgmma forward (flash_fwd_wgmma_kernel.cuh) loads K and V with
+// cp.async from every thread and meets at a __syncthreads per key tile, so its warpgroups issue
+// their own loads and wait for each other; here one producer thread streams the tiles with TMA
+// while two consumer warpgroups only compute, each at its own pace (the backward's structure,
+// flash_bwd_ws_kernel.cuh, which is the model for the barriers below).
+//
+// One CTA = kBlockM = 128 query rows [m0, m0 + 128) of one (batch, head), 3 warpgroups:
+//   warpgroup 0, the producer (setmaxnreg down to kProducerRegs): warp 0's lane 0 loads Q once
+//     (TMA, one box per 64-column panel; q_full), then for each key tile the mask leaves non-empty
+//     (QueryBlock::next_key_tile: the shipped forward's order) its K and V into a kStages ring:
+//     k_full[s] / v_full[s] complete when the stage's K / V has landed (separately, so S = Q K^T
+//     starts before V is in), kv_empty[s] when every consumer thread is done with the stage. The
+//     other 127 threads exit.
+//   warpgroups 1 and 2, the consumers c = 0, 1 (setmaxnreg up to kConsumerRegs): rows
+//     m0 + 64 c .. + 63; per key tile, on wgmma:
+//       S  = Q_c K^T   m64 n kBlockN k16, A = Q_c rows, B = K rows (both shared memory, K-major;
+//                      D = 128: eight k steps over two 64-column panels)
+//       masked (partial tiles only), online softmax in registers (running max m and sum l, exp2
+//       with the scale folded in log2 units: the shipped forward's arithmetic, row for row)
+//       O += P V       m64 n64 k16, A = P from the accumulators, B = V read transposed (one n64
+//                      product per 64-column panel of V)
+//     then the stage is released (kv_empty) once O += P V has completed.
+//   Epilogue as the shipped forward: O / l in the input dtype through this consumer's own rows of
+//   sQ and 16-byte stores, lse = m * scale + ln(l) (natural-log units, what the backward reads;
+//   -inf, and O = 0, for a row that sees no key), rows past T not written.
+// Tiles: kBlockN = 128 keys at both head dims. Registers of a consumer thread at D = 128: O 64, S 64,
+// P's A fragments 32 (S's registers are dead once P is packed, so the peak is about O + S + P =
+// 160 of kConsumerRegs = 240); FlashAttention-3 also takes 128 x 128 for its hdim-128 causal
+// forward. Shared memory: Q 32 KiB + 2 stages x (K + V) 64 KiB = 160 KiB at D = 128, 80 KiB at
+// D = 64 (room for more stages there: untuned).
+// Not covered (the launcher sends these calls to the other kernels: flash_fwd_ws_applies): dropout,
+// the document mask, D = 256, strides TMA cannot describe, GPUs other than sm_90a. Not done yet: the
+// next tile's S issued before this tile's softmax (FlashAttention-3's intra-warpgroup overlap) and
+// the consumers' ping-pong on named barriers; every product here is waited for before the code that
+// needs it. Written without a GPU (session 16): compiled for sm_90a, unmeasured and untested; tile
+// shape, stage count and register split are first guesses.
+#pragma once
+
+#include <cmath>
+
+#include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_mma.cuh"
+#include "ops/cuda/attention/flash_ptx.cuh"
+#include "ops/cuda/attention/flash_tile.cuh"
+#include "ops/cuda/attention/flash_tma.cuh"
+#include "ops/cuda/attention/flash_tma_map.h"
+#include "ops/cuda/attention/flash_wgmma.cuh"
+
+namespace ft::cuda::flash {
+
+// kHeadDim 64 or 128: rows of one or two 64-column panels (flash_wgmma.cuh); a tile of R rows keeps
+// panel p at p * R * 128 bytes.
+template <int kHeadDim_>
+struct FlashFwdWsTraits {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kPanels = kHeadDim / 64;
+  static constexpr int kBlockM = 128;  // query rows per CTA, 64 per consumer
+  static constexpr int kBlockN = 128;  // keys per tile (see the top of the file)
+  static constexpr int kStages = 2;    // K / V ring
+  static constexpr int kNThreads = 384;
+  // Register split (128 x producer + 256 x consumer = 384 x 168, what the CTA is given): the producer
+  // only walks the tiles and issues TMA, so it keeps FlashAttention-3's 24 at both head dims.
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 384 * 168, "registers of one CTA per SM");
+  static constexpr int kQBytes = kBlockM * kHeadDim * 2;     // Q of the CTA (O staged there at the end)
+  static constexpr int kTileBytes = kBlockN * kHeadDim * 2;  // one stage of K (or V)
+  // Panel strides in descriptor units (16 bytes): Q's, a K / V tile's.
+  static constexpr uint32_t kQPanelUnits = kBlockM * 128 / 16, kKvPanelUnits = kBlockN * 128 / 16;
+  // Offsets (bytes) from the 1024-byte-aligned base; swizzled tiles first (1024-byte multiples).
+  static constexpr int kOffQ = 0, kOffK = kQBytes, kOffV = kOffK + kStages * kTileBytes,
+                       kOffBars = kOffV + kStages * kTileBytes;
+  // q_full, then k_full, v_full, kv_empty [kStages] each.
+  static constexpr int kNumBars = 1 + 3 * kStages;
+  static constexpr int kSmemBytes = 1024 /* alignment */ + kOffBars + kNumBars * 8;
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory");
+  static_assert(kHeadDim == 64 || kHeadDim == 128, "warp-specialised forward head dim");
+  static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "S = Q K^T: one wgmma N");
+};
+
+template <int kHeadDim, bool kBF16>
+__global__ void __launch_bounds__(FlashFwdWsTraits<kHeadDim>::kNThreads, 1)
+    flash_fwd_ws_kernel(const __grid_constant__ FlashFwdTmaMaps maps, const AttentionParams p, int heads_per_group) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Kt = FlashFwdWsTraits<kHeadDim>;
+  constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, kStages = Kt::kStages, kPanels = Kt::kPanels;
+
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  const uint32_t raw = smem_u32(smem_raw);
+  uint8_t* smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);  // swizzled tiles: 1 KiB aligned
+  uint8_t* sQ = smem + Kt::kOffQ;  // BM x D (O at the end)
+  uint8_t* sK = smem + Kt::kOffK;  // kStages x BN x D
+  uint8_t* sV = smem + Kt::kOffV;  // kStages x BN x D
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Kt::kOffBars);
+  uint64_t* q_full = bars;
+  uint64_t* k_full = bars + 1;             // [kStages]
+  uint64_t* v_full = k_full + kStages;     // [kStages]
+  uint64_t* kv_empty = v_full + kStages;   // [kStages]
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = tid / 128;
+  const int T = p.T;
+  // The shipped forward's block order and key-tile walk (kDocMask false: flash_fwd_ws_applies); its
+  // row pointers other than o are not used (TMA loads).
+  const QueryBlock<BM, BN, false> blk(p, heads_per_group);
+  const int b = blk.b, h = blk.h, m0 = blk.m0, m1 = blk.m1, n_end = blk.n_end;
+
+  if (tid == 0) {
+    mbarrier_init(q_full, 1);  // the producer's arrival with the TMA bytes
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&k_full[s], 1);
+      mbarrier_init(&v_full[s], 1);
+      mbarrier_init(&kv_empty[s], 256);  // every consumer thread
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();  // the last CTA-wide barrier: from here on the roles only meet at mbarriers
+
+  if (wg == 0) {
+    setmaxnreg_dec<Kt::kProducerRegs>();
+    if (warp == 0 && lane == 0) {
+      tma_prefetch_map(&maps.q);
+      tma_prefetch_map(&maps.k);
+      tma_prefetch_map(&maps.v);
+      // Q once: rows past T land as zeros (and are never stored); the box's full bytes complete.
+      mbarrier_arrive_expect_tx(q_full, Kt::kQBytes);
+#pragma unroll
+      for (int pn = 0; pn < kPanels; ++pn) tma_load_4d(sQ + pn * BM * 128, &maps.q, q_full, 64 * pn, m0, h, b);
+      const int hk = attention_kv_head(p, h);
+      int it = 0;
+      for (int n = blk.next_key_tile(p, blk.n_begin); n < n_end; n = blk.next_key_tile(p, n + 1), ++it) {
+        const int s = it % kStages;
+        // Every consumer thread is done with tile it - kStages (a fresh barrier passes parity 1).
+        mbarrier_wait(&kv_empty[s], ((it / kStages) & 1) ^ 1, "kv_empty (producer), tile", n);
+        uint8_t* k_dst = sK + s * Kt::kTileBytes;
+        uint8_t* v_dst = sV + s * Kt::kTileBytes;
+        mbarrier_arrive_expect_tx(&k_full[s], Kt::kTileBytes);
+#pragma unroll
+        for (int pn = 0; pn < kPanels; ++pn) tma_load_4d(k_dst + pn * BN * 128, &maps.k, &k_full[s], 64 * pn, n * BN, hk, b);
+        mbarrier_arrive_expect_tx(&v_full[s], Kt::kTileBytes);
+#pragma unroll
+        for (int pn = 0; pn < kPanels; ++pn) tma_load_4d(v_dst + pn * BN * 128, &maps.v, &v_full[s], 64 * pn, n * BN, hk, b);
+      }
+    }
+    return;
+  }
+
+  // Consumers.
+  setmaxnreg_inc<Kt::kConsumerRegs>();
+  const int c = wg - 1;                   // query rows m0 + 64 c .. + 63
+  const int wq = warp % 4;                // this warp's 16 of them (accumulator rows)
+  const int row0 = 64 * c + 16 * wq;      // the warp's first row, local to the CTA
+  const float scale_log2 = p.softmax_scale * kLog2e;
+  // Descriptor low words (flash_wgmma.cuh; 16-byte units). K-major operands step 32 bytes (2 units)
+  // per k step inside a panel and a panel every 4 steps; V, read transposed, 16 rows (128 units) per
+  // k step, its N panels kKvPanelUnits apart.
+  const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ + 64 * c * 128));
+  const uint32_t k_desc = wgmma_desc_sw128_lo(smem_u32(sK));
+  const uint32_t v_desc = wgmma_desc_sw128_lo(smem_u32(sV));
+  auto kstep = [](int kk, uint32_t panel_units) { return (kk / 4) * panel_units + 2 * (kk % 4); };
+  constexpr uint32_t kTileUnits = Kt::kTileBytes / 16;
+
+  float acc_o[D / 8][4];
+  zero_fragments(acc_o);
+  // Columns 64 pn .. 64 pn + 63 of O: one n64 product's D.
+  auto o_panel = [&](int pn) -> float(&)[8][4] { return *reinterpret_cast<float(*)[8][4]>(&acc_o[8 * pn]); };
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+
+  mbarrier_wait<false>(q_full, 0, "q_full (consumer)", c);
+  int it = 0;
+  for (int n = blk.next_key_tile(p, blk.n_begin); n < n_end; n = blk.next_key_tile(p, n + 1), ++it) {
+    const int s = it % kStages;
+    const uint32_t phase = (it / kStages) & 1;
+    const int n0 = n * BN, n1 = min(n0 + BN, T);
+    const uint32_t stage = s * kTileUnits;
+    mbarrier_wait<false>(&k_full[s], phase, "k_full (consumer), tile", n);
+
+    // S = Q_c K^T (the first k step overwrites the accumulator: scale-d 0).
+    float acc_s[BN / 8][4];
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      wgmma_ss<BN, kBF16>(acc_s, wgmma_desc_sw128_from_lo(q_desc + kstep(kk, Kt::kQPanelUnits)),
+                          wgmma_desc_sw128_from_lo(k_desc + stage + kstep(kk, Kt::kKvPanelUnits)), kk > 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    reg_fence(acc_s);
+
+    // Accumulator element acc_s[nb][e]: row m0 + row0 + lane / 4 + 8 (e >> 1), key
+    // n0 + 8 nb + 2 (lane % 4) + (e & 1). The tile kind over the CTA's rows, as the shipped
+    // two-warpgroup forward (conservative for a consumer's half: only speed depends on it).
+    if (attention_tile_kind<false>(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
+#pragma unroll
+      for (int nb = 0; nb < BN / 8; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = m0 + row0 + (lane >> 2) + 8 * (e >> 1);
+          const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
+          if (col >= T || !attention_allowed<false>(p, b, row, col)) acc_s[nb][e] = -INFINITY;
+        }
+    }
+
+    // Online softmax, as flash_fwd_wgmma_kernel.cuh (without its lazy rescale).
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const float mx = quad_row_max(acc_s, half, row_max[half]);
+      const float m_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;  // all masked so far
+      const float alpha = fast_exp2(row_max[half] * scale_log2 - m_scaled);
+      row_max[half] = mx;
+      row_sum[half] *= alpha;
+#pragma unroll
+      for (int dj = 0; dj < D / 8; ++dj) {
+        acc_o[dj][2 * half] *= alpha;
+        acc_o[dj][2 * half + 1] *= alpha;
+      }
+      float sum = 0.f;
+#pragma unroll
+      for (int nb = 0; nb < BN / 8; ++nb)
+#pragma unroll
+        for (int e = 2 * half; e < 2 * half + 2; ++e) {
+          const float pe = fast_exp2(fmaf(acc_s[nb][e], scale_log2, -m_scaled));
+          acc_s[nb][e] = pe;
+          sum += pe;
+        }
+      row_sum[half] += sum;
+    }
+
+    // O += P V, P as A fragments (16 keys a k step), V's k step kk = its rows 16 kk .. 16 kk + 15.
+    uint32_t pf[BN / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) acc_to_a<kBF16>(pf[kk], acc_s[2 * kk], acc_s[2 * kk + 1]);
+    mbarrier_wait<false>(&v_full[s], phase, "v_full (consumer), tile", n);
+    reg_fence(pf);
+    reg_fence(acc_o);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk)
+#pragma unroll
+      for (int pn = 0; pn < kPanels; ++pn)  // O's columns 64 pn .. 64 pn + 63
+        wgmma_rs<64, true, kBF16>(o_panel(pn), pf[kk],
+                                  wgmma_desc_sw128_from_lo(v_desc + stage + pn * Kt::kKvPanelUnits + 128 * kk));
+    wgmma_commit();
+    wgmma_wait<0>();
+    reg_fence(acc_o);
+    // This thread's warp has read stage s for the last time (S waited above, O += P V now); the
+    // producer reuses it once all 256 consumer threads have said so.
+    mbarrier_arrive(&kv_empty[s]);
+  }
+
+  // Epilogue, as flash_fwd_wgmma_kernel.cuh: O /= l, lse = m * scale + ln(l) (-inf: no key seen).
+  float* lse = p.lse + static_cast<int64_t>(blk.bh) * T;
+  normalize_rows<D>(acc_o, row_sum, 1.f);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const float sum = row_sum[half];
+    const int row = m0 + row0 + (lane >> 2) + 8 * half;
+    if ((lane & 3) == 0 && row < T) lse[row] = sum > 0.f ? row_max[half] * p.softmax_scale + logf(sum) : -INFINITY;
+  }
+  // Stage O through this consumer's own rows of sQ (its S products, the only readers of those rows,
+  // were waited for by each warp; the warps meet before any of them overwrites a row another warp's
+  // share of the wgmma read), then 16-byte stores.
+  auto at = [&](int r, int col) { return reinterpret_cast<uint16_t*>(sQ + sw128_panel_offset<BM, D>(r, col)); };
+  named_barrier_sync(1 + c, 128);
+  stage_rows<kBF16, D>(acc_o, 1.f, row0, at, lane);
+  __syncwarp();
+  store_staged_rows<16, D>(blk.o, p.o_row_stride, row0, m0, T, at, lane);
+#else
+  __trap();  // built without sm_90a: the launcher never picks this kernel there
+#endif
+}
+
+}  // namespace ft::cuda::flash
