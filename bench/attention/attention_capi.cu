@@ -129,7 +129,9 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // shipped from flash_bwd_wide_min_t on) with atomic / fixed-point dQ, 41 the same with the
 // counter-ordered dQ. 42, 43: the warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh; D = 64 and
 // 128, any dtype and dropout) at every T with atomic / fixed-point dQ; 44, 45: the dispatch without it
-// (shipped up to session 15), atomic / deterministic. Numbers, and the variants
+// (shipped up to session 15), atomic / deterministic. 46: the warp-specialised Hopper forward
+// (flash_fwd_ws_kernel.cuh; D = 64 and 128, any dtype, no dropout) at every T, with the shipped
+// backward; calls it does not cover take the shipped forward. Numbers, and the variants
 // tried and removed: bench/attention/NOTES.md.
 // Variants 32-36 (D = 128, bf16, no document mask): see run_flash_variant.
 void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_t s) {
@@ -202,6 +204,13 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     const KernelNever<ft::cuda::set_flash_bwd_ws_min_t> no_ws(true);
     if (variant == 44) return ft::cuda::flash_attention_backward(p, s);
     return ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
+  }
+  // 46: the warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh) at every T; calls it does not
+  // cover (dropout, document masks, D = 256, other GPUs) take the shipped forwards.
+  if (variant == 46) {
+    if (!forward) return ft::cuda::flash_attention_backward(p, s);
+    const KernelAtEveryT<ft::cuda::set_flash_fwd_ws_min_t> ws(true);
+    return ft::cuda::flash_attention_forward(p, s);
   }
   if (variant == 42 || variant == 43) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);

@@ -332,6 +332,31 @@ TEST_P(FlashCudaWsBackward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsBackward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
+// The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh), off by default (flash_fwd_ws_min_t),
+// from T = 0 on: the D = 64 and 128 cases; those with dropout (not built) take the shipped forwards,
+// as does every case without an sm_90a build and GPU. FlashCuda.WsForwardTakesItsCalls checks which
+// calls it takes.
+using FlashCudaWsForward = FlashCudaThresholdMoved<ft::cuda::set_flash_fwd_ws_min_t, 0>;
+
+TEST_P(FlashCudaWsForward, WithinTwiceNaiveError) {
+  SKIP_WITHOUT_CUDA();
+  expect_case_within_twice_naive(GetParam(), false, " warp-specialised forward");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsForward, ::testing::ValuesIn(cases_at_d({64, 128})),
+                         [](const auto& info) { return case_name(info.param); });
+
+// Host only: the warp-specialised forward's threshold is never (INT_MAX) until set (the test process
+// has no FLASHTRAIN_FLASH_FWD_WS_MIN_T), and -1 restores that.
+TEST(FlashCudaDispatch, WsForwardThreshold) {
+  if (std::getenv("FLASHTRAIN_FLASH_FWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_FWD_WS_MIN_T is set";
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(), INT_MAX);
+  ft::cuda::set_flash_fwd_ws_min_t(0);
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(), 0);
+  ft::cuda::set_flash_fwd_ws_min_t(-1);
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(), INT_MAX);
+}
+
 // Host only: the warp-specialised backward's threshold is "never" until set (the test process has no
 // FLASHTRAIN_FLASH_BWD_WS_MIN_T), and -1 restores that.
 TEST(FlashCudaDispatch, WsBackwardThreshold) {
@@ -655,6 +680,34 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
   EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(d256, atomic)) << "D = 256 is not built";
   cuda::set_flash_bwd_ws_min_t(-1);
   EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(p, atomic)) << "the default restored";
+}
+
+// Which calls the warp-specialised forward takes once its threshold allows: D = 64 and 128 without
+// dropout, on an sm_90a build and GPU with wgmma allowed; never at the default threshold.
+TEST(FlashCuda, WsForwardTakesItsCalls) {
+  SKIP_WITHOUT_CUDA();
+  if (std::getenv("FLASHTRAIN_FLASH_FWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_FWD_WS_MIN_T is set";
+  const AttentionCase c{2, 3, 1000, 64, true, 0.f};
+  DeviceAttention dev(config_of(c, 1, 1), make_inputs(c, 7));
+  AttentionParams p = dev.params();
+  EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(p)) << "not by default";
+  cuda::set_flash_fwd_ws_min_t(0);
+  const bool hopper = cuda::flash_sm90a_device();
+  EXPECT_EQ(cuda::flash::flash_fwd_ws_applies(p), hopper);
+  AttentionParams d128 = p;  // the strides of D = 64 still satisfy TMA's rules
+  d128.D = 128;
+  EXPECT_EQ(cuda::flash::flash_fwd_ws_applies(d128), hopper) << "D = 128";
+  AttentionParams dropout = p;
+  dropout.dropout.threshold = 6554;
+  EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(dropout)) << "dropout is not built";
+  AttentionParams d256 = p;
+  d256.D = 256;
+  EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(d256)) << "D = 256 is not built";
+  cuda::set_flash_wgmma_allowed(false);
+  EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(p)) << "wgmma disallowed: the mma.sync forwards";
+  cuda::set_flash_wgmma_allowed(true);
+  cuda::set_flash_fwd_ws_min_t(-1);
+  EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(p)) << "the default restored";
 }
 
 // The warp-specialised backward with the fixed-point dQ (bulk int64 adds): bit-identical runs, dK
