@@ -17,12 +17,12 @@ bool flash_fwd_ws_applies(const AttentionParams& p) {
 }
 
 namespace {
-template <int kHeadDim, bool kBF16>
+template <class Kt, bool kBF16>
 void launch_ws(const AttentionParams& p, cudaStream_t stream) {
-  using Kt = FlashFwdWsTraits<kHeadDim>;
+  constexpr int kHeadDim = Kt::kHeadDim;
   check_grid(p);
   const FlashFwdTmaMaps maps = make_flash_fwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
-  constexpr auto kernel = flash_fwd_ws_kernel<kHeadDim, kBF16>;
+  constexpr auto kernel = flash_fwd_ws_kernel<Kt, kBF16>;
   set_smem_limit(kernel, Kt::kSmemBytes);
   check_register_split<Kt, kernel>("forward");  // flash_launch_common.h
   const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockM - 1) / Kt::kBlockM) * p.B * p.H;
@@ -31,17 +31,18 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-template <int kHeadDim>
+template <int kHeadDim, bool kOverlap>
 void run_ws(const AttentionParams& p, cudaStream_t stream) {
-  if (p.dtype == AttentionDType::kBF16) launch_ws<kHeadDim, true>(p, stream);
-  else launch_ws<kHeadDim, false>(p, stream);
+  using Kt = FlashFwdWsTraits<kHeadDim, kOverlap>;
+  if (p.dtype == AttentionDType::kBF16) launch_ws<Kt, true>(p, stream);
+  else launch_ws<Kt, false>(p, stream);
 }
 }  // namespace
 
-void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream) {
+void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream, bool overlap) {
   // flash_fwd_ws_applies: D = 64 or 128, bf16 or f16 (flash_fwd_tma_supported), no dropout.
-  if (p.D == 128) run_ws<128>(p, stream);
-  else run_ws<64>(p, stream);
+  if (p.D == 128) overlap ? run_ws<128, true>(p, stream) : run_ws<128, false>(p, stream);
+  else overlap ? run_ws<64, true>(p, stream) : run_ws<64, false>(p, stream);
 }
 
 }  // namespace ft::cuda::flash

@@ -53,9 +53,13 @@ namespace ft::cuda::flash {
 
 // kHeadDim 64 or 128: rows of one or two 64-column panels (flash_wgmma.cuh); a tile of R rows keeps
 // panel p at p * R * 128 bytes.
-template <int kHeadDim_>
+// kOverlap: FlashAttention-3's intra-warpgroup overlap (the next tile's S = Q K^T and this tile's
+// O += P V in flight together, the softmax under the latter); otherwise every product is waited for
+// before the code that needs it.
+template <int kHeadDim_, bool kOverlap_ = false>
 struct FlashFwdWsTraits {
   static constexpr int kHeadDim = kHeadDim_;
+  static constexpr bool kOverlap = kOverlap_;
   static constexpr int kPanels = kHeadDim / 64;
   static constexpr int kBlockM = 128;  // query rows per CTA, 64 per consumer
   static constexpr int kBlockN = 128;  // keys per tile (see the top of the file)
@@ -81,11 +85,10 @@ struct FlashFwdWsTraits {
   static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "S = Q K^T: one wgmma N");
 };
 
-template <int kHeadDim, bool kBF16>
-__global__ void __launch_bounds__(FlashFwdWsTraits<kHeadDim>::kNThreads, 1)
+template <class Kt, bool kBF16>
+__global__ void __launch_bounds__(Kt::kNThreads, 1)
     flash_fwd_ws_kernel(const __grid_constant__ FlashFwdTmaMaps maps, const AttentionParams p, int heads_per_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Kt = FlashFwdWsTraits<kHeadDim>;
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, kStages = Kt::kStages, kPanels = Kt::kPanels;
 
   extern __shared__ __align__(16) uint8_t smem_raw[];
@@ -168,26 +171,37 @@ __global__ void __launch_bounds__(FlashFwdWsTraits<kHeadDim>::kNThreads, 1)
   auto o_panel = [&](int pn) -> float(&)[8][4] { return *reinterpret_cast<float(*)[8][4]>(&acc_o[8 * pn]); };
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
 
-  mbarrier_wait<false>(q_full, 0, "q_full (consumer)", c);
-  int it = 0;
-  for (int n = blk.next_key_tile(p, blk.n_begin); n < n_end; n = blk.next_key_tile(p, n + 1), ++it) {
-    const int s = it % kStages;
-    const uint32_t phase = (it / kStages) & 1;
-    const int n0 = n * BN, n1 = min(n0 + BN, T);
+  // S = Q_c K^T from stage s (one commit group; the first k step overwrites the accumulator:
+  // scale-d 0).
+  auto issue_s = [&](float(&acc_s)[BN / 8][4], int s) {
     const uint32_t stage = s * kTileUnits;
-    mbarrier_wait<false>(&k_full[s], phase, "k_full (consumer), tile", n);
-
-    // S = Q_c K^T (the first k step overwrites the accumulator: scale-d 0).
-    float acc_s[BN / 8][4];
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
       wgmma_ss<BN, kBF16>(acc_s, wgmma_desc_sw128_from_lo(q_desc + kstep(kk, Kt::kQPanelUnits)),
                           wgmma_desc_sw128_from_lo(k_desc + stage + kstep(kk, Kt::kKvPanelUnits)), kk > 0);
     wgmma_commit();
-    wgmma_wait<0>();
-    reg_fence(acc_s);
-
+  };
+  // O += P V from stage s (one commit group), P as A fragments (16 keys a k step), V's k step kk =
+  // its rows 16 kk .. 16 kk + 15, one n64 product per 64-column panel of O.
+  auto issue_pv = [&](uint32_t(&pf)[BN / 16][4], int s) {
+    const uint32_t stage = s * kTileUnits;
+    reg_fence(pf);
+    reg_fence(acc_o);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk)
+#pragma unroll
+      for (int pn = 0; pn < kPanels; ++pn)
+        wgmma_rs<64, true, kBF16>(o_panel(pn), pf[kk],
+                                  wgmma_desc_sw128_from_lo(v_desc + stage + pn * Kt::kKvPanelUnits + 128 * kk));
+    wgmma_commit();
+  };
+  // Masks tile n's scores (partial tiles only) and turns them into P in place: the online softmax of
+  // flash_fwd_wgmma_kernel.cuh (without its lazy rescale), except that O's rescale factor is
+  // returned in alpha rather than applied (an O += P V may still be accumulating into O).
+  auto softmax = [&](float(&acc_s)[BN / 8][4], int n, float(&alpha)[2]) {
+    const int n0 = n * BN, n1 = min(n0 + BN, T);
     // Accumulator element acc_s[nb][e]: row m0 + row0 + lane / 4 + 8 (e >> 1), key
     // n0 + 8 nb + 2 (lane % 4) + (e & 1). The tile kind over the CTA's rows, as the shipped
     // two-warpgroup forward (conservative for a consumer's half: only speed depends on it).
@@ -201,20 +215,12 @@ __global__ void __launch_bounds__(FlashFwdWsTraits<kHeadDim>::kNThreads, 1)
           if (col >= T || !attention_allowed<false>(p, b, row, col)) acc_s[nb][e] = -INFINITY;
         }
     }
-
-    // Online softmax, as flash_fwd_wgmma_kernel.cuh (without its lazy rescale).
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const float mx = quad_row_max(acc_s, half, row_max[half]);
       const float m_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;  // all masked so far
-      const float alpha = fast_exp2(row_max[half] * scale_log2 - m_scaled);
+      alpha[half] = fast_exp2(row_max[half] * scale_log2 - m_scaled);
       row_max[half] = mx;
-      row_sum[half] *= alpha;
-#pragma unroll
-      for (int dj = 0; dj < D / 8; ++dj) {
-        acc_o[dj][2 * half] *= alpha;
-        acc_o[dj][2 * half + 1] *= alpha;
-      }
       float sum = 0.f;
 #pragma unroll
       for (int nb = 0; nb < BN / 8; ++nb)
@@ -224,29 +230,91 @@ __global__ void __launch_bounds__(FlashFwdWsTraits<kHeadDim>::kNThreads, 1)
           acc_s[nb][e] = pe;
           sum += pe;
         }
-      row_sum[half] += sum;
+      row_sum[half] = row_sum[half] * alpha[half] + sum;
     }
-
-    // O += P V, P as A fragments (16 keys a k step), V's k step kk = its rows 16 kk .. 16 kk + 15.
-    uint32_t pf[BN / 16][4];
+  };
+  auto rescale_o = [&](const float(&alpha)[2]) {
+#pragma unroll
+    for (int dj = 0; dj < D / 8; ++dj)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_o[dj][e] *= alpha[e >> 1];
+  };
+  auto to_a = [&](uint32_t(&pf)[BN / 16][4], const float(&acc_s)[BN / 8][4]) {
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) acc_to_a<kBF16>(pf[kk], acc_s[2 * kk], acc_s[2 * kk + 1]);
-    mbarrier_wait<false>(&v_full[s], phase, "v_full (consumer), tile", n);
-    reg_fence(pf);
-    reg_fence(acc_o);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk)
-#pragma unroll
-      for (int pn = 0; pn < kPanels; ++pn)  // O's columns 64 pn .. 64 pn + 63
-        wgmma_rs<64, true, kBF16>(o_panel(pn), pf[kk],
-                                  wgmma_desc_sw128_from_lo(v_desc + stage + pn * Kt::kKvPanelUnits + 128 * kk));
-    wgmma_commit();
-    wgmma_wait<0>();
-    reg_fence(acc_o);
-    // This thread's warp has read stage s for the last time (S waited above, O += P V now); the
-    // producer reuses it once all 256 consumer threads have said so.
-    mbarrier_arrive(&kv_empty[s]);
+  };
+  // Stage s has been read for the last time by this thread's warp (its S and O += P V waited for);
+  // the producer reuses it once all 256 consumer threads have said so.
+  auto release = [&](int s) { mbarrier_arrive(&kv_empty[s]); };
+
+  mbarrier_wait<false>(q_full, 0, "q_full (consumer)", c);
+  int it = 0;
+  if constexpr (!Kt::kOverlap) {
+    // Every product waited for before the code that needs it.
+    for (int n = blk.next_key_tile(p, blk.n_begin); n < n_end; n = blk.next_key_tile(p, n + 1), ++it) {
+      const int s = it % kStages;
+      const uint32_t phase = (it / kStages) & 1;
+      mbarrier_wait<false>(&k_full[s], phase, "k_full (consumer), tile", n);
+      float acc_s[BN / 8][4];
+      issue_s(acc_s, s);
+      wgmma_wait<0>();
+      reg_fence(acc_s);
+      float alpha[2];
+      softmax(acc_s, n, alpha);
+      rescale_o(alpha);
+      uint32_t pf[BN / 16][4];
+      to_a(pf, acc_s);
+      mbarrier_wait<false>(&v_full[s], phase, "v_full (consumer), tile", n);
+      issue_pv(pf, s);
+      wgmma_wait<0>();
+      reg_fence(acc_o);
+      release(s);
+    }
+  } else {
+    // FlashAttention-3's intra-warpgroup overlap: tile n's S = Q K^T and tile n - 1's O += P V are
+    // in flight together, and tile n's softmax runs under the latter. O's rescale by tile n's
+    // alpha waits for that O += P V, and P's A fragments are rebuilt only then (the wgmma still
+    // reads the previous ones). The first tile is peeled off (no O += P V before it), the last
+    // O += P V comes after the loop.
+    int n = blk.next_key_tile(p, blk.n_begin);
+    if (n < n_end) {
+      uint32_t pf[BN / 16][4];
+      int prev = 0, prev_n = n;  // the stage and tile whose P is in pf
+      {
+        mbarrier_wait<false>(&k_full[0], 0, "k_full (consumer), tile", n);
+        float acc_s[BN / 8][4];
+        issue_s(acc_s, 0);
+        wgmma_wait<0>();
+        reg_fence(acc_s);
+        float alpha[2];
+        softmax(acc_s, n, alpha);  // O is still 0: no rescale
+        to_a(pf, acc_s);
+      }
+      for (n = blk.next_key_tile(p, n + 1), ++it; n < n_end; n = blk.next_key_tile(p, n + 1), ++it) {
+        const int s = it % kStages;
+        mbarrier_wait<false>(&k_full[s], (it / kStages) & 1, "k_full (consumer), tile", n);
+        float acc_s[BN / 8][4];
+        issue_s(acc_s, s);
+        mbarrier_wait<false>(&v_full[prev], ((it - 1) / kStages) & 1, "v_full (consumer), tile", prev_n);
+        issue_pv(pf, prev);
+        wgmma_wait<1>();  // S (O += P V may still run)
+        reg_fence(acc_s);
+        float alpha[2];
+        softmax(acc_s, n, alpha);
+        wgmma_wait<0>();  // O += P V of the previous tile
+        reg_fence(acc_o);
+        reg_fence(pf);
+        release(prev);
+        rescale_o(alpha);
+        to_a(pf, acc_s);
+        prev = s, prev_n = n;
+      }
+      mbarrier_wait<false>(&v_full[prev], ((it - 1) / kStages) & 1, "v_full (consumer), tile", prev_n);
+      issue_pv(pf, prev);
+      wgmma_wait<0>();
+      reg_fence(acc_o);
+      release(prev);
+    }
   }
 
   // Epilogue, as flash_fwd_wgmma_kernel.cuh: O /= l, lse = m * scale + ln(l) (-inf: no key seen).

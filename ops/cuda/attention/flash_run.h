@@ -22,7 +22,9 @@ bool flash_bwd_ws_has_fixed_point_dq(int head_dim);
 bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mode);
 void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode);
 // The warp-specialised Hopper forward (flash_fwd_ws.cu): whether it takes the call (its threshold,
-// coverage -- D = 64 and 128, no dropout, no document mask --, the GPU and the strides), and the call.
+// coverage -- D = 64 and 128, no dropout, no document mask --, the GPU and the strides), and the call
+// (overlap: its FlashAttention-3 intra-warpgroup overlap form, FlashFwdWsTraits::kOverlap; the
+// benchmark's variant 47).
 bool flash_fwd_ws_applies(const AttentionParams& p);
-void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream);
+void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream, bool overlap = false);
 }  // namespace ft::cuda::flash
