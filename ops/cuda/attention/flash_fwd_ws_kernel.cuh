@@ -32,11 +32,17 @@
 // forward. Shared memory: Q 32 KiB + 2 stages x (K + V) 64 KiB = 160 KiB at D = 128, 80 KiB at
 // D = 64 (room for more stages there: untuned).
 // Not covered (the launcher sends these calls to the other kernels: flash_fwd_ws_applies): dropout,
-// the document mask, D = 256, strides TMA cannot describe, GPUs other than sm_90a. Not done yet: the
-// next tile's S issued before this tile's softmax (FlashAttention-3's intra-warpgroup overlap) and
-// the consumers' ping-pong on named barriers; every product here is waited for before the code that
-// needs it. Written without a GPU (session 16): compiled for sm_90a, unmeasured and untested; tile
-// shape, stage count and register split are first guesses.
+// the document mask, D = 256, strides TMA cannot describe, GPUs other than sm_90a (and builds or
+// tests that disallow wgmma). The dispatch takes the plain form, where every product is waited for
+// before the code that needs it; kOverlap (benchmark variant 47) is FlashAttention-3's
+// intra-warpgroup overlap (the next tile's S = Q K^T in flight with this tile's O += P V, the
+// softmax under the latter). Not done: the consumers' ping-pong on named barriers, 3 consumer
+// warpgroups (FlashAttention-3's 192-row tile at hdim 64). No fence.proxy.async is needed: nothing
+// the tensor cores or TMA read is written through the generic proxy (P stays in registers), and O's
+// staging overwrites Q only after the wgmmas that read it were waited for (as the shipped forward).
+// Written without a GPU (session 16): compiled for sm_90a (168 registers, no spills, no wgmma
+// serialisation warning), unmeasured and untested; tile shape, stage count and register split are
+// first guesses.
 #pragma once
 
 #include <cmath>
