@@ -31,18 +31,23 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-template <int kHeadDim, bool kOverlap>
+template <int kHeadDim, bool kOverlap, bool kPingPong>
 void run_ws(const AttentionParams& p, cudaStream_t stream) {
-  using Kt = FlashFwdWsTraits<kHeadDim, kOverlap>;
+  using Kt = FlashFwdWsTraits<kHeadDim, kOverlap, kPingPong>;
   if (p.dtype == AttentionDType::kBF16) launch_ws<Kt, true>(p, stream);
   else launch_ws<Kt, false>(p, stream);
 }
+template <int kHeadDim>
+void run_ws(const AttentionParams& p, cudaStream_t stream, bool overlap, bool ping_pong) {
+  if (overlap) ping_pong ? run_ws<kHeadDim, true, true>(p, stream) : run_ws<kHeadDim, true, false>(p, stream);
+  else ping_pong ? run_ws<kHeadDim, false, true>(p, stream) : run_ws<kHeadDim, false, false>(p, stream);
+}
 }  // namespace
 
-void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream, bool overlap) {
+void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream, bool overlap, bool ping_pong) {
   // flash_fwd_ws_applies: D = 64 or 128, bf16 or f16 (flash_fwd_tma_supported), no dropout.
-  if (p.D == 128) overlap ? run_ws<128, true>(p, stream) : run_ws<128, false>(p, stream);
-  else overlap ? run_ws<64, true>(p, stream) : run_ws<64, false>(p, stream);
+  if (p.D == 128) run_ws<128>(p, stream, overlap, ping_pong);
+  else run_ws<64>(p, stream, overlap, ping_pong);
 }
 
 }  // namespace ft::cuda::flash

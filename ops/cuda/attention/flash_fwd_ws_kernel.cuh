@@ -34,10 +34,12 @@
 // Not covered (the launcher sends these calls to the other kernels: flash_fwd_ws_applies): dropout,
 // the document mask, D = 256, strides TMA cannot describe, GPUs other than sm_90a (and builds or
 // tests that disallow wgmma). The dispatch takes the plain form, where every product is waited for
-// before the code that needs it; kOverlap (benchmark variant 47) is FlashAttention-3's
-// intra-warpgroup overlap (the next tile's S = Q K^T in flight with this tile's O += P V, the
-// softmax under the latter). Not done: the consumers' ping-pong on named barriers, 3 consumer
-// warpgroups (FlashAttention-3's 192-row tile at hdim 64). No fence.proxy.async is needed: nothing
+// before the code that needs it. Two options, for the benchmark (variants 47-49) until measured:
+// kOverlap, FlashAttention-3's intra-warpgroup overlap (the next tile's S = Q K^T in flight with this
+// tile's O += P V, the softmax under the latter), and kPingPong, its inter-warpgroup ping-pong (the
+// consumers take turns, on named barriers, to issue their products). Not done: 3 consumer
+// warpgroups (FlashAttention-3's 192-row tile at hdim 64), more stages at D = 64, causal tiles
+// walked masked-first. No fence.proxy.async is needed: nothing
 // the tensor cores or TMA read is written through the generic proxy (P stays in registers), and O's
 // staging overwrites Q only after the wgmmas that read it were waited for (as the shipped forward).
 // Written without a GPU (session 16): compiled for sm_90a (168 registers, no spills, no wgmma
@@ -62,10 +64,16 @@ namespace ft::cuda::flash {
 // kOverlap: FlashAttention-3's intra-warpgroup overlap (the next tile's S = Q K^T and this tile's
 // O += P V in flight together, the softmax under the latter); otherwise every product is waited for
 // before the code that needs it.
-template <int kHeadDim_, bool kOverlap_ = false>
+// kPingPong: FlashAttention-3's inter-warpgroup ping-pong: the consumers take turns to issue their
+// products (named barriers kTurnBarrier + c), so one's softmax runs under the other's wgmmas.
+template <int kHeadDim_, bool kOverlap_ = false, bool kPingPong_ = false>
 struct FlashFwdWsTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kOverlap = kOverlap_;
+  static constexpr bool kPingPong = kPingPong_;
+  // Named barriers: 1 + c for a consumer's own 128 threads (the epilogue), kTurnBarrier + c for
+  // consumer c's turn (256 threads: its own and the other consumer's arrivals).
+  static constexpr int kTurnBarrier = 3;
   static constexpr int kPanels = kHeadDim / 64;
   static constexpr int kBlockM = 128;  // query rows per CTA, 64 per consumer
   static constexpr int kBlockN = 128;  // keys per tile (see the top of the file)
@@ -253,16 +261,34 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   // the producer reuses it once all 256 consumer threads have said so.
   auto release = [&](int s) { mbarrier_arrive(&kv_empty[s]); };
 
+  // kPingPong: consumer c issues a tile's products only in its turn (take_turn: barrier
+  // kTurnBarrier + c completes with its own 128 threads and the other consumer's 128 arrivals), and
+  // passes the turn on once they are issued (pass_turn). Both consumers walk the same tiles, so each
+  // barrier sees one sync and one arrival per tile; consumer 1 hands consumer 0 its first turn
+  // before the loop and skips the pass after its last tile, so no arrival is left unmatched at exit.
+  auto take_turn = [&] {
+    if constexpr (Kt::kPingPong) named_barrier_sync(Kt::kTurnBarrier + c, 256);
+  };
+  auto pass_turn = [&](int n_next) {
+    if constexpr (Kt::kPingPong)
+      if (c == 0 || n_next < n_end) named_barrier_arrive(Kt::kTurnBarrier + (c ^ 1), 256);
+  };
+  const int n_first = blk.next_key_tile(p, blk.n_begin);
+  if (Kt::kPingPong && c == 1 && n_first < n_end) named_barrier_arrive(Kt::kTurnBarrier, 256);
+
   mbarrier_wait<false>(q_full, 0, "q_full (consumer)", c);
   int it = 0;
   if constexpr (!Kt::kOverlap) {
     // Every product waited for before the code that needs it.
-    for (int n = blk.next_key_tile(p, blk.n_begin); n < n_end; n = blk.next_key_tile(p, n + 1), ++it) {
+    for (int n = n_first, n_next; n < n_end; n = n_next, ++it) {
+      n_next = blk.next_key_tile(p, n + 1);
       const int s = it % kStages;
       const uint32_t phase = (it / kStages) & 1;
       mbarrier_wait<false>(&k_full[s], phase, "k_full (consumer), tile", n);
       float acc_s[BN / 8][4];
+      take_turn();
       issue_s(acc_s, s);
+      pass_turn(n_next);
       wgmma_wait<0>();
       reg_fence(acc_s);
       float alpha[2];
@@ -282,27 +308,34 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
     // alpha waits for that O += P V, and P's A fragments are rebuilt only then (the wgmma still
     // reads the previous ones). The first tile is peeled off (no O += P V before it), the last
     // O += P V comes after the loop.
-    int n = blk.next_key_tile(p, blk.n_begin);
+    int n = n_first;
     if (n < n_end) {
       uint32_t pf[BN / 16][4];
       int prev = 0, prev_n = n;  // the stage and tile whose P is in pf
+      int n_next = blk.next_key_tile(p, n + 1);
       {
         mbarrier_wait<false>(&k_full[0], 0, "k_full (consumer), tile", n);
         float acc_s[BN / 8][4];
+        take_turn();
         issue_s(acc_s, 0);
+        pass_turn(n_next);
         wgmma_wait<0>();
         reg_fence(acc_s);
         float alpha[2];
         softmax(acc_s, n, alpha);  // O is still 0: no rescale
         to_a(pf, acc_s);
       }
-      for (n = blk.next_key_tile(p, n + 1), ++it; n < n_end; n = blk.next_key_tile(p, n + 1), ++it) {
+      for (n = n_next, ++it; n < n_end; n = n_next, ++it) {
+        n_next = blk.next_key_tile(p, n + 1);
         const int s = it % kStages;
         mbarrier_wait<false>(&k_full[s], (it / kStages) & 1, "k_full (consumer), tile", n);
-        float acc_s[BN / 8][4];
-        issue_s(acc_s, s);
+        // V of the previous tile was loaded before K of this one: wait for both before the turn.
         mbarrier_wait<false>(&v_full[prev], ((it - 1) / kStages) & 1, "v_full (consumer), tile", prev_n);
+        float acc_s[BN / 8][4];
+        take_turn();
+        issue_s(acc_s, s);
         issue_pv(pf, prev);
+        pass_turn(n_next);
         wgmma_wait<1>();  // S (O += P V may still run)
         reg_fence(acc_s);
         float alpha[2];

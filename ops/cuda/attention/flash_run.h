@@ -23,8 +23,9 @@ bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mod
 void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode);
 // The warp-specialised Hopper forward (flash_fwd_ws.cu): whether it takes the call (its threshold,
 // coverage -- D = 64 and 128, no dropout, no document mask --, the GPU and the strides), and the call
-// (overlap: its FlashAttention-3 intra-warpgroup overlap form, FlashFwdWsTraits::kOverlap; the
-// benchmark's variant 47).
+// (overlap, ping_pong: its FlashAttention-3 intra-warpgroup overlap and inter-warpgroup ping-pong,
+// FlashFwdWsTraits::kOverlap / kPingPong, which the dispatch does not take; the benchmark's variants
+// 47-49).
 bool flash_fwd_ws_applies(const AttentionParams& p);
-void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream, bool overlap = false);
+void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream, bool overlap = false, bool ping_pong = false);
 }  // namespace ft::cuda::flash

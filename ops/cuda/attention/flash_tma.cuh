@@ -123,6 +123,12 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Arrives at a named barrier without waiting (the other `threads` - 32 k wait there with
+// named_barrier_sync): hands a turn to the warps that wait.
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // Register reallocation between warpgroups (setmaxnreg; every warp of a warpgroup executes the same).
 template <int kRegs>
 __device__ __forceinline__ void setmaxnreg_inc() {
