@@ -357,7 +357,7 @@ TEST(FlashCudaDispatch, WsForwardThreshold) {
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(), INT_MAX);
 }
 
-// Host only: the warp-specialised backward's threshold is "never" until set (the test process has no
+// Host only: the warp-specialised backward's threshold is 1024 until set (the test process has no
 // FLASHTRAIN_FLASH_BWD_WS_MIN_T), and -1 restores that.
 TEST(FlashCudaDispatch, WsBackwardThreshold) {
   if (std::getenv("FLASHTRAIN_FLASH_BWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_BWD_WS_MIN_T is set";

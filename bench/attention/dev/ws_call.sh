@@ -20,6 +20,11 @@
 #   unpack    .gpu/bins.tar.xz: build-gpu/ (ft_ops_tests, flashtrain, libft_attention.so, the
 #             yaml-cpp it was linked against) and build-base/libft_attention.so (the commit before)
 #   opstests  the whole ft_ops_tests (every attention test, each kernel against float64 / naive)
+#   fwd       the warp-specialised FORWARD (flash_fwd_ws_kernel.cuh, written in session 16 without a
+#             GPU, off by default): its tests under a timeout (a hang traps after 4M tries), then
+#             bench --dev variants 0, 46 (plain), 47 (intra-warpgroup overlap), 48 (ping-pong), 49
+#             (both) against cuDNN, D = 64 and 128, T = 1024, 4096, 16384 (check_variants compares
+#             each with variant 0 first)
 #   bits      dq_bits.py: the deterministic backward of build-gpu/'s library and build-base/'s, bit
 #             for bit (for changes that must keep every bit)
 #   ab        bench --dev D = 64 and 128: this build's variants 0, 4 (shipped), 42, 43 (ws atomic /
@@ -81,6 +86,17 @@ bench() {  # $1 head dim, $2 variants
 }
 has bench64 && bench 64 0,42,4,43
 has bench128 && bench 128 0,42
+if has fwd; then
+  timeout 240 build-gpu/tests/ft_ops_tests --gtest_brief=1 \
+    --gtest_filter='Cases/FlashCudaWsForward.*:FlashCuda.WsForward*:FlashCudaDispatch.WsForward*' > "$OUT/ws_fwd_tests.log" 2>&1
+  echo "ws forward tests rc=$? (124: a hang)"; grep -E "PASSED|FAILED|Failure|error" "$OUT/ws_fwd_tests.log" | head -20
+  for d in 64 128; do
+    timeout 200 python3 bench/attention/bench_attention.py --lib build-gpu/bench/attention/libft_attention.so \
+      --out /tmp/ws_fwd --dev --ds $d --variants 0,46,47,48,49 --dev-ts 1024,4096,16384 --dev-refs torch_cudnn \
+      > "$OUT/ws_fwd_d$d.log" 2>&1
+    echo "fwd D=$d rc=$?"; grep -E "^(dev|check)" "$OUT/ws_fwd_d$d.log" | grep -v " OK$" | sed -E 's/ \([0-9]+ TF\)//g' | head -40
+  done
+fi
 if has bits; then
   FLASHTRAIN_DETERMINISTIC_DQ=fixed timeout 150 python3 bench/attention/dev/dq_bits.py \
     build-gpu/bench/attention/libft_attention.so build-base/libft_attention.so > "$OUT/dq_bits.log" 2>&1
