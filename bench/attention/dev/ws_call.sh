@@ -18,7 +18,9 @@
 # Stages for a kernel change built here instead (session 16; scripts/gpu_carry.sh's machine builds
 # for sm_90a too, and binaries travel smaller than a build takes on the GPU machine):
 #   unpack    .gpu/bins.tar.xz: build-gpu/ (ft_ops_tests, flashtrain, libft_attention.so, the
-#             yaml-cpp it was linked against) and build-base/libft_attention.so (the commit before)
+#             yaml-cpp it was linked against) and build-base/libft_attention.so (the commit before);
+#             WS_LIB and WS_BASE_LIB name other libraries for bits and ab (e.g. an experiment's
+#             build-exp/libft_attention.so against build-gpu's)
 #   opstests  the whole ft_ops_tests (every attention test, each kernel against float64 / naive)
 #   fwd       the warp-specialised FORWARD (flash_fwd_ws_kernel.cuh, written in session 16 without a
 #             GPU, off by default): its tests under a timeout (a hang traps after 4M tries), then
@@ -40,6 +42,8 @@ has() { [[ " $steps " == *" $1 "* ]]; }
 [ -d .gpu/bpe ] && export FLASHTRAIN_BPE_DIR=$PWD/.gpu/bpe
 [ -d .gpu/pcre2 ] && export PKG_CONFIG_PATH=$PWD/.gpu/pcre2/lib/pkgconfig
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
+ws_lib=${WS_LIB:-build-gpu/bench/attention/libft_attention.so}
+ws_base_lib=${WS_BASE_LIB:-build-base/libft_attention.so}
 if has unpack; then
   python3 -c "import tarfile; tarfile.open('.gpu/bins.tar.xz').extractall('.')" || exit 1
   export LD_LIBRARY_PATH=$PWD/build-gpu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -99,13 +103,13 @@ if has fwd; then
 fi
 if has bits; then
   FLASHTRAIN_DETERMINISTIC_DQ=fixed timeout 150 python3 bench/attention/dev/dq_bits.py \
-    build-gpu/bench/attention/libft_attention.so build-base/libft_attention.so > "$OUT/dq_bits.log" 2>&1
+    "$ws_lib" "$ws_base_lib" > "$OUT/dq_bits.log" 2>&1
   echo "dq_bits rc=$? (0: identical)"; tail -3 "$OUT/dq_bits.log"
 fi
 if has ab; then
   for d in 64 128; do
-    timeout 280 python3 bench/attention/bench_attention.py --lib build-gpu/bench/attention/libft_attention.so \
-      --base-lib build-base/libft_attention.so --base-variants 42,43 --out /tmp/ws_ab --dev --ds $d \
+    timeout 280 python3 bench/attention/bench_attention.py --lib "$ws_lib" \
+      --base-lib "$ws_base_lib" --base-variants 42,43 --out /tmp/ws_ab --dev --ds $d \
       --variants 0,4,42,43,44,45 --dev-ts 1024,4096,16384 --dev-refs base_v42,base_v43,torch_cudnn \
       > "$OUT/ws_ab_d$d.log" 2>&1
     echo "ab D=$d rc=$?"; grep -E "^(dev|check)" "$OUT/ws_ab_d$d.log" | grep -v " OK$" | sed -E 's/ \([0-9]+ TF\)//g' | head -60
