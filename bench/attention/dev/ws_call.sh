@@ -94,6 +94,10 @@ if has fwd; then
   timeout 240 build-gpu/tests/ft_ops_tests --gtest_brief=1 \
     --gtest_filter='Cases/FlashCudaWsForward.*:FlashCuda.WsForward*:FlashCudaDispatch.WsForward*' > "$OUT/ws_fwd_tests.log" 2>&1
   echo "ws forward tests rc=$? (124: a hang)"; grep -E "PASSED|FAILED|Failure|error" "$OUT/ws_fwd_tests.log" | head -20
+  # Grouped-query attention and the other suites through it too (the threshold moved for the process).
+  FLASHTRAIN_FLASH_FWD_WS_MIN_T=0 timeout 240 build-gpu/tests/ft_ops_tests --gtest_brief=1 \
+    --gtest_filter='AttentionGqaCuda.*:FlashCuda.*:-FlashCuda.WsForwardTakesItsCalls' > "$OUT/ws_fwd_gqa.log" 2>&1
+  echo "suites with the ws forward everywhere rc=$?"; grep -E "PASSED|FAILED|Failure|error" "$OUT/ws_fwd_gqa.log" | head -20
   for d in 64 128; do
     timeout 200 python3 bench/attention/bench_attention.py --lib build-gpu/bench/attention/libft_attention.so \
       --out /tmp/ws_fwd --dev --ds $d --variants 0,46,47,48,49 --dev-ts 1024,4096,16384 --dev-refs torch_cudnn \
