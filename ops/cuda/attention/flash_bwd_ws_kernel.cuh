@@ -241,18 +241,13 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   const float scale_log2 = p.softmax_scale * kLog2e;
   const float keep_scale = kDropout ? drop.keep_scale : 1.f;
   // Descriptor low words (flash_wgmma.cuh; 16-byte units). K-major operands step 32 bytes per k step
-  // (2 units) inside a panel and a panel every 4 steps (kstep); transposed ones 16 rows (2048 bytes,
-  // 128 units) per k step, with the N panels kKvPanelUnits / kQPanelUnits apart.
+  // (2 units) inside a panel and a panel every 4 steps (sw128_kmajor_kstep); transposed ones 16 rows
+  // (2048 bytes, 128 units) per k step, with the N panels kKvPanelUnits / kQPanelUnits apart.
   const uint32_t k_desc = wgmma_desc_sw128_lo(smem_u32(sK + 64 * c * 128));
   const uint32_t v_desc = wgmma_desc_sw128_lo(smem_u32(sV + 64 * c * 128));
   const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ));
   const uint32_t do_desc = wgmma_desc_sw128_lo(smem_u32(sdO));
   const uint32_t ds_desc = wgmma_desc_sw128_lo(smem_u32(sdS + 64 * c * 128));
-  auto kstep = [](int kk, uint32_t panel_units) { return (kk / 4) * panel_units + 2 * (kk % 4); };
-  // Columns 64 pn .. 64 pn + 63 of a D-wide accumulator: one n64 product's D.
-  auto panel = [](float(&acc)[D / 8][4], int pn) -> float(&)[8][4] {
-    return *reinterpret_cast<float(*)[8][4]>(&acc[8 * pn]);
-  };
   constexpr uint32_t kStageUnits = Kt::kQBytes / 16;
   // Fixed point: each dQ element gets n_blocks terms (one per CTA: the two consumers' sum).
   [[maybe_unused]] const float max_term =
@@ -266,14 +261,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   // 64 keys x 16 queries a k step), B = the stage's dO or Q rows read transposed (b_desc: its low word).
   auto accumulate_rs = [&](float(&acc)[D / 8][4], uint32_t(&a)[BM / 16][4], uint32_t b_desc) {
     reg_fence(a);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk)
-#pragma unroll
-      for (int pn = 0; pn < kPanels; ++pn)
-        wgmma_rs<64, true, kBF16>(panel(acc, pn), a[kk],
-                                  wgmma_desc_sw128_from_lo(b_desc + pn * Kt::kQPanelUnits + 128 * kk));
-    wgmma_commit();
+    wgmma_rs_transposed_b<BM / 16, kPanels, kBF16>(acc, a, b_desc, Kt::kQPanelUnits);
   };
   mbarrier_wait<false>(kv_full, 0, "kv_full (consumer)", c);
 
@@ -289,13 +277,15 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      wgmma_ss<BM, kBF16>(acc_s, wgmma_desc_sw128_from_lo(k_desc + kstep(kk, Kt::kKvPanelUnits)),
-                          wgmma_desc_sw128_from_lo(q_desc + stage + kstep(kk, Kt::kQPanelUnits)), kk > 0);
+      wgmma_ss<BM, kBF16>(acc_s, wgmma_desc_sw128_from_lo(k_desc + sw128_kmajor_kstep(kk, Kt::kKvPanelUnits)),
+                          wgmma_desc_sw128_from_lo(q_desc + stage + sw128_kmajor_kstep(kk, Kt::kQPanelUnits)),
+                          kk > 0);
     wgmma_commit();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      wgmma_ss<BM, kBF16>(acc_dp, wgmma_desc_sw128_from_lo(v_desc + kstep(kk, Kt::kKvPanelUnits)),
-                          wgmma_desc_sw128_from_lo(do_desc + stage + kstep(kk, Kt::kQPanelUnits)), kk > 0);
+      wgmma_ss<BM, kBF16>(acc_dp, wgmma_desc_sw128_from_lo(v_desc + sw128_kmajor_kstep(kk, Kt::kKvPanelUnits)),
+                          wgmma_desc_sw128_from_lo(do_desc + stage + sw128_kmajor_kstep(kk, Kt::kQPanelUnits)),
+                          kk > 0);
     wgmma_commit();
     // Dropout keep bits of this warp's 16 keys x 64 queries (bit 4 nb + e: element [nb][e]), drawn
     // while the products run.
@@ -394,7 +384,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       for (int kk = 0; kk < BM / 16; ++kk)
 #pragma unroll
         for (int pn = 0; pn < kPanels; ++pn)
-          wgmma_ss<64, kBF16, false, true>(panel(acc_dk, pn), wgmma_desc_sw128_from_lo(ds_desc + 2 * kk),
+          wgmma_ss<64, kBF16, false, true>(acc_panel(acc_dk, pn), wgmma_desc_sw128_from_lo(ds_desc + 2 * kk),
                                            wgmma_desc_sw128_from_lo(q_desc + stage + pn * Kt::kQPanelUnits + 128 * kk));
       wgmma_commit();
     }
@@ -403,7 +393,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
 #pragma unroll
       for (int pn = 0; pn < kPanels; ++pn)
-        wgmma_ss<64, kBF16, true, true>(panel(acc_dq, pn), wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
+        wgmma_ss<64, kBF16, true, true>(acc_panel(acc_dq, pn), wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
                                         wgmma_desc_sw128_from_lo(k_desc + pn * Kt::kKvPanelUnits + 128 * kk), kk > 0);
     wgmma_commit();
     wgmma_wait<0>();

@@ -176,13 +176,10 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ + 64 * c * 128));
   const uint32_t k_desc = wgmma_desc_sw128_lo(smem_u32(sK));
   const uint32_t v_desc = wgmma_desc_sw128_lo(smem_u32(sV));
-  auto kstep = [](int kk, uint32_t panel_units) { return (kk / 4) * panel_units + 2 * (kk % 4); };
   constexpr uint32_t kTileUnits = Kt::kTileBytes / 16;
 
   float acc_o[D / 8][4];
   zero_fragments(acc_o);
-  // Columns 64 pn .. 64 pn + 63 of O: one n64 product's D.
-  auto o_panel = [&](int pn) -> float(&)[8][4] { return *reinterpret_cast<float(*)[8][4]>(&acc_o[8 * pn]); };
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
 
   // S = Q_c K^T from stage s (one commit group; the first k step overwrites the accumulator:
@@ -192,8 +189,9 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      wgmma_ss<BN, kBF16>(acc_s, wgmma_desc_sw128_from_lo(q_desc + kstep(kk, Kt::kQPanelUnits)),
-                          wgmma_desc_sw128_from_lo(k_desc + stage + kstep(kk, Kt::kKvPanelUnits)), kk > 0);
+      wgmma_ss<BN, kBF16>(acc_s, wgmma_desc_sw128_from_lo(q_desc + sw128_kmajor_kstep(kk, Kt::kQPanelUnits)),
+                          wgmma_desc_sw128_from_lo(k_desc + stage + sw128_kmajor_kstep(kk, Kt::kKvPanelUnits)),
+                          kk > 0);
     wgmma_commit();
   };
   // O += P V from stage s (one commit group), P as A fragments (16 keys a k step), V's k step kk =
@@ -202,14 +200,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
     const uint32_t stage = s * kTileUnits;
     reg_fence(pf);
     reg_fence(acc_o);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk)
-#pragma unroll
-      for (int pn = 0; pn < kPanels; ++pn)
-        wgmma_rs<64, true, kBF16>(o_panel(pn), pf[kk],
-                                  wgmma_desc_sw128_from_lo(v_desc + stage + pn * Kt::kKvPanelUnits + 128 * kk));
-    wgmma_commit();
+    wgmma_rs_transposed_b<BN / 16, kPanels, kBF16>(acc_o, pf, v_desc + stage, Kt::kKvPanelUnits);
   };
   // Masks tile n's scores (partial tiles only) and turns them into P in place: the online softmax of
   // flash_fwd_wgmma_kernel.cuh (without its lazy rescale), except that O's rescale factor is

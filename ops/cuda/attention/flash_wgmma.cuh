@@ -214,6 +214,36 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], uint64_t desc_a, 
 #undef FT_WGMMA_ACC32
 #undef FT_WGMMA_ACC8
 
+// Descriptor-low-word offset (16-byte units) of k step kk (16 elements) of a K-major operand stored
+// as 64-column panels panel_units apart: 32 bytes (2 units) a step inside a panel, the next panel
+// every 4 steps (the layout at the top of this file).
+__device__ __forceinline__ uint32_t sw128_kmajor_kstep(int kk, uint32_t panel_units) {
+  return (kk / 4) * panel_units + 2 * (kk % 4);
+}
+
+// Columns 64 pn .. 64 pn + 63 of an accumulator of kTiles m16n8 tiles: one n64 product's D.
+template <int kTiles>
+__device__ __forceinline__ float (&acc_panel(float (&acc)[kTiles][4], int pn))[8][4] {
+  return *reinterpret_cast<float(*)[8][4]>(&acc[8 * pn]);
+}
+
+// acc (64 x 64 kPanels) += A B, one commit group: A from registers (kSteps k steps of 16), B an
+// N-major 128-byte-swizzled tile read transposed (kTransB: 16 rows, 128 units, a k step) whose
+// 64-column panels are b_panel_units apart; one n64 product per panel. b_lo: B's descriptor low
+// word. The caller fences the registers it defined (reg_fence) before this opens the products.
+template <int kSteps, int kPanels, bool kBF16>
+__device__ __forceinline__ void wgmma_rs_transposed_b(float (&acc)[8 * kPanels][4], uint32_t (&a)[kSteps][4],
+                                                      uint32_t b_lo, uint32_t b_panel_units) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk)
+#pragma unroll
+    for (int pn = 0; pn < kPanels; ++pn)
+      wgmma_rs<64, true, kBF16>(acc_panel(acc, pn), a[kk],
+                                wgmma_desc_sw128_from_lo(b_lo + pn * b_panel_units + 128 * kk));
+  wgmma_commit();
+}
+
 // Rows [row0, row0 + kRows) of one head (rows >= T become zeros) into a 128-byte-swizzled tile of
 // kHeadDim / 64 panels (kHeadDim 64 or 128). As load_rows_async (flash_tile.cuh), otherwise.
 template <int kRows, int kThreads, int kHeadDim>
