@@ -132,7 +132,8 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // (shipped up to session 15), atomic / deterministic. 46: the warp-specialised Hopper forward
 // (flash_fwd_ws_kernel.cuh; D = 64 and 128, any dtype, no dropout) at every T, with the shipped
 // backward; calls it does not cover take the shipped forward. 47-49: the same with its intra-warpgroup
-// overlap (FlashFwdWsTraits::kOverlap), its consumers' ping-pong (kPingPong), both. Numbers, and the variants
+// overlap (FlashFwdWsTraits::kOverlap), its consumers' ping-pong (kPingPong), both; 50-53: 46-49 with
+// 3 stages (kStages). Numbers, and the variants
 // tried and removed: bench/attention/NOTES.md.
 // Variants 32-36 (D = 128, bf16, no document mask): see run_flash_variant.
 void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_t s) {
@@ -210,12 +211,13 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
   // cover (dropout, document masks, D = 256, other GPUs) take the shipped forwards.
   // 47-49: the same with its intra-warpgroup overlap (kOverlap), its ping-pong (kPingPong), both;
   // the dispatch takes neither.
-  if (variant >= 46 && variant <= 49) {
+  // 50-53: 46-49 with a 3-stage K / V ring.
+  if (variant >= 46 && variant <= 53) {
     if (!forward) return ft::cuda::flash_attention_backward(p, s);
     const KernelAtEveryT<ft::cuda::set_flash_fwd_ws_min_t> ws(true);
-    if (variant > 46 && ft::cuda::flash::flash_fwd_ws_applies(p))
-      return ft::cuda::flash::run_flash_fwd_ws(p, s, variant != 48, variant != 47);
-    return ft::cuda::flash_attention_forward(p, s);
+    if (!ft::cuda::flash::flash_fwd_ws_applies(p)) return ft::cuda::flash_attention_forward(p, s);
+    const int option = (variant - 46) % 4;  // 0 plain, 1 overlap, 2 ping-pong, 3 both
+    return ft::cuda::flash::run_flash_fwd_ws(p, s, {option == 1 || option == 3, option >= 2, variant >= 50 ? 3 : 2});
   }
   if (variant == 42 || variant == 43) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);

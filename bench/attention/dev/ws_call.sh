@@ -31,6 +31,8 @@
 #             for bit (for changes that must keep every bit)
 #   ab        bench --dev D = 64 and 128: this build's variants 0, 4 (shipped), 42, 43 (ws atomic /
 #             fixed at every T), 44, 45 (the dispatch without ws), the base build's 42, 43 and cuDNN
+#   forms     the forward's forms (session 17): its and the backward's tests, variants 0, 46-53 at
+#             D = 64 and 128 against cuDNN
 #   train2    GPT-2-small as in train, shipped dispatch against ws off (FLASHTRAIN_FLASH_BWD_WS_MIN_T
 #             past T), dropout 0.1 and 0, deterministic and atomic, and p = 0 with the ordered dQ
 # Usage (repo root, on an H100/H200, .gpu carried): bench/attention/dev/ws_call.sh [stage...]
@@ -103,6 +105,22 @@ if has fwd; then
       --out /tmp/ws_fwd --dev --ds $d --variants 0,46,47,48,49 --dev-ts 1024,4096,16384 --dev-refs torch_cudnn \
       > "$OUT/ws_fwd_d$d.log" 2>&1
     echo "fwd D=$d rc=$?"; grep -E "^(dev|check)" "$OUT/ws_fwd_d$d.log" | grep -v " OK$" | sed -E 's/ \([0-9]+ TF\)//g' | head -40
+  done
+fi
+if has forms; then
+  # Session 17: the forward's K and V released separately (k_empty / v_empty) and a 3-stage ring:
+  # its tests (the dispatch's form), the backward's (taking turns at the summed dQ with dropout), and
+  # variants 46-49 (2 stages: plain, overlap, ping-pong, both) and 50-53 (3 stages), each checked
+  # against variant 0 first, at D = 64 and 128 (p = 0.1 rows: the ws forward does not take dropout).
+  filter='Cases/FlashCudaWsForward.*:FlashCuda.Ws*:FlashCudaDispatch.*:Cases/FlashCudaWsBackward.*:AttentionGqaCuda.*'
+  timeout 300 build-gpu/tests/ft_ops_tests --gtest_brief=1 --gtest_filter="$filter" > "$OUT/ws_forms_tests.log" 2>&1
+  echo "ws tests rc=$? (124: a hang)"; grep -E "PASSED|FAILED|Failure|error" "$OUT/ws_forms_tests.log" | head -20
+  for d in 64 128; do
+    timeout 240 python3 bench/attention/bench_attention.py --lib build-gpu/bench/attention/libft_attention.so \
+      --out /tmp/ws_forms --dev --ds $d --variants 0,46,47,48,49,50,51,52,53 --dev-ts 1024,2048,4096,16384 \
+      --dev-refs torch_cudnn > "$OUT/ws_forms_d$d.log" 2>&1
+    echo "forms D=$d rc=$?"; grep -E "^(dev|check)" "$OUT/ws_forms_d$d.log" | grep -v " OK$" | grep -v "p=0.1" |
+      sed -E 's/ \([0-9]+ TF\)//g; s/ bwd [0-9.]+ ms fwdbwd [0-9.]+ ms//' | head -60
   done
 fi
 if has bits; then

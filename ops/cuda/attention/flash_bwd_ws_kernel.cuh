@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       mbarrier_init(&q_empty[s], 256);  // every consumer thread
     }
     for (int i = 0; i < kDqBuffers; ++i) {
-      mbarrier_init(&dq_half[i], 128);  // consumer 0's threads
+      mbarrier_init(&dq_half[i], 128);  // the threads of the consumer that wrote the partial
       mbarrier_init(&dq_full[i], 128);  // the threads of the consumer that wrote it
       mbarrier_init(&dq_empty[i], 1);   // the dQ writer
     }
@@ -416,7 +416,15 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
                                         DqLayout::fixed_word(chunk, lane) + 32 * e);
       return reinterpret_cast<float*>(stage_dq) + chunk + e;
     };
-    if (!kSumDq || c == 0) {
+    // Summed: one consumer writes its partial, the other adds its own and converts. With dropout they
+    // take turns (tile parity), so neither is always the one that waits; without, consumer 0 always
+    // writes. H200, session 17, fixed-point bwd ms, taking turns / not, same call: D = 64 p = 0.1
+    // T = 4096 2.306 / 2.461, T = 16384 7.61 / 8.11 (T = 1024 level); D = 128 p = 0.1 T = 4096 1.940 /
+    // 1.985; p = 0 0.4-1.7% slower at both head dims (T = 1024 0.810 / 0.796, D = 128 T = 16384
+    // 5.33 / 5.24). fp32 addition commutes: the dQ bits are the same either way (dq_bits.py: 0 of
+    // every element differ).
+    const int partial_writer = !kSumDq ? c : kDropout ? it & 1 : 0;
+    if (c == partial_writer) {
       // Once the writer has read this buffer's previous tile.
       mbarrier_wait<false>(&dq_empty[i], phase ^ 1, "dq_empty (consumer), tile", m);
 #pragma unroll
@@ -435,13 +443,13 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         mbarrier_arrive(&dq_full[i]);
       }
     } else if constexpr (kSumDq) {
-      mbarrier_wait<false>(&dq_half[i], phase, "dq_half (consumer 1), tile", m);
+      mbarrier_wait<false>(&dq_half[i], phase, "dq_half (finishing consumer), tile", m);
 #pragma unroll
       for (int j = 0; j < D / 8; ++j) {
         if constexpr (kFixedDq) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const float v = *slot(j, e) + acc_dq[j][e];  // consumer 0's keys first: a fixed order
+            const float v = *slot(j, e) + acc_dq[j][e];  // a + b = b + a: the order does not matter
             overflow |= !(fabsf(v) < max_term);
             *reinterpret_cast<unsigned long long*>(slot(j, e)) =
                 static_cast<unsigned long long>(__float2ll_rn(v * static_cast<float>(1ull << kDqFixedFracBits)));

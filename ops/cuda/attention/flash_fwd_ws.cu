@@ -16,6 +16,9 @@ bool flash_fwd_ws_applies(const AttentionParams& p) {
   return flash_wgmma_enabled() && flash_fwd_tma_supported(p);
 }
 
+// The plain form (every product waited for before the code that needs it), 2 stages: until measured.
+FlashFwdWsForm flash_fwd_ws_form(int /*head_dim*/) { return FlashFwdWsForm{}; }
+
 namespace {
 template <class Kt, bool kBF16>
 void launch_ws(const AttentionParams& p, cudaStream_t stream) {
@@ -31,23 +34,32 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-template <int kHeadDim, bool kOverlap, bool kPingPong>
+template <int kHeadDim, bool kOverlap, bool kPingPong, int kStages>
 void run_ws(const AttentionParams& p, cudaStream_t stream) {
-  using Kt = FlashFwdWsTraits<kHeadDim, kOverlap, kPingPong>;
+  using Kt = FlashFwdWsTraits<kHeadDim, kOverlap, kPingPong, kStages>;
   if (p.dtype == AttentionDType::kBF16) launch_ws<Kt, true>(p, stream);
   else launch_ws<Kt, false>(p, stream);
 }
-template <int kHeadDim>
+template <int kHeadDim, int kStages>
 void run_ws(const AttentionParams& p, cudaStream_t stream, bool overlap, bool ping_pong) {
-  if (overlap) ping_pong ? run_ws<kHeadDim, true, true>(p, stream) : run_ws<kHeadDim, true, false>(p, stream);
-  else ping_pong ? run_ws<kHeadDim, false, true>(p, stream) : run_ws<kHeadDim, false, false>(p, stream);
+  if (overlap)
+    ping_pong ? run_ws<kHeadDim, true, true, kStages>(p, stream) : run_ws<kHeadDim, true, false, kStages>(p, stream);
+  else ping_pong ? run_ws<kHeadDim, false, true, kStages>(p, stream)
+                 : run_ws<kHeadDim, false, false, kStages>(p, stream);
+}
+template <int kHeadDim>
+void run_ws(const AttentionParams& p, cudaStream_t stream, const FlashFwdWsForm& form) {
+  if (form.stages == 3) run_ws<kHeadDim, 3>(p, stream, form.overlap, form.ping_pong);
+  else run_ws<kHeadDim, 2>(p, stream, form.overlap, form.ping_pong);
 }
 }  // namespace
 
-void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream, bool overlap, bool ping_pong) {
+void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashFwdWsForm& form) {
   // flash_fwd_ws_applies: D = 64 or 128, bf16 or f16 (flash_fwd_tma_supported), no dropout.
-  if (p.D == 128) run_ws<128>(p, stream, overlap, ping_pong);
-  else run_ws<64>(p, stream, overlap, ping_pong);
+  if (form.stages != 2 && form.stages != 3)
+    throw Error(str("[run_flash_fwd_ws] a K / V ring of ", form.stages, " stages is not built (2 or 3)"));
+  if (p.D == 128) run_ws<128>(p, stream, form);
+  else run_ws<64>(p, stream, form);
 }
 
 }  // namespace ft::cuda::flash

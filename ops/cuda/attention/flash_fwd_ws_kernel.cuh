@@ -12,8 +12,12 @@
 //     (TMA, one box per 64-column panel; q_full), then for each key tile the mask leaves non-empty
 //     (QueryBlock::next_key_tile: the shipped forward's order) its K and V into a kStages ring:
 //     k_full[s] / v_full[s] complete when the stage's K / V has landed (separately, so S = Q K^T
-//     starts before V is in), kv_empty[s] when every consumer thread is done with the stage. The
-//     other 127 threads exit.
+//     starts before V is in); k_empty[s] / v_empty[s] when every consumer thread is done with the
+//     stage's K (its S = Q K^T completed) / V (its O += P V completed). Separate releases, because
+//     with the intra-warpgroup overlap a stage's V is read one tile later than its K: with one
+//     barrier for both, the producer could refill a stage only after the tile's O += P V, and with 2
+//     stages the next K then arrived only after the consumers asked for it (variant 47 in session
+//     17: slower than the plain form at every shape). The other 127 threads exit.
 //   warpgroups 1 and 2, the consumers c = 0, 1 (setmaxnreg up to kConsumerRegs): rows
 //     m0 + 64 c .. + 63; per key tile, on wgmma:
 //       S  = Q_c K^T   m64 n kBlockN k16, A = Q_c rows, B = K rows (both shared memory, K-major;
@@ -22,15 +26,15 @@
 //       with the scale folded in log2 units: the shipped forward's arithmetic, row for row)
 //       O += P V       m64 n64 k16, A = P from the accumulators, B = V read transposed (one n64
 //                      product per 64-column panel of V)
-//     then the stage is released (kv_empty) once O += P V has completed.
+//     K released (k_empty) once S has completed, V (v_empty) once O += P V has.
 //   Epilogue as the shipped forward: O / l in the input dtype through this consumer's own rows of
 //   sQ and 16-byte stores, lse = m * scale + ln(l) (natural-log units, what the backward reads;
 //   -inf, and O = 0, for a row that sees no key), rows past T not written.
 // Tiles: kBlockN = 128 keys at both head dims. Registers of a consumer thread at D = 128: O 64, S 64,
 // P's A fragments 32 (S's registers are dead once P is packed, so the peak is about O + S + P =
 // 160 of kConsumerRegs = 240); FlashAttention-3 also takes 128 x 128 for its hdim-128 causal
-// forward. Shared memory: Q 32 KiB + 2 stages x (K + V) 64 KiB = 160 KiB at D = 128, 80 KiB at
-// D = 64 (room for more stages there: untuned).
+// forward. Shared memory: Q 32 KiB + kStages x (K + V) 64 KiB = 160 KiB at D = 128 with 2 stages,
+// 224 KiB with 3 (what fits); 80 / 112 KiB at D = 64.
 // Not covered (the launcher sends these calls to the other kernels: flash_fwd_ws_applies): dropout,
 // the document mask, D = 256, strides TMA cannot describe, GPUs other than sm_90a (and builds or
 // tests that disallow wgmma). The dispatch takes the plain form, where every product is waited for
@@ -66,7 +70,8 @@ namespace ft::cuda::flash {
 // before the code that needs it.
 // kPingPong: FlashAttention-3's inter-warpgroup ping-pong: the consumers take turns to issue their
 // products (named barriers kTurnBarrier + c), so one's softmax runs under the other's wgmmas.
-template <int kHeadDim_, bool kOverlap_ = false, bool kPingPong_ = false>
+// kStages: the K / V ring's depth, 2 or 3 (3 fills 224 of 227 KiB at D = 128).
+template <int kHeadDim_, bool kOverlap_ = false, bool kPingPong_ = false, int kStages_ = 2>
 struct FlashFwdWsTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kOverlap = kOverlap_;
@@ -77,7 +82,7 @@ struct FlashFwdWsTraits {
   static constexpr int kPanels = kHeadDim / 64;
   static constexpr int kBlockM = 128;  // query rows per CTA, 64 per consumer
   static constexpr int kBlockN = 128;  // keys per tile (see the top of the file)
-  static constexpr int kStages = 2;    // K / V ring
+  static constexpr int kStages = kStages_;  // K / V ring
   static constexpr int kNThreads = 384;
   // Register split (128 x producer + 256 x consumer = 384 x 168, what the CTA is given): the producer
   // only walks the tiles and issues TMA, so it keeps FlashAttention-3's 24 at both head dims.
@@ -91,11 +96,12 @@ struct FlashFwdWsTraits {
   // Offsets (bytes) from the 1024-byte-aligned base; swizzled tiles first (1024-byte multiples).
   static constexpr int kOffQ = 0, kOffK = kQBytes, kOffV = kOffK + kStages * kTileBytes,
                        kOffBars = kOffV + kStages * kTileBytes;
-  // q_full, then k_full, v_full, kv_empty [kStages] each.
-  static constexpr int kNumBars = 1 + 3 * kStages;
+  // q_full, then k_full, v_full, k_empty, v_empty [kStages] each.
+  static constexpr int kNumBars = 1 + 4 * kStages;
   static constexpr int kSmemBytes = 1024 /* alignment */ + kOffBars + kNumBars * 8;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "warp-specialised forward head dim");
+  static_assert(kStages == 2 || kStages == 3, "K / V ring depth");
   static_assert(kBlockN % 16 == 0 && kBlockN <= 256, "S = Q K^T: one wgmma N");
 };
 
@@ -115,7 +121,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   uint64_t* q_full = bars;
   uint64_t* k_full = bars + 1;             // [kStages]
   uint64_t* v_full = k_full + kStages;     // [kStages]
-  uint64_t* kv_empty = v_full + kStages;   // [kStages]
+  uint64_t* k_empty = v_full + kStages;    // [kStages]
+  uint64_t* v_empty = k_empty + kStages;   // [kStages]
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = tid / 128;
   const int T = p.T;
@@ -129,7 +136,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(&k_full[s], 1);
       mbarrier_init(&v_full[s], 1);
-      mbarrier_init(&kv_empty[s], 256);  // every consumer thread
+      mbarrier_init(&k_empty[s], 256);  // every consumer thread
+      mbarrier_init(&v_empty[s], 256);
     }
     fence_mbarrier_init();
   }
@@ -149,13 +157,15 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
       int it = 0;
       for (int n = blk.next_key_tile(p, blk.n_begin); n < n_end; n = blk.next_key_tile(p, n + 1), ++it) {
         const int s = it % kStages;
-        // Every consumer thread is done with tile it - kStages (a fresh barrier passes parity 1).
-        mbarrier_wait(&kv_empty[s], ((it / kStages) & 1) ^ 1, "kv_empty (producer), tile", n);
+        const uint32_t empty_parity = ((it / kStages) & 1) ^ 1;  // a fresh barrier passes parity 1
         uint8_t* k_dst = sK + s * Kt::kTileBytes;
         uint8_t* v_dst = sV + s * Kt::kTileBytes;
+        // Every consumer thread is done with tile it - kStages's K, then with its V.
+        mbarrier_wait(&k_empty[s], empty_parity, "k_empty (producer), tile", n);
         mbarrier_arrive_expect_tx(&k_full[s], Kt::kTileBytes);
 #pragma unroll
         for (int pn = 0; pn < kPanels; ++pn) tma_load_4d(k_dst + pn * BN * 128, &maps.k, &k_full[s], 64 * pn, n * BN, hk, b);
+        mbarrier_wait(&v_empty[s], empty_parity, "v_empty (producer), tile", n);
         mbarrier_arrive_expect_tx(&v_full[s], Kt::kTileBytes);
 #pragma unroll
         for (int pn = 0; pn < kPanels; ++pn) tma_load_4d(v_dst + pn * BN * 128, &maps.v, &v_full[s], 64 * pn, n * BN, hk, b);
@@ -248,9 +258,10 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) acc_to_a<kBF16>(pf[kk], acc_s[2 * kk], acc_s[2 * kk + 1]);
   };
-  // Stage s has been read for the last time by this thread's warp (its S and O += P V waited for);
-  // the producer reuses it once all 256 consumer threads have said so.
-  auto release = [&](int s) { mbarrier_arrive(&kv_empty[s]); };
+  // Stage s's K / V has been read for the last time by this thread's warp (its S / O += P V waited
+  // for); the producer refills it once all 256 consumer threads have said so.
+  auto release_k = [&](int s) { mbarrier_arrive(&k_empty[s]); };
+  auto release_v = [&](int s) { mbarrier_arrive(&v_empty[s]); };
 
   // kPingPong: consumer c issues a tile's products only in its turn (take_turn: barrier
   // kTurnBarrier + c completes with its own 128 threads and the other consumer's 128 arrivals), and
@@ -282,6 +293,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
       pass_turn(n_next);
       wgmma_wait<0>();
       reg_fence(acc_s);
+      release_k(s);
       float alpha[2];
       softmax(acc_s, n, alpha);
       rescale_o(alpha);
@@ -291,7 +303,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
       issue_pv(pf, s);
       wgmma_wait<0>();
       reg_fence(acc_o);
-      release(s);
+      release_v(s);
     }
   } else {
     // FlashAttention-3's intra-warpgroup overlap: tile n's S = Q K^T and tile n - 1's O += P V are
@@ -312,6 +324,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
         pass_turn(n_next);
         wgmma_wait<0>();
         reg_fence(acc_s);
+        release_k(0);
         float alpha[2];
         softmax(acc_s, n, alpha);  // O is still 0: no rescale
         to_a(pf, acc_s);
@@ -329,12 +342,13 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
         pass_turn(n_next);
         wgmma_wait<1>();  // S (O += P V may still run)
         reg_fence(acc_s);
+        release_k(s);
         float alpha[2];
         softmax(acc_s, n, alpha);
         wgmma_wait<0>();  // O += P V of the previous tile
         reg_fence(acc_o);
         reg_fence(pf);
-        release(prev);
+        release_v(prev);
         rescale_o(alpha);
         to_a(pf, acc_s);
         prev = s, prev_n = n;
@@ -343,7 +357,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
       issue_pv(pf, prev);
       wgmma_wait<0>();
       reg_fence(acc_o);
-      release(prev);
+      release_v(prev);
     }
   }
 

@@ -321,7 +321,7 @@ void run_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Config = FlashConfig<kHeadDim>;
   // The warp-specialised Hopper forward from flash_fwd_ws_min_t on (default: never; unmeasured).
   if constexpr (kHeadDim == 64 || kHeadDim == 128)
-    if (flash_fwd_ws_applies(p)) return run_flash_fwd_ws(p, stream);
+    if (flash_fwd_ws_applies(p)) return run_flash_fwd_ws(p, stream, flash_fwd_ws_form(kHeadDim));
   [[maybe_unused]] const bool wgmma = kHeadDim <= 128 && flash_wgmma_enabled();
   dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto doc_mask) {
     constexpr bool kBF16 = decltype(bf16)::value, kDropout = decltype(dropout)::value;

@@ -23,9 +23,15 @@ bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mod
 void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode);
 // The warp-specialised Hopper forward (flash_fwd_ws.cu): whether it takes the call (its threshold,
 // coverage -- D = 64 and 128, no dropout, no document mask --, the GPU and the strides), and the call
-// (overlap, ping_pong: its FlashAttention-3 intra-warpgroup overlap and inter-warpgroup ping-pong,
-// FlashFwdWsTraits::kOverlap / kPingPong, which the dispatch does not take; the benchmark's variants
-// 47-49).
+// in a form: FlashFwdWsTraits's kOverlap (FlashAttention-3's intra-warpgroup overlap), kPingPong (its
+// inter-warpgroup ping-pong) and kStages (the K / V ring's depth, 2 or 3). flash_fwd_ws_form: the
+// form the dispatch takes at a head dim; the benchmark's variants 47-53 take the others.
+struct FlashFwdWsForm {
+  bool overlap = false;
+  bool ping_pong = false;
+  int stages = 2;
+};
+FlashFwdWsForm flash_fwd_ws_form(int head_dim);
 bool flash_fwd_ws_applies(const AttentionParams& p);
-void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream, bool overlap = false, bool ping_pong = false);
+void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashFwdWsForm& form);
 }  // namespace ft::cuda::flash
