@@ -332,10 +332,11 @@ TEST_P(FlashCudaWsBackward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsBackward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
-// The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh), off by default (flash_fwd_ws_min_t),
-// from T = 0 on: the D = 64 and 128 cases; those with dropout (not built) take the shipped forwards,
-// as does every case without an sm_90a build and GPU. FlashCuda.WsForwardTakesItsCalls checks which
-// calls it takes.
+// The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh; by default from T = 2048 at D = 128,
+// flash_fwd_ws_min_t) from T = 0 on, in the dispatch's form at each head dim (flash_fwd_ws_form: at
+// D = 128 the overlap and ping-pong, at D = 64 the plain form): the D = 64 and 128 cases; those with
+// dropout (not built) take the shipped forwards, as does every case without an sm_90a build and GPU.
+// FlashCuda.WsForwardTakesItsCalls checks which calls it takes.
 using FlashCudaWsForward = FlashCudaThresholdMoved<ft::cuda::set_flash_fwd_ws_min_t, 0>;
 
 TEST_P(FlashCudaWsForward, WithinTwiceNaiveError) {
@@ -346,15 +347,19 @@ TEST_P(FlashCudaWsForward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsForward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
-// Host only: the warp-specialised forward's threshold is never (INT_MAX) until set (the test process
-// has no FLASHTRAIN_FLASH_FWD_WS_MIN_T), and -1 restores that.
+// Host only: the warp-specialised forward's threshold is 2048 at D = 128 and never (INT_MAX) at D = 64
+// until set (the test process has no FLASHTRAIN_FLASH_FWD_WS_MIN_T); a set value holds at both head
+// dims, and -1 restores the defaults.
 TEST(FlashCudaDispatch, WsForwardThreshold) {
   if (std::getenv("FLASHTRAIN_FLASH_FWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_FWD_WS_MIN_T is set";
-  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(), INT_MAX);
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), INT_MAX);
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 2048);
   ft::cuda::set_flash_fwd_ws_min_t(0);
-  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(), 0);
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 0);
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 0);
   ft::cuda::set_flash_fwd_ws_min_t(-1);
-  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(), INT_MAX);
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), INT_MAX);
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 2048);
 }
 
 // Host only: the warp-specialised backward's threshold is 1024 until set (the test process has no
@@ -683,16 +688,22 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
 }
 
 // Which calls the warp-specialised forward takes once its threshold allows: D = 64 and 128 without
-// dropout, on an sm_90a build and GPU with wgmma allowed; never at the default threshold.
+// dropout, on an sm_90a build and GPU with wgmma allowed; at the default thresholds, D = 128 from
+// T = 2048 on and never D = 64.
 TEST(FlashCuda, WsForwardTakesItsCalls) {
   SKIP_WITHOUT_CUDA();
   if (std::getenv("FLASHTRAIN_FLASH_FWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_FWD_WS_MIN_T is set";
   const AttentionCase c{2, 3, 1000, 64, true, 0.f};
   DeviceAttention dev(config_of(c, 1, 1), make_inputs(c, 7));
   AttentionParams p = dev.params();
-  EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(p)) << "not by default";
-  cuda::set_flash_fwd_ws_min_t(0);
   const bool hopper = cuda::flash_sm90a_device();
+  EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(p)) << "not by default at D = 64";
+  AttentionParams d128_long = p;  // D = 64's strides satisfy TMA's rules at D = 128 too
+  d128_long.D = 128;
+  EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(d128_long)) << "D = 128 below T = 2048";
+  d128_long.T = 2048;
+  EXPECT_EQ(cuda::flash::flash_fwd_ws_applies(d128_long), hopper) << "D = 128 from T = 2048 by default";
+  cuda::set_flash_fwd_ws_min_t(0);
   EXPECT_EQ(cuda::flash::flash_fwd_ws_applies(p), hopper);
   AttentionParams d128 = p;  // the strides of D = 64 still satisfy TMA's rules
   d128.D = 128;

@@ -50,9 +50,13 @@ DispatchThreshold g_fwd_small_tile_max_t{2048, 4096};
 // (flash_bwd_ws_min_t below).
 constexpr int kBwdWsMinT = 1024;
 DispatchThreshold g_bwd_ws_min_t{kBwdWsMinT, kBwdWsMinT};
-// The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh): never by default, until measured.
-constexpr int kFwdWsMinT = INT_MAX;
-DispatchThreshold g_fwd_ws_min_t{kFwdWsMinT, kFwdWsMinT};
+// The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh), in flash_fwd_ws_form's form: at
+// D = 128 from T = 2048 on, at D = 64 never (H200, session 17, B T = 32768, p = 0, fwd ms, the
+// wgmma forward / ws with overlap and ping-pong): D = 128 T = 1024 0.242 / 0.258 (ping-pong alone
+// 0.239), T = 2048 0.370 / 0.325, T = 4096 0.788 / 0.516, T = 16384 2.390 / 1.497; D = 64 every form
+// is slower up to T = 4096 (T = 4096 0.657 against 0.766-0.833) and level at 16384 (2.162 / 2.148).
+constexpr int kFwdWsMinT64 = INT_MAX, kFwdWsMinT128 = 2048;
+std::atomic<int> g_fwd_ws_min_t{-1};  // set_flash_fwd_ws_min_t; -1: the defaults
 
 // A threshold's default from the environment variable `name` (read by the caller once), else
 // `fallback`; anything but an integer >= 0 is an error.
@@ -114,13 +118,15 @@ int flash_bwd_ws_min_t() {
   return set >= 0 ? set : from_env;
 }
 void set_flash_bwd_ws_min_t(int T) { g_bwd_ws_min_t.set(T); }
-// FLASHTRAIN_FLASH_FWD_WS_MIN_T, as the backward's: a run can take the forward before its default does.
-int flash_fwd_ws_min_t() {
-  static const int from_env = min_t_from_env("FLASHTRAIN_FLASH_FWD_WS_MIN_T", kFwdWsMinT);
-  const int set = g_fwd_ws_min_t.overridden.load(std::memory_order_relaxed);
-  return set >= 0 ? set : from_env;
+// FLASHTRAIN_FLASH_FWD_WS_MIN_T, as the backward's, moves the threshold at both head dims.
+int flash_fwd_ws_min_t(int head_dim) {
+  static const int from_env = min_t_from_env("FLASHTRAIN_FLASH_FWD_WS_MIN_T", -1);
+  const int set = g_fwd_ws_min_t.load(std::memory_order_relaxed);
+  if (set >= 0) return set;
+  if (from_env >= 0) return from_env;
+  return head_dim == 128 ? kFwdWsMinT128 : kFwdWsMinT64;
 }
-void set_flash_fwd_ws_min_t(int T) { g_fwd_ws_min_t.set(T); }
+void set_flash_fwd_ws_min_t(int T) { g_fwd_ws_min_t = T < 0 ? -1 : T; }
 int flash_fwd_small_tile_max_t(bool dropout) { return g_fwd_small_tile_max_t.get(dropout); }
 void set_flash_fwd_small_tile_max_t(int T) { g_fwd_small_tile_max_t.set(T); }
 int flash_bwd_wide_min_t(int head_dim, bool dropout) {

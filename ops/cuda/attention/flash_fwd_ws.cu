@@ -8,16 +8,23 @@
 namespace ft::cuda::flash {
 
 bool flash_fwd_ws_applies(const AttentionParams& p) {
-  // Off by default (flash_fwd_ws_min_t: INT_MAX). Not built: dropout, the document mask, D = 256.
-  if (p.T < flash_fwd_ws_min_t() || p.doc_start != nullptr || p.dropout.threshold != 0) return false;
+  // From T = 2048 at D = 128, never at D = 64 (flash_fwd_ws_min_t). Not built: dropout, the
+  // document mask, D = 256.
+  if (p.T < flash_fwd_ws_min_t(p.D) || p.doc_start != nullptr || p.dropout.threshold != 0) return false;
   if (p.D != 64 && p.D != 128) return false;
   // flash_wgmma_enabled, not only the device: set_flash_wgmma_allowed(false) keeps forcing the
   // mma.sync forwards (the tests that compare the two).
   return flash_wgmma_enabled() && flash_fwd_tma_supported(p);
 }
 
-// The plain form (every product waited for before the code that needs it), 2 stages: until measured.
-FlashFwdWsForm flash_fwd_ws_form(int /*head_dim*/) { return FlashFwdWsForm{}; }
+// D = 128: the intra-warpgroup overlap and the ping-pong, 2 stages, the fastest form from T = 2048
+// (H200, session 17, fwd ms at T = 2048 / 4096 / 16384, p = 0: plain 0.352 / 0.554 / 1.595, overlap
+// 0.358 / 0.569 / 1.646, ping-pong 0.334 / 0.541 / 1.615, both 0.325 / 0.516 / 1.497; 3 stages
+// 0.327 / 0.550 / 1.548 with both). D = 64, where the dispatch does not take it: the plain form.
+FlashFwdWsForm flash_fwd_ws_form(int head_dim) {
+  if (head_dim == 128) return FlashFwdWsForm{true, true, 2};
+  return FlashFwdWsForm{};
+}
 
 namespace {
 template <class Kt, bool kBF16>
