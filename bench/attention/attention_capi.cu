@@ -133,7 +133,7 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // (flash_fwd_ws_kernel.cuh; D = 64 and 128, any dtype, no dropout) at every T, with the shipped
 // backward; calls it does not cover take the shipped forward. 47-49: the same with its intra-warpgroup
 // overlap (FlashFwdWsTraits::kOverlap), its consumers' ping-pong (kPingPong), both; 50-53: 46-49 with
-// 3 stages (kStages). 54-56: 43 with a 3-stage Q / dO ring, 3 summed dQ buffers, both. Numbers, and the variants
+// 3 stages (kStages). Numbers, and the variants
 // tried and removed: bench/attention/NOTES.md.
 // Variants 32-36 (D = 128, bf16, no document mask): see run_flash_variant.
 void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_t s) {
@@ -218,12 +218,6 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     if (!ft::cuda::flash::flash_fwd_ws_applies(p)) return ft::cuda::flash_attention_forward(p, s);
     const int option = (variant - 46) % 4;  // 0 plain, 1 overlap, 2 ping-pong, 3 both
     return ft::cuda::flash::run_flash_fwd_ws(p, s, {option == 1 || option == 3, option >= 2, variant >= 50 ? 3 : 2});
-  }
-  // 54-56: 43 (the ws backward, fixed-point dQ) with a 3-stage Q / dO ring, 3 summed dQ buffers,
-  // both (D = 64, bf16; the shipped forward).
-  if (variant >= 54 && variant <= 56) {
-    if (forward) return ft::cuda::flash_attention_forward(p, s);
-    return ft::cuda::flash::run_flash_bwd_ws_form(p, s, variant == 55 ? 2 : 3, variant == 54 ? 2 : 3);
   }
   if (variant == 42 || variant == 43) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);

@@ -33,7 +33,6 @@
 #             fixed at every T), 44, 45 (the dispatch without ws), the base build's 42, 43 and cuDNN
 #   forms     the forward's forms (session 17): its and the backward's tests, variants 0, 46-53 at
 #             D = 64 and 128 against cuDNN
-#   bwdforms  the backward's fixed-point forms (session 17): variants 0, 4, 43, 54-56 at D = 64
 #   train2    GPT-2-small as in train, shipped dispatch against ws off (FLASHTRAIN_FLASH_BWD_WS_MIN_T
 #             past T), dropout 0.1 and 0, deterministic and atomic, and p = 0 with the ordered dQ
 # Usage (repo root, on an H100/H200, .gpu carried): bench/attention/dev/ws_call.sh [stage...]
@@ -123,15 +122,6 @@ if has forms; then
     echo "forms D=$d rc=$?"; grep -E "^(dev|check)" "$OUT/ws_forms_d$d.log" | grep -v " OK$" | grep -v "p=0.1" |
       sed -E 's/ \([0-9]+ TF\)//g; s/ bwd [0-9.]+ ms fwdbwd [0-9.]+ ms//' | head -60
   done
-fi
-if has bwdforms; then
-  # Session 17: the ws backward's fixed-point dQ (variant 43) with a 3-stage Q / dO ring (54), 3
-  # summed dQ buffers (55), both (56), against the dispatch (0 atomic, 4 deterministic) and cuDNN, D = 64.
-  timeout 280 python3 bench/attention/bench_attention.py --lib build-gpu/bench/attention/libft_attention.so \
-    --out /tmp/ws_bwdforms --dev --ds 64 --variants 0,4,43,54,55,56 --dev-ts 1024,4096,16384 \
-    --dev-refs torch_cudnn > "$OUT/ws_bwdforms.log" 2>&1
-  echo "bwdforms rc=$?"; grep -E "^(dev|check)" "$OUT/ws_bwdforms.log" | grep -v " OK$" |
-    sed -E 's/ \([0-9]+ TF\)//g; s/fwd [0-9.]+ ms //; s/ fwdbwd [0-9.]+ ms//' | head -60
 fi
 if has bits; then
   FLASHTRAIN_DETERMINISTIC_DQ=fixed timeout 150 python3 bench/attention/dev/dq_bits.py \

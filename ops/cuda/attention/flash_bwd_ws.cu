@@ -24,9 +24,9 @@ bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mod
 }
 
 namespace {
-template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq, int kStages = 2, int kMaxDq = 2>
+template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq>
 void launch_ws(const AttentionParams& p, cudaStream_t stream) {
-  using Kt = FlashBwdWsTraits<kHeadDim, kStages, kMaxDq>;
+  using Kt = FlashBwdWsTraits<kHeadDim>;
   if constexpr (!Kt::template fits<kFixedDq>()) {
     throw Error("[flash_attention] the warp-specialised backward has no fixed-point dQ at this head dim");
   } else {
@@ -34,7 +34,7 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream) {
     const BwdRowKernels<kHeadDim> rows(p);
     rows.template preprocess<kBF16>(p, stream, nullptr, 0, rows.accum_to_zero(kFixedDq));
     const FlashBwdTmaMaps maps = make_flash_bwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
-    constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kFixedDq, kStages, kMaxDq>;
+    constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kFixedDq>;
     constexpr int smem = Kt::template smem_bytes<kFixedDq>();
     set_smem_limit(kernel, smem);
     check_register_split<Kt, kernel>("backward");  // flash_launch_common.h
@@ -58,22 +58,6 @@ void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const Flash
   // flash_bwd_ws_applies: deterministic means the fixed-point dQ here.
   if (p.D == 128) run_ws<128>(p, stream, mode.deterministic);
   else run_ws<64>(p, stream, mode.deterministic);
-}
-
-void run_flash_bwd_ws_form(const AttentionParams& p, cudaStream_t stream, int stages, int dq_buffers) {
-  if (p.D != 64 || p.dtype != AttentionDType::kBF16)
-    throw Error("[run_flash_bwd_ws_form] built for D = 64, bf16 only (the benchmark's variants)");
-  const bool dropout = p.dropout.threshold != 0;
-  auto run = [&](auto stages_c, auto buffers_c) {
-    constexpr int kS = decltype(stages_c)::value, kB = decltype(buffers_c)::value;
-    dropout ? launch_ws<64, true, true, true, kS, kB>(p, stream) : launch_ws<64, true, false, true, kS, kB>(p, stream);
-  };
-  using two = std::integral_constant<int, 2>;
-  using three = std::integral_constant<int, 3>;
-  if (stages == 3 && dq_buffers == 2) return run(three{}, two{});
-  if (stages == 2 && dq_buffers == 3) return run(two{}, three{});
-  if (stages == 3 && dq_buffers == 3) return run(three{}, three{});
-  throw Error(str("[run_flash_bwd_ws_form] ", stages, " stages with ", dq_buffers, " dQ buffers is not built"));
 }
 
 }  // namespace ft::cuda::flash

@@ -59,18 +59,14 @@
 namespace ft::cuda::flash {
 
 // kHeadDim 64 or 128: rows of one or two 64-column panels (flash_wgmma.cuh); a tile of R rows keeps
-// panel p at p * R * 128 bytes. kStages_, kMaxDqBuffers_: the Q / dO ring's depth and the most
-// summed dQ buffers (kDqBuffers below); the shipped kernel's are 2 and 2, others are the benchmark's
-// (run_flash_bwd_ws_form).
-template <int kHeadDim_, int kStages_ = 2, int kMaxDqBuffers_ = 2>
+// panel p at p * R * 128 bytes.
+template <int kHeadDim_>
 struct FlashBwdWsTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kPanels = kHeadDim / 64;
   static constexpr int kBlockM = 64;   // query rows per tile (one consumer wgmma's N for S^T)
   static constexpr int kBlockN = 128;  // keys per CTA, 64 per consumer
-  static constexpr int kStages = kStages_;  // Q / dO ring
-  static constexpr int kMaxDqBuffers = kMaxDqBuffers_;
-  static_assert(kStages >= 2 && kMaxDqBuffers >= 2, "a ring of at least 2");
+  static constexpr int kStages = 2;    // Q / dO ring
   static constexpr int kNThreads = 384;
   // Register split (128 x producer + 256 x consumer = 384 x 168, what the CTA is given): D = 128's
   // consumers hold dK and dV at 64 registers each, so they take all but 24 of the producer's.
@@ -93,22 +89,17 @@ struct FlashBwdWsTraits {
   // The consumers' dQ partials summed in shared memory before the bulk add (above): fixed point only.
   template <bool kFixedDq>
   static constexpr bool kSumDq = kFixedDq;
-  // kv_full, q_full[kStages], q_empty[kStages], then dq_half, dq_full, dq_empty [kMaxDqBuffers] each.
-  static constexpr int kNumBars = 1 + 2 * kStages + 3 * kMaxDqBuffers;
+  // kv_full, q_full[kStages], q_empty[kStages], then dq_half, dq_full, dq_empty [2] each.
+  static constexpr int kNumBars = 1 + 2 * kStages + 3 * 2;
   template <bool kFixedDq, int kBuffers>
   static constexpr int smem_bytes_with() {
     return 1024 /* alignment */ + kOffDq + kBuffers * dq_bytes<kFixedDq>() + 2 * kStages * kBlockM * 4 + kNumBars * 8;
   }
   static constexpr int kSmemLimit = 227 * 1024;
-  // fp32: two dQ buffers, one per consumer. Summed: the most that fit, up to kMaxDqBuffers (D = 128's
-  // fixed point: one; 272 KiB with two).
-  template <bool kFixedDq, int n>
-  static constexpr int summed_buffers() {
-    if constexpr (n <= 1 || smem_bytes_with<kFixedDq, n>() <= kSmemLimit) return n;
-    else return summed_buffers<kFixedDq, n - 1>();
-  }
+  // Two dQ buffers (fp32: one per consumer), or one where two do not fit (D = 128's fixed point:
+  // 272 KiB with two).
   template <bool kFixedDq>
-  static constexpr int kDqBuffers = !kSumDq<kFixedDq> ? 2 : summed_buffers<kFixedDq, kMaxDqBuffers>();
+  static constexpr int kDqBuffers = !kSumDq<kFixedDq> || smem_bytes_with<kFixedDq, 2>() <= kSmemLimit ? 2 : 1;
   template <bool kFixedDq>
   static constexpr int off_rows() { return kOffDq + kDqBuffers<kFixedDq> * dq_bytes<kFixedDq>(); }  // lse, D
   template <bool kFixedDq>
@@ -119,11 +110,11 @@ struct FlashBwdWsTraits {
   static constexpr bool fits() { return smem_bytes<kFixedDq>() <= kSmemLimit; }
 };
 
-template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq, int kStagesT = 2, int kMaxDqT = 2>
+template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq>
 __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Kt = FlashBwdWsTraits<kHeadDim, kStagesT, kMaxDqT>;
+  using Kt = FlashBwdWsTraits<kHeadDim>;
   static_assert(Kt::template fits<kFixedDq>(), "shared memory");
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, kStages = Kt::kStages, kPanels = Kt::kPanels;
   using DqLayout = DqAccumLayout<D>;
@@ -150,8 +141,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   uint64_t* q_full = bars + 1;                // [kStages]
   uint64_t* q_empty = q_full + kStages;       // [kStages]
   uint64_t* dq_half = q_empty + kStages;      // [kDqBuffers]: consumer 0's partial is in (kSumDq)
-  uint64_t* dq_full = dq_half + Kt::kMaxDqBuffers;   // [kDqBuffers]: the tile's dQ (or sum) is in
-  uint64_t* dq_empty = dq_full + Kt::kMaxDqBuffers;  // [kDqBuffers]: the writer has read it
+  uint64_t* dq_full = dq_half + 2;            // [kDqBuffers]: the tile's dQ (or sum) is in
+  uint64_t* dq_empty = dq_full + 2;           // [kDqBuffers]: the writer has read it
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = tid / 128;
   const int T = p.T;

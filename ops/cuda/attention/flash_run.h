@@ -21,9 +21,6 @@ bool flash_bwd_ws_enabled_for(const AttentionParams& p);
 bool flash_bwd_ws_has_fixed_point_dq(int head_dim);
 bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mode);
 void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode);
-// The same with the fixed-point dQ in another form (the benchmark's variants 54-56; D = 64, bf16):
-// a Q / dO ring of `stages` and up to `dq_buffers` summed dQ buffers (3 and 2, 2 and 3, 3 and 3).
-void run_flash_bwd_ws_form(const AttentionParams& p, cudaStream_t stream, int stages, int dq_buffers);
 // The warp-specialised Hopper forward (flash_fwd_ws.cu): whether it takes the call (its threshold,
 // coverage -- D = 64 and 128, no dropout, no document mask --, the GPU and the strides), and the call
 // in a form: FlashFwdWsTraits's kOverlap (FlashAttention-3's intra-warpgroup overlap), kPingPong (its
