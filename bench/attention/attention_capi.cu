@@ -133,7 +133,7 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // (flash_fwd_ws_kernel.cuh; D = 64 and 128, any dtype, no dropout) at every T, with the shipped
 // backward; calls it does not cover take the shipped forward. 47-49: the same with its intra-warpgroup
 // overlap (FlashFwdWsTraits::kOverlap), its consumers' ping-pong (kPingPong), both; 50-53: 46-49 with
-// 3 stages (kStages). Numbers, and the variants
+// 3 stages (kStages); 57, 58: 3 consumer warpgroups (kConsumers; D = 64), plain and with the overlap. Numbers, and the variants
 // tried and removed: bench/attention/NOTES.md.
 // Variants 32-36 (D = 128, bf16, no document mask): see run_flash_variant.
 void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_t s) {
@@ -211,11 +211,13 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
   // cover (dropout, document masks, D = 256, other GPUs) take the shipped forwards.
   // 47-49: the same with its intra-warpgroup overlap (kOverlap), its ping-pong (kPingPong), both;
   // the dispatch takes neither.
-  // 50-53: 46-49 with a 3-stage K / V ring.
-  if (variant >= 46 && variant <= 53) {
+  // 50-53: 46-49 with a 3-stage K / V ring. 57, 58: 3 consumer warpgroups (192 rows), plain and with
+  // the overlap (D = 64).
+  if ((variant >= 46 && variant <= 53) || variant == 57 || variant == 58) {
     if (!forward) return ft::cuda::flash_attention_backward(p, s);
     const KernelAtEveryT<ft::cuda::set_flash_fwd_ws_min_t> ws(true);
     if (!ft::cuda::flash::flash_fwd_ws_applies(p)) return ft::cuda::flash_attention_forward(p, s);
+    if (variant >= 57) return ft::cuda::flash::run_flash_fwd_ws(p, s, {variant == 58, false, 2, 3});
     const int option = (variant - 46) % 4;  // 0 plain, 1 overlap, 2 ping-pong, 3 both
     return ft::cuda::flash::run_flash_fwd_ws(p, s, {option == 1 || option == 3, option >= 2, variant >= 50 ? 3 : 2});
   }

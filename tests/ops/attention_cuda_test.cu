@@ -332,9 +332,10 @@ TEST_P(FlashCudaWsBackward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsBackward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
-// The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh; by default from T = 2048 at D = 128,
-// flash_fwd_ws_min_t) from T = 0 on, in the dispatch's form at each head dim (flash_fwd_ws_form: at
-// D = 128 the overlap and ping-pong, at D = 64 the plain form): the D = 64 and 128 cases; those with
+// The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh; by default from T = 2048 at D = 128
+// and T = 16384 at D = 64, flash_fwd_ws_min_t) from T = 0 on, in the dispatch's form at each head dim
+// (flash_fwd_ws_form: at D = 128 two consumers with the overlap and ping-pong, at D = 64 three
+// consumers, 192 rows, with the overlap): the D = 64 and 128 cases; those with
 // dropout (not built) take the shipped forwards, as does every case without an sm_90a build and GPU.
 // FlashCuda.WsForwardTakesItsCalls checks which calls it takes.
 using FlashCudaWsForward = FlashCudaThresholdMoved<ft::cuda::set_flash_fwd_ws_min_t, 0>;
@@ -347,18 +348,17 @@ TEST_P(FlashCudaWsForward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsForward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
-// Host only: the warp-specialised forward's threshold is 2048 at D = 128 and never (INT_MAX) at D = 64
-// until set (the test process has no FLASHTRAIN_FLASH_FWD_WS_MIN_T); a set value holds at both head
+// Host only: the warp-specialised forward's threshold is 2048 at D = 128 and 16384 at D = 64 until set (the test process has no FLASHTRAIN_FLASH_FWD_WS_MIN_T); a set value holds at both head
 // dims, and -1 restores the defaults.
 TEST(FlashCudaDispatch, WsForwardThreshold) {
   if (std::getenv("FLASHTRAIN_FLASH_FWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_FWD_WS_MIN_T is set";
-  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), INT_MAX);
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 16384);
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 2048);
   ft::cuda::set_flash_fwd_ws_min_t(0);
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 0);
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 0);
   ft::cuda::set_flash_fwd_ws_min_t(-1);
-  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), INT_MAX);
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 16384);
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 2048);
 }
 
@@ -689,7 +689,7 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
 
 // Which calls the warp-specialised forward takes once its threshold allows: D = 64 and 128 without
 // dropout, on an sm_90a build and GPU with wgmma allowed; at the default thresholds, D = 128 from
-// T = 2048 on and never D = 64.
+// T = 2048 on and D = 64 from T = 16384.
 TEST(FlashCuda, WsForwardTakesItsCalls) {
   SKIP_WITHOUT_CUDA();
   if (std::getenv("FLASHTRAIN_FLASH_FWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_FWD_WS_MIN_T is set";
@@ -697,7 +697,10 @@ TEST(FlashCuda, WsForwardTakesItsCalls) {
   DeviceAttention dev(config_of(c, 1, 1), make_inputs(c, 7));
   AttentionParams p = dev.params();
   const bool hopper = cuda::flash_sm90a_device();
-  EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(p)) << "not by default at D = 64";
+  EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(p)) << "D = 64 below T = 16384";
+  AttentionParams d64_long = p;
+  d64_long.T = 16384;
+  EXPECT_EQ(cuda::flash::flash_fwd_ws_applies(d64_long), hopper) << "D = 64 from T = 16384 by default";
   AttentionParams d128_long = p;  // D = 64's strides satisfy TMA's rules at D = 128 too
   d128_long.D = 128;
   EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(d128_long)) << "D = 128 below T = 2048";

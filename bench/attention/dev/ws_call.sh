@@ -33,6 +33,7 @@
 #             fixed at every T), 44, 45 (the dispatch without ws), the base build's 42, 43 and cuDNN
 #   forms     the forward's forms (session 17): its and the backward's tests, variants 0, 46-53 at
 #             D = 64 and 128 against cuDNN
+#   fwd3      the forward with 3 consumer warpgroups (session 17): variants 0, 46, 47, 57, 58 at D = 64
 #   train2    GPT-2-small as in train, shipped dispatch against ws off (FLASHTRAIN_FLASH_BWD_WS_MIN_T
 #             past T), dropout 0.1 and 0, deterministic and atomic, and p = 0 with the ordered dQ
 # Usage (repo root, on an H100/H200, .gpu carried): bench/attention/dev/ws_call.sh [stage...]
@@ -122,6 +123,15 @@ if has forms; then
     echo "forms D=$d rc=$?"; grep -E "^(dev|check)" "$OUT/ws_forms_d$d.log" | grep -v " OK$" | grep -v "p=0.1" |
       sed -E 's/ \([0-9]+ TF\)//g; s/ bwd [0-9.]+ ms fwdbwd [0-9.]+ ms//' | head -60
   done
+fi
+if has fwd3; then
+  # Session 17: the forward with 3 consumer warpgroups (192 rows; variants 57 plain, 58 overlap)
+  # against the wgmma forward (0), the ws forward's 2-consumer forms (46, 47) and cuDNN, D = 64.
+  timeout 240 python3 bench/attention/bench_attention.py --lib build-gpu/bench/attention/libft_attention.so \
+    --out /tmp/ws_fwd3 --dev --ds 64 --variants 0,46,47,57,58 --dev-ts 1024,2048,4096,16384 \
+    --dev-refs torch_cudnn > "$OUT/ws_fwd3.log" 2>&1
+  echo "fwd3 rc=$?"; grep -E "^(dev|check)" "$OUT/ws_fwd3.log" | grep -v " OK$" | grep -v "p=0.1" |
+    sed -E 's/ \([0-9]+ TF\)//g; s/ bwd [0-9.]+ ms fwdbwd [0-9.]+ ms//' | head -40
 fi
 if has bits; then
   FLASHTRAIN_DETERMINISTIC_DQ=fixed timeout 150 python3 bench/attention/dev/dq_bits.py \

@@ -51,11 +51,12 @@ DispatchThreshold g_fwd_small_tile_max_t{2048, 4096};
 constexpr int kBwdWsMinT = 1024;
 DispatchThreshold g_bwd_ws_min_t{kBwdWsMinT, kBwdWsMinT};
 // The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh), in flash_fwd_ws_form's form: at
-// D = 128 from T = 2048 on, at D = 64 never (H200, session 17, B T = 32768, p = 0, fwd ms, the
-// wgmma forward / ws with overlap and ping-pong): D = 128 T = 1024 0.242 / 0.258 (ping-pong alone
-// 0.239), T = 2048 0.370 / 0.325, T = 4096 0.788 / 0.516, T = 16384 2.390 / 1.497; D = 64 every form
-// is slower up to T = 4096 (T = 4096 0.657 against 0.766-0.833) and level at 16384 (2.162 / 2.148).
-constexpr int kFwdWsMinT64 = INT_MAX, kFwdWsMinT128 = 2048;
+// D = 128 from T = 2048 on, at D = 64 from T = 16384 (H200, session 17, B T = 32768, p = 0, fwd ms,
+// the wgmma forward / ws): D = 128 (overlap and ping-pong) T = 1024 0.242 / 0.258 (ping-pong alone
+// 0.239), T = 2048 0.370 / 0.325, T = 4096 0.788 / 0.516, T = 16384 2.390 / 1.497; D = 64 (3 consumer
+// warpgroups and the overlap) T = 1024 0.231 / 0.470, T = 2048 0.357 / 0.530, T = 4096 0.668 / 0.752,
+// T = 16384 2.200 / 2.070 (T = 8192 unmeasured).
+constexpr int kFwdWsMinT64 = 16384, kFwdWsMinT128 = 2048;
 std::atomic<int> g_fwd_ws_min_t{-1};  // set_flash_fwd_ws_min_t; -1: the defaults
 
 // A threshold's default from the environment variable `name` (read by the caller once), else

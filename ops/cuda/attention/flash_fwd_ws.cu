@@ -8,7 +8,7 @@
 namespace ft::cuda::flash {
 
 bool flash_fwd_ws_applies(const AttentionParams& p) {
-  // From T = 2048 at D = 128, never at D = 64 (flash_fwd_ws_min_t). Not built: dropout, the
+  // From T = 2048 at D = 128, T = 16384 at D = 64 (flash_fwd_ws_min_t). Not built: dropout, the
   // document mask, D = 256.
   if (p.T < flash_fwd_ws_min_t(p.D) || p.doc_start != nullptr || p.dropout.threshold != 0) return false;
   if (p.D != 64 && p.D != 128) return false;
@@ -20,10 +20,12 @@ bool flash_fwd_ws_applies(const AttentionParams& p) {
 // D = 128: the intra-warpgroup overlap and the ping-pong, 2 stages, the fastest form from T = 2048
 // (H200, session 17, fwd ms at T = 2048 / 4096 / 16384, p = 0: plain 0.352 / 0.554 / 1.595, overlap
 // 0.358 / 0.569 / 1.646, ping-pong 0.334 / 0.541 / 1.615, both 0.325 / 0.516 / 1.497; 3 stages
-// 0.327 / 0.550 / 1.548 with both). D = 64, where the dispatch does not take it: the plain form.
+// 0.327 / 0.550 / 1.548 with both). D = 64: 3 consumer warpgroups (192 rows) with the overlap, the
+// only form faster than the wgmma forward anywhere (T = 16384: 2.070 against 2.200; 2 consumers: plain
+// 2.405, overlap 2.231; 3 consumers plain 2.109).
 FlashFwdWsForm flash_fwd_ws_form(int head_dim) {
-  if (head_dim == 128) return FlashFwdWsForm{true, true, 2};
-  return FlashFwdWsForm{};
+  if (head_dim == 128) return FlashFwdWsForm{true, true, 2, 2};
+  return FlashFwdWsForm{true, false, 2, 3};
 }
 
 namespace {
@@ -41,9 +43,9 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-template <int kHeadDim, bool kOverlap, bool kPingPong, int kStages>
+template <int kHeadDim, bool kOverlap, bool kPingPong, int kStages, int kConsumers = 2>
 void run_ws(const AttentionParams& p, cudaStream_t stream) {
-  using Kt = FlashFwdWsTraits<kHeadDim, kOverlap, kPingPong, kStages>;
+  using Kt = FlashFwdWsTraits<kHeadDim, kOverlap, kPingPong, kStages, kConsumers>;
   if (p.dtype == AttentionDType::kBF16) launch_ws<Kt, true>(p, stream);
   else launch_ws<Kt, false>(p, stream);
 }
@@ -56,6 +58,16 @@ void run_ws(const AttentionParams& p, cudaStream_t stream, bool overlap, bool pi
 }
 template <int kHeadDim>
 void run_ws(const AttentionParams& p, cudaStream_t stream, const FlashFwdWsForm& form) {
+  if (form.consumers == 3) {
+    if (kHeadDim != 64 || form.ping_pong || form.stages != 2)
+      throw Error(str("[run_flash_fwd_ws] 3 consumers are built for D = 64 with 2 stages and no ping-pong, not D = ",
+                      kHeadDim, form.ping_pong ? " with ping-pong" : "", " with ", form.stages, " stages"));
+    if constexpr (kHeadDim == 64) {
+      if (form.overlap) run_ws<64, true, false, 2, 3>(p, stream);
+      else run_ws<64, false, false, 2, 3>(p, stream);
+    }
+    return;
+  }
   if (form.stages == 3) run_ws<kHeadDim, 3>(p, stream, form.overlap, form.ping_pong);
   else run_ws<kHeadDim, 2>(p, stream, form.overlap, form.ping_pong);
 }
@@ -65,6 +77,8 @@ void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream, const Flash
   // flash_fwd_ws_applies: D = 64 or 128, bf16 or f16 (flash_fwd_tma_supported), no dropout.
   if (form.stages != 2 && form.stages != 3)
     throw Error(str("[run_flash_fwd_ws] a K / V ring of ", form.stages, " stages is not built (2 or 3)"));
+  if (form.consumers != 2 && form.consumers != 3)
+    throw Error(str("[run_flash_fwd_ws] ", form.consumers, " consumer warpgroups are not built (2 or 3)"));
   if (p.D == 128) run_ws<128>(p, stream, form);
   else run_ws<64>(p, stream, form);
 }

@@ -7,7 +7,8 @@
 // while two consumer warpgroups only compute, each at its own pace (the backward's structure,
 // flash_bwd_ws_kernel.cuh, which is the model for the barriers below).
 //
-// One CTA = kBlockM = 128 query rows [m0, m0 + 128) of one (batch, head), 3 warpgroups:
+// One CTA = kBlockM = 64 x kConsumers query rows [m0, m0 + kBlockM) of one (batch, head), 1 + kConsumers
+// warpgroups (kConsumers = 2 below; 3 is FlashAttention-3's 192-row tile at hdim 64):
 //   warpgroup 0, the producer (setmaxnreg down to kProducerRegs): warp 0's lane 0 loads Q once
 //     (TMA, one box per 64-column panel; q_full), then for each key tile the mask leaves non-empty
 //     (QueryBlock::next_key_tile: the shipped forward's order) its K and V into a kStages ring:
@@ -37,13 +38,13 @@
 // 224 KiB with 3 (what fits); 80 / 112 KiB at D = 64.
 // Not covered (the launcher sends these calls to the other kernels: flash_fwd_ws_applies): dropout,
 // the document mask, D = 256, strides TMA cannot describe, GPUs other than sm_90a (and builds or
-// tests that disallow wgmma). The dispatch takes the plain form, where every product is waited for
-// before the code that needs it. Two options, for the benchmark (variants 47-49) until measured:
-// kOverlap, FlashAttention-3's intra-warpgroup overlap (the next tile's S = Q K^T in flight with this
-// tile's O += P V, the softmax under the latter), and kPingPong, its inter-warpgroup ping-pong (the
-// consumers take turns, on named barriers, to issue their products). Not done: 3 consumer
-// warpgroups (FlashAttention-3's 192-row tile at hdim 64), more stages at D = 64, causal tiles
-// walked masked-first. No fence.proxy.async is needed: nothing
+// tests that disallow wgmma). Options (FlashFwdWsForm; flash_fwd_ws_form picks the dispatch's, the
+// benchmark's variants 46-58 the others): kOverlap, FlashAttention-3's intra-warpgroup overlap (the
+// next tile's S = Q K^T in flight with this tile's O += P V, the softmax under the latter); kPingPong,
+// its inter-warpgroup ping-pong (the consumers take turns, on named barriers, to issue their
+// products); kStages; kConsumers. The dispatch takes overlap + ping-pong at D = 128 from T = 2048,
+// 3 consumers with the overlap at D = 64 from T = 16384 (session 17).
+// Not done: causal tiles walked masked-first. No fence.proxy.async is needed: nothing
 // the tensor cores or TMA read is written through the generic proxy (P stays in registers), and O's
 // staging overwrites Q only after the wgmmas that read it were waited for (as the shipped forward).
 // Written without a GPU (session 16): compiled for sm_90a (168 registers, no spills, no wgmma
@@ -71,24 +72,32 @@ namespace ft::cuda::flash {
 // kPingPong: FlashAttention-3's inter-warpgroup ping-pong: the consumers take turns to issue their
 // products (named barriers kTurnBarrier + c), so one's softmax runs under the other's wgmmas.
 // kStages: the K / V ring's depth, 2 or 3 (3 fills 224 of 227 KiB at D = 128).
-template <int kHeadDim_, bool kOverlap_ = false, bool kPingPong_ = false, int kStages_ = 2>
+// kConsumers: consumer warpgroups of 64 rows, 2 or 3 (FlashAttention-3's 192-row tile at hdim 64:
+// each K / V tile loaded serves 1.5x the rows; D = 64 only, without the ping-pong).
+template <int kHeadDim_, bool kOverlap_ = false, bool kPingPong_ = false, int kStages_ = 2, int kConsumers_ = 2>
 struct FlashFwdWsTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kOverlap = kOverlap_;
   static constexpr bool kPingPong = kPingPong_;
+  static constexpr int kConsumers = kConsumers_;
+  static constexpr int kConsumerThreads = 128 * kConsumers;
   // Named barriers: 1 + c for a consumer's own 128 threads (the epilogue), kTurnBarrier + c for
   // consumer c's turn (256 threads: its own and the other consumer's arrivals).
-  static constexpr int kTurnBarrier = 3;
+  static constexpr int kTurnBarrier = 1 + kConsumers;
   static constexpr int kPanels = kHeadDim / 64;
-  static constexpr int kBlockM = 128;  // query rows per CTA, 64 per consumer
+  static constexpr int kBlockM = 64 * kConsumers;  // query rows per CTA, 64 per consumer
   static constexpr int kBlockN = 128;  // keys per tile (see the top of the file)
   static constexpr int kStages = kStages_;  // K / V ring
-  static constexpr int kNThreads = 384;
-  // Register split (128 x producer + 256 x consumer = 384 x 168, what the CTA is given): the producer
-  // only walks the tiles and issues TMA, so it keeps FlashAttention-3's 24 at both head dims.
-  static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = 240;
-  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 384 * 168, "registers of one CTA per SM");
+  static constexpr int kNThreads = 128 + kConsumerThreads;
+  // Register split, FlashAttention-3's (what the CTA is given: 2 consumers 384 x 168, 3 consumers
+  // 512 x 128): the producer only walks the tiles and issues TMA, so it keeps 24 (32 with 3
+  // consumers, which makes the split add up to the 64 Ki registers exactly).
+  static constexpr int kProducerRegs = kConsumers == 2 ? 24 : 32;
+  static constexpr int kConsumerRegs = kConsumers == 2 ? 240 : 160;
+  static_assert(kConsumers == 2 || kConsumers == 3, "consumer warpgroups");
+  static_assert(kConsumers == 2 || (kHeadDim == 64 && !kPingPong), "3 consumers: D = 64, no ping-pong");
+  static_assert(128 * kProducerRegs + kConsumerThreads * kConsumerRegs == kNThreads * (65536 / kNThreads / 8 * 8),
+                "the registers of one CTA per SM, split exactly (check_register_split)");
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;     // Q of the CTA (O staged there at the end)
   static constexpr int kTileBytes = kBlockN * kHeadDim * 2;  // one stage of K (or V)
   // Panel strides in descriptor units (16 bytes): Q's, a K / V tile's.
@@ -136,8 +145,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(&k_full[s], 1);
       mbarrier_init(&v_full[s], 1);
-      mbarrier_init(&k_empty[s], 256);  // every consumer thread
-      mbarrier_init(&v_empty[s], 256);
+      mbarrier_init(&k_empty[s], Kt::kConsumerThreads);  // every consumer thread
+      mbarrier_init(&v_empty[s], Kt::kConsumerThreads);
     }
     fence_mbarrier_init();
   }
@@ -259,7 +268,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
     for (int kk = 0; kk < BN / 16; ++kk) acc_to_a<kBF16>(pf[kk], acc_s[2 * kk], acc_s[2 * kk + 1]);
   };
   // Stage s's K / V has been read for the last time by this thread's warp (its S / O += P V waited
-  // for); the producer refills it once all 256 consumer threads have said so.
+  // for); the producer refills it once every consumer thread has said so.
   auto release_k = [&](int s) { mbarrier_arrive(&k_empty[s]); };
   auto release_v = [&](int s) { mbarrier_arrive(&v_empty[s]); };
 

@@ -50,8 +50,8 @@ inline int heads_per_group(const AttentionParams& p, int group_tokens) {
 }
 
 // setmaxnreg moves registers between the warpgroups of a warp-specialised kernel (flash_tma.cuh)
-// that was given exactly 384 x 168 (the register split of its traits Kt: kProducerRegs for warpgroup
-// 0, kConsumerRegs for the other two); a build whose kernel starts with another count would make the
+// that was given exactly what its traits Kt split (kProducerRegs for warpgroup 0, kConsumerRegs for
+// the others: 384 x 168 with two consumers, 512 x 128 with three); a build whose kernel starts with another count would make the
 // consumers' setmaxnreg.inc wait forever, so that is an error here instead. Checked once per kernel:
 // the kernel is a template argument, because kernels of one traits type share their signature (and
 // a function-local static keyed on the signature would check only the first of them).
@@ -62,7 +62,7 @@ void check_register_split(const char* what) {
     CUDA_CHECK(cudaFuncGetAttributes(&attr, kKernel));
     return attr.numRegs;
   }();
-  constexpr int kGiven = (128 * Kt::kProducerRegs + 256 * Kt::kConsumerRegs) / Kt::kNThreads;
+  constexpr int kGiven = (128 * Kt::kProducerRegs + (Kt::kNThreads - 128) * Kt::kConsumerRegs) / Kt::kNThreads;
   FT_CHECK_ARG(regs == kGiven, "[flash_attention] the warp-specialised ", what, " was built with ", regs,
                " registers a thread where its setmaxnreg split assumes ", kGiven, "; rebuild or disable it");
 }

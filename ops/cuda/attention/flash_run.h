@@ -24,12 +24,14 @@ void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const Flash
 // The warp-specialised Hopper forward (flash_fwd_ws.cu): whether it takes the call (its threshold,
 // coverage -- D = 64 and 128, no dropout, no document mask --, the GPU and the strides), and the call
 // in a form: FlashFwdWsTraits's kOverlap (FlashAttention-3's intra-warpgroup overlap), kPingPong (its
-// inter-warpgroup ping-pong) and kStages (the K / V ring's depth, 2 or 3). flash_fwd_ws_form: the
-// form the dispatch takes at a head dim; the benchmark's variants 47-53 take the others.
+// inter-warpgroup ping-pong), kStages (the K / V ring's depth, 2 or 3) and kConsumers (2, or 3 at
+// D = 64 with 2 stages and no ping-pong). flash_fwd_ws_form: the form the dispatch takes at a head
+// dim; the benchmark's variants 47-53, 57 and 58 take the others.
 struct FlashFwdWsForm {
   bool overlap = false;
   bool ping_pong = false;
   int stages = 2;
+  int consumers = 2;
 };
 FlashFwdWsForm flash_fwd_ws_form(int head_dim);
 bool flash_fwd_ws_applies(const AttentionParams& p);
