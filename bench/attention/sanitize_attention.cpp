@@ -2,9 +2,9 @@
 // (scripts/attention_sanitize.sh runs it under memcheck, racecheck, synccheck and initcheck).
 // It checks no numbers (the tests do that); it exists so the sanitizers see each kernel once on
 // shapes with partial tiles: D = 64 and 128, causal and full, dropout 0 and 0.1, a block-sparse
-// mask, atomic and deterministic dQ (both deterministic designs), the mma.sync and wgmma forwards
-// with both wgmma tiles, and the 4-warp, wide and warp-specialised (TMA, mbarriers, bulk adds)
-// backwards; then D = 256, grouped-query attention
+// mask, atomic and deterministic dQ (both deterministic designs), the mma.sync, wgmma and
+// warp-specialised forwards (both wgmma tiles; the ws forward's forms at D = 64 and 128), and the
+// 4-warp, wide and warp-specialised (TMA, mbarriers, bulk adds) backwards; then D = 256, grouped-query attention
 // (its K/V gradient sum) and the document mask.
 //   sanitize_attention [--quick]   (--quick: one case per kernel instead of the full product)
 #include <climits>
@@ -50,8 +50,12 @@ void run_case(const Case& c) {
   ft::cuda::set_flash_wgmma_allowed(std::strcmp(c.path, "mma") != 0);
   ft::cuda::set_flash_fwd_small_tile_max_t(std::strcmp(c.path, "wgmma-large") == 0 ? 0 : -1);
   ft::cuda::set_flash_bwd_wide_min_t(std::strcmp(c.path, "wide") == 0 ? 0 : -1);
-  // "wide" turns the warp-specialised backward off (it goes first from T = 1024); "ws" takes it everywhere.
-  ft::cuda::set_flash_bwd_ws_min_t(std::strcmp(c.path, "ws") == 0 ? 0 : std::strcmp(c.path, "wide") == 0 ? INT_MAX : -1);
+  // "wide" turns the warp-specialised backward off (it goes first from T = 1024); "ws" takes the
+  // warp-specialised kernels everywhere: the backward, and the forward where it is built (no dropout,
+  // no document mask; D = 64 in its 3-consumer form, D = 128 with the ping-pong: flash_fwd_ws_form).
+  const bool ws = std::strcmp(c.path, "ws") == 0;
+  ft::cuda::set_flash_bwd_ws_min_t(ws ? 0 : std::strcmp(c.path, "wide") == 0 ? INT_MAX : -1);
+  ft::cuda::set_flash_fwd_ws_min_t(ws ? 0 : -1);
   const int Hkv = c.kv_heads;
   // q, k, v as slices of one (B, T, H + 2 H_kv, D) buffer, as the model's projection lays them out.
   const Tensor qkv = random_cuda({B, c.T, H + 2 * Hkv, c.D}, 1 + c.T);
@@ -106,6 +110,8 @@ int main(int argc, char** argv) {
     cases.push_back({64, 200, true, 0.1f, 0, true, "ws"});
     cases.push_back({128, 200, true, 0.1f, 0, false, "ws"});
     cases.push_back({128, 200, false, 0.f, 0, true, "ws"});  // the fixed point's one dQ buffer
+    cases.push_back({64, 200, true, 0.f, 0, false, "ws"});     // the ws forward (no dropout)
+    cases.push_back({128, 200, true, 0.f, 0, false, "ws"});
   }
   for (float p : {0.f, 0.1f})
     for (bool det : {false, true}) {
