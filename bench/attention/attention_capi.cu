@@ -212,16 +212,12 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
   // 47-49: the same with its intra-warpgroup overlap (kOverlap), its ping-pong (kPingPong), both;
   // the dispatch takes neither.
   // 50-53: 46-49 with a 3-stage K / V ring. 57, 58: 3 consumer warpgroups (192 rows), plain and with
-  // the overlap (D = 64). 59-62: 46-49 with 64-key tiles and 2 CTAs a SM (D = 64).
-  if ((variant >= 46 && variant <= 53) || (variant >= 57 && variant <= 62)) {
+  // the overlap (D = 64).
+  if ((variant >= 46 && variant <= 53) || variant == 57 || variant == 58) {
     if (!forward) return ft::cuda::flash_attention_backward(p, s);
     const KernelAtEveryT<ft::cuda::set_flash_fwd_ws_min_t> ws(true);
     if (!ft::cuda::flash::flash_fwd_ws_applies(p)) return ft::cuda::flash_attention_forward(p, s);
-    if (variant == 57 || variant == 58) return ft::cuda::flash::run_flash_fwd_ws(p, s, {variant == 58, false, 2, 3});
-    if (variant >= 59) {  // 2 CTAs a SM, 64-key tiles: 59 plain, 60 overlap, 61 ping-pong, 62 both
-      const int option = variant - 59;
-      return ft::cuda::flash::run_flash_fwd_ws(p, s, {option == 1 || option == 3, option >= 2, 2, 2, true});
-    }
+    if (variant >= 57) return ft::cuda::flash::run_flash_fwd_ws(p, s, {variant == 58, false, 2, 3});
     const int option = (variant - 46) % 4;  // 0 plain, 1 overlap, 2 ping-pong, 3 both
     return ft::cuda::flash::run_flash_fwd_ws(p, s, {option == 1 || option == 3, option >= 2, variant >= 50 ? 3 : 2});
   }

@@ -43,9 +43,9 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-template <int kHeadDim, bool kOverlap, bool kPingPong, int kStages, int kConsumers = 2, bool kTwoCtas = false>
+template <int kHeadDim, bool kOverlap, bool kPingPong, int kStages, int kConsumers = 2>
 void run_ws(const AttentionParams& p, cudaStream_t stream) {
-  using Kt = FlashFwdWsTraits<kHeadDim, kOverlap, kPingPong, kStages, kConsumers, kTwoCtas>;
+  using Kt = FlashFwdWsTraits<kHeadDim, kOverlap, kPingPong, kStages, kConsumers>;
   if (p.dtype == AttentionDType::kBF16) launch_ws<Kt, true>(p, stream);
   else launch_ws<Kt, false>(p, stream);
 }
@@ -58,15 +58,6 @@ void run_ws(const AttentionParams& p, cudaStream_t stream, bool overlap, bool pi
 }
 template <int kHeadDim>
 void run_ws(const AttentionParams& p, cudaStream_t stream, const FlashFwdWsForm& form) {
-  if (form.two_ctas) {
-    if (kHeadDim != 64 || form.consumers != 2 || form.stages != 2)
-      throw Error("[run_flash_fwd_ws] 2 CTAs a SM are built for D = 64, 2 consumers, 2 stages");
-    if constexpr (kHeadDim == 64) {
-      if (form.overlap) form.ping_pong ? run_ws<64, true, true, 2, 2, true>(p, stream) : run_ws<64, true, false, 2, 2, true>(p, stream);
-      else form.ping_pong ? run_ws<64, false, true, 2, 2, true>(p, stream) : run_ws<64, false, false, 2, 2, true>(p, stream);
-    }
-    return;
-  }
   if (form.consumers == 3) {
     if (kHeadDim != 64 || form.ping_pong || form.stages != 2)
       throw Error(str("[run_flash_fwd_ws] 3 consumers are built for D = 64 with 2 stages and no ping-pong, not D = ",

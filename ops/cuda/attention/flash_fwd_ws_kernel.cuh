@@ -74,13 +74,8 @@ namespace ft::cuda::flash {
 // kStages: the K / V ring's depth, 2 or 3 (3 fills 224 of 227 KiB at D = 128).
 // kConsumers: consumer warpgroups of 64 rows, 2 or 3 (FlashAttention-3's 192-row tile at hdim 64:
 // each K / V tile loaded serves 1.5x the rows; D = 64 only, without the ping-pong).
-// kTwoCtas: 64-key tiles and 2 CTAs a SM (D = 64, 2 consumers): the wgmma forward's way of keeping
-// more warps on a SM (EXPERIMENT, session 17).
-template <int kHeadDim_, bool kOverlap_ = false, bool kPingPong_ = false, int kStages_ = 2, int kConsumers_ = 2,
-          bool kTwoCtas_ = false>
+template <int kHeadDim_, bool kOverlap_ = false, bool kPingPong_ = false, int kStages_ = 2, int kConsumers_ = 2>
 struct FlashFwdWsTraits {
-  static constexpr bool kTwoCtas = kTwoCtas_;
-  static constexpr int kCtasPerSm = kTwoCtas ? 2 : 1;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kOverlap = kOverlap_;
   static constexpr bool kPingPong = kPingPong_;
@@ -91,19 +86,17 @@ struct FlashFwdWsTraits {
   static constexpr int kTurnBarrier = 1 + kConsumers;
   static constexpr int kPanels = kHeadDim / 64;
   static constexpr int kBlockM = 64 * kConsumers;  // query rows per CTA, 64 per consumer
-  static constexpr int kBlockN = kTwoCtas ? 64 : 128;  // keys per tile (see the top of the file)
+  static constexpr int kBlockN = 128;  // keys per tile (see the top of the file)
   static constexpr int kStages = kStages_;  // K / V ring
   static constexpr int kNThreads = 128 + kConsumerThreads;
   // Register split, FlashAttention-3's (what the CTA is given: 2 consumers 384 x 168, 3 consumers
   // 512 x 128): the producer only walks the tiles and issues TMA, so it keeps 24 (32 with 3
   // consumers, which makes the split add up to the 64 Ki registers exactly).
-  static constexpr int kProducerRegs = kTwoCtas ? 32 : kConsumers == 2 ? 24 : 32;
-  static constexpr int kConsumerRegs = kTwoCtas ? 104 : kConsumers == 2 ? 240 : 160;
-  static_assert(!kTwoCtas || (kHeadDim == 64 && kConsumers == 2), "2 CTAs a SM: D = 64, 2 consumers");
+  static constexpr int kProducerRegs = kConsumers == 2 ? 24 : 32;
+  static constexpr int kConsumerRegs = kConsumers == 2 ? 240 : 160;
   static_assert(kConsumers == 2 || kConsumers == 3, "consumer warpgroups");
   static_assert(kConsumers == 2 || (kHeadDim == 64 && !kPingPong), "3 consumers: D = 64, no ping-pong");
-  static_assert(128 * kProducerRegs + kConsumerThreads * kConsumerRegs ==
-                    kNThreads * (65536 / (kNThreads * kCtasPerSm) / 8 * 8),
+  static_assert(128 * kProducerRegs + kConsumerThreads * kConsumerRegs == kNThreads * (65536 / kNThreads / 8 * 8),
                 "the registers of one CTA per SM, split exactly (check_register_split)");
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;     // Q of the CTA (O staged there at the end)
   static constexpr int kTileBytes = kBlockN * kHeadDim * 2;  // one stage of K (or V)
@@ -122,7 +115,7 @@ struct FlashFwdWsTraits {
 };
 
 template <class Kt, bool kBF16>
-__global__ void __launch_bounds__(Kt::kNThreads, Kt::kCtasPerSm)
+__global__ void __launch_bounds__(Kt::kNThreads, 1)
     flash_fwd_ws_kernel(const __grid_constant__ FlashFwdTmaMaps maps, const AttentionParams p, int heads_per_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, kStages = Kt::kStages, kPanels = Kt::kPanels;

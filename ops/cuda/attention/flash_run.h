@@ -32,7 +32,6 @@ struct FlashFwdWsForm {
   bool ping_pong = false;
   int stages = 2;
   int consumers = 2;
-  bool two_ctas = false;  // 64-key tiles, 2 CTAs a SM (D = 64, 2 consumers, 2 stages; EXPERIMENT)
 };
 FlashFwdWsForm flash_fwd_ws_form(int head_dim);
 bool flash_fwd_ws_applies(const AttentionParams& p);
