@@ -55,7 +55,7 @@ DispatchThreshold g_bwd_ws_min_t{kBwdWsMinT, kBwdWsMinT};
 // the wgmma forward / ws): D = 128 (overlap and ping-pong) T = 1024 0.242 / 0.258 (ping-pong alone
 // 0.239), T = 2048 0.370 / 0.325, T = 4096 0.788 / 0.516, T = 16384 2.390 / 1.497; D = 64 (3 consumer
 // warpgroups and the overlap) T = 1024 0.231 / 0.470, T = 2048 0.357 / 0.530, T = 4096 0.668 / 0.752,
-// T = 16384 2.200 / 2.070 (T = 8192 unmeasured).
+// T = 16384 2.200 / 2.070 (2-6% apart across calls; T = 8192 level, 1.164 / 1.158: bench/attention/NOTES.md).
 constexpr int kFwdWsMinT64 = 16384, kFwdWsMinT128 = 2048;
 std::atomic<int> g_fwd_ws_min_t{-1};  // set_flash_fwd_ws_min_t; -1: the defaults
 
