@@ -335,8 +335,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsBackward, ::testing::ValuesIn(cases_a
 // The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh; by default from T = 2048 at D = 128
 // and T = 16384 at D = 64, flash_fwd_ws_min_t) from T = 0 on, in the dispatch's form at each head dim
 // (flash_fwd_ws_form: at D = 128 two consumers with the overlap and ping-pong, at D = 64 three
-// consumers, 192 rows, with the overlap): the D = 64 and 128 cases; those with
-// dropout (not built) take the shipped forwards, as does every case without an sm_90a build and GPU.
+// consumers, 192 rows, with the overlap): the D = 64 and 128 cases; those with dropout (not built)
+// take the shipped forwards, as does every case without an sm_90a build and GPU.
 // FlashCuda.WsForwardTakesItsCalls checks which calls it takes.
 using FlashCudaWsForward = FlashCudaThresholdMoved<ft::cuda::set_flash_fwd_ws_min_t, 0>;
 
@@ -348,8 +348,9 @@ TEST_P(FlashCudaWsForward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsForward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
-// Host only: the warp-specialised forward's threshold is 2048 at D = 128 and 16384 at D = 64 until set (the test process has no FLASHTRAIN_FLASH_FWD_WS_MIN_T); a set value holds at both head
-// dims, and -1 restores the defaults.
+// Host only: the warp-specialised forward's threshold is 2048 at D = 128 and 16384 at D = 64 until set
+// (the test process has no FLASHTRAIN_FLASH_FWD_WS_MIN_T); a set value holds at both head dims, and
+// -1 restores the defaults.
 TEST(FlashCudaDispatch, WsForwardThreshold) {
   if (std::getenv("FLASHTRAIN_FLASH_FWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_FWD_WS_MIN_T is set";
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 16384);
