@@ -34,6 +34,8 @@
 #   forms     the forward's forms (session 17): its and the backward's tests, variants 0, 46-53 at
 #             D = 64 and 128 against cuDNN
 #   fwd3      the forward with 3 consumer warpgroups (session 17): variants 0, 46, 47, 57, 58 at D = 64
+#   profdq    Nsight Compute on the ws backward with atomic and fixed-point dQ (variants 42, 43) with
+#             SourceCounters: where the fixed point's 18% goes (session 17's next step)
 #   train2    GPT-2-small as in train, shipped dispatch against ws off (FLASHTRAIN_FLASH_BWD_WS_MIN_T
 #             past T), dropout 0.1 and 0, deterministic and atomic, and p = 0 with the ordered dQ
 # Usage (repo root, on an H100/H200, .gpu carried): bench/attention/dev/ws_call.sh [stage...]
@@ -173,6 +175,18 @@ if has train2; then
     FLASHTRAIN_DETERMINISTIC_DQ=ordered train ordered-p0-dettrue "" 0 true; } | tee "$OUT/ws_train2.log"
 fi
 
+if has profdq; then
+  # Where the fixed-point dQ's cost goes (bench/attention/NOTES.md, session 17's "Next"): the ws
+  # backward with the atomic dQ (42) and the fixed point (43), T = 4096, p = 0 and 0.1 (two launches
+  # each), with the stall reasons per source line (SourceCounters) and the instruction mix.
+  lib=build-gpu/bench/attention/libft_attention.so
+  for v in 42 43; do
+    FT_VARIANT=$v timeout 280 ncu --kernel-name regex:'flash_bwd_ws_kernel' --launch-count 2 \
+      --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section InstructionStats \
+      --section SourceCounters python3 bench/attention/dev/profile_bwd.py $lib 4096 > "$OUT/ncu_dq_v$v.txt" 2>&1
+    echo "ncu variant $v rc=$?"; grep -E "flash_bwd|Duration|Issue Slots Busy|No Eligible|Warp Cycles Per Issued" "$OUT/ncu_dq_v$v.txt" | head -12
+  done
+fi
 if has profile; then
   lib=build-gpu/bench/attention/libft_attention.so
   for v in 42 0; do
