@@ -159,8 +159,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       mbarrier_init(&q_empty[s], 256);  // every consumer thread
     }
     for (int i = 0; i < kDqBuffers; ++i) {
-      mbarrier_init(&dq_half[i], 256);                 // both consumers' threads (summed)
-      mbarrier_init(&dq_full[i], kSumDq ? 256 : 128);  // the threads that wrote the buffer
+      mbarrier_init(&dq_half[i], 128);  // the threads of the consumer that wrote the partial
+      mbarrier_init(&dq_full[i], 128);  // the threads of the consumer that wrote it
       mbarrier_init(&dq_empty[i], 1);   // the dQ writer
     }
     fence_mbarrier_init();
@@ -416,43 +416,50 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
                                         DqLayout::fixed_word(chunk, lane) + 32 * e);
       return reinterpret_cast<float*>(stage_dq) + chunk + e;
     };
-    if constexpr (kSumDq) {
-      // EXPERIMENT (session 17, unmeasured): the consumers split the columns. Each writes its fp32
-      // partial of the other's half (the low halves of those int64 words), they meet on dq_half
-      // (all 256 threads), and each adds its own partial to the other's for its own half and
-      // converts it: both do half the conversions every tile (F2I.S64 issues at 16 a clock a SM),
-      // at the price of waiting for each other every tile. a + b = b + a: the dQ bits equal the
-      // shipped form's. Chunk j (of D / 8) belongs to consumer j / (D / 16); the loops run over every
-      // j with a branch on c, so acc_dq is never indexed at run time.
-      constexpr int kHalf = D / 16;
+    // Summed: one consumer writes its partial, the other adds its own and converts. With dropout they
+    // take turns (tile parity), so neither is always the one that waits; without, consumer 0 always
+    // writes. H200, session 17, fixed-point bwd ms, taking turns / not, same call: D = 64 p = 0.1
+    // T = 4096 2.306 / 2.461, T = 16384 7.61 / 8.11 (T = 1024 level); D = 128 p = 0.1 T = 4096 1.940 /
+    // 1.985; p = 0 0.4-1.7% slower at both head dims (T = 1024 0.810 / 0.796, D = 128 T = 16384
+    // 5.33 / 5.24). fp32 addition commutes: the dQ bits are the same either way (dq_bits.py: 0 of
+    // every element differ).
+    const int partial_writer = !kSumDq ? c : kDropout ? it & 1 : 0;
+    if (c == partial_writer) {
+      // Once the writer has read this buffer's previous tile.
       mbarrier_wait<false>(&dq_empty[i], phase ^ 1, "dq_empty (consumer), tile", m);
 #pragma unroll
-      for (int j = 0; j < D / 8; ++j)
-        if (j / kHalf != c) {
+      for (int j = 0; j < D / 8; ++j) {
+        if constexpr (kFixedDq) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) *slot(j, e) = acc_dq[j][e];
+        } else {
+          *reinterpret_cast<float4*>(slot(j, 0)) = make_float4(acc_dq[j][0], acc_dq[j][1], acc_dq[j][2], acc_dq[j][3]);
         }
-      mbarrier_arrive(&dq_half[i]);
-      mbarrier_wait<false>(&dq_half[i], phase, "dq_half (consumer), tile", m);
+      }
+      if constexpr (kSumDq) {
+        mbarrier_arrive(&dq_half[i]);
+      } else {
+        fence_proxy_async_smem();  // visible to the bulk copy that reads it
+        mbarrier_arrive(&dq_full[i]);
+      }
+    } else if constexpr (kSumDq) {
+      mbarrier_wait<false>(&dq_half[i], phase, "dq_half (finishing consumer), tile", m);
 #pragma unroll
-      for (int j = 0; j < D / 8; ++j)
-        if (j / kHalf == c) {
+      for (int j = 0; j < D / 8; ++j) {
+        if constexpr (kFixedDq) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const float v = *slot(j, e) + acc_dq[j][e];
+            const float v = *slot(j, e) + acc_dq[j][e];  // a + b = b + a: the order does not matter
             overflow |= !(fabsf(v) < max_term);
             *reinterpret_cast<unsigned long long*>(slot(j, e)) =
                 static_cast<unsigned long long>(__float2ll_rn(v * static_cast<float>(1ull << kDqFixedFracBits)));
           }
+        } else {
+          float4* at = reinterpret_cast<float4*>(slot(j, 0));
+          const float4 v0 = *at;
+          *at = make_float4(v0.x + acc_dq[j][0], v0.y + acc_dq[j][1], v0.z + acc_dq[j][2], v0.w + acc_dq[j][3]);
         }
-      fence_proxy_async_smem();  // visible to the bulk copy that reads it
-      mbarrier_arrive(&dq_full[i]);
-    } else {
-      // fp32: each consumer its own buffer, added by the writer on its own.
-      mbarrier_wait<false>(&dq_empty[i], phase ^ 1, "dq_empty (consumer), tile", m);
-#pragma unroll
-      for (int j = 0; j < D / 8; ++j)
-        *reinterpret_cast<float4*>(slot(j, 0)) = make_float4(acc_dq[j][0], acc_dq[j][1], acc_dq[j][2], acc_dq[j][3]);
+      }
       fence_proxy_async_smem();  // visible to the bulk copy that reads it
       mbarrier_arrive(&dq_full[i]);
     }
