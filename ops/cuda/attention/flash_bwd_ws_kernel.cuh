@@ -275,17 +275,9 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     // S^T and dP^T, two commit groups (the first overwrites its accumulator: scale-d 0).
     float acc_s[BM / 8][4], acc_dp[BM / 8][4];
     wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      wgmma_ss<BM, kBF16>(acc_s, wgmma_desc_sw128_from_lo(k_desc + sw128_kmajor_kstep(kk, Kt::kKvPanelUnits)),
-                          wgmma_desc_sw128_from_lo(q_desc + stage + sw128_kmajor_kstep(kk, Kt::kQPanelUnits)),
-                          kk > 0);
+    wgmma_ss_kmajor<BM, kBF16, D / 16>(acc_s, k_desc, Kt::kKvPanelUnits, q_desc + stage, Kt::kQPanelUnits);
     wgmma_commit();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      wgmma_ss<BM, kBF16>(acc_dp, wgmma_desc_sw128_from_lo(v_desc + sw128_kmajor_kstep(kk, Kt::kKvPanelUnits)),
-                          wgmma_desc_sw128_from_lo(do_desc + stage + sw128_kmajor_kstep(kk, Kt::kQPanelUnits)),
-                          kk > 0);
+    wgmma_ss_kmajor<BM, kBF16, D / 16>(acc_dp, v_desc, Kt::kKvPanelUnits, do_desc + stage, Kt::kQPanelUnits);
     wgmma_commit();
     // Dropout keep bits of this warp's 16 keys x 64 queries (bit 4 nb + e: element [nb][e]), drawn
     // while the products run.

@@ -137,15 +137,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm) flash_fwd_
 
     if (attention_tile_kind<kDocMask>(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
 #pragma unroll
-      for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-        for (int nb = 0; nb < BN / 8; ++nb)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = m0 + warp_row0 + mi * 16 + (lane >> 2) + 8 * (e >> 1);
-            const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
-            if (col >= T || !attention_allowed<kDocMask>(p, b, row, col)) acc_s[mi][nb][e] = -INFINITY;
-          }
+      for (int mi = 0; mi < MT; ++mi) mask_slab_scores<kDocMask>(acc_s[mi], p, b, m0 + warp_row0 + mi * 16, n0, T, lane);
     }
 
     // Online softmax: rescale the running output by exp(m_old - m_new), P = exp(S - m_new).

@@ -197,16 +197,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     reg_fence(acc_s);
     reg_fence(acc_o);
 
-    if (attention_tile_kind<kDocMask>(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
-#pragma unroll
-      for (int nb = 0; nb < BN / 8; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int row = m0 + warp_row0 + (lane >> 2) + 8 * (e >> 1);
-          const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
-          if (col >= T || !attention_allowed<kDocMask>(p, b, row, col)) acc_s[nb][e] = -INFINITY;
-        }
-    }
+    if (attention_tile_kind<kDocMask>(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T)
+      mask_slab_scores<kDocMask>(acc_s, p, b, m0 + warp_row0, n0, T, lane);
 
     // Online softmax, as flash_fwd_kernel.cuh.
     float new_max[2];

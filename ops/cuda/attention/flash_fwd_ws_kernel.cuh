@@ -206,11 +206,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   auto issue_s = [&](float(&acc_s)[BN / 8][4], int s) {
     const uint32_t stage = s * kTileUnits;
     wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      wgmma_ss<BN, kBF16>(acc_s, wgmma_desc_sw128_from_lo(q_desc + sw128_kmajor_kstep(kk, Kt::kQPanelUnits)),
-                          wgmma_desc_sw128_from_lo(k_desc + stage + sw128_kmajor_kstep(kk, Kt::kKvPanelUnits)),
-                          kk > 0);
+    wgmma_ss_kmajor<BN, kBF16, D / 16>(acc_s, q_desc, Kt::kQPanelUnits, k_desc + stage, Kt::kKvPanelUnits);
     wgmma_commit();
   };
   // O += P V from stage s (one commit group), P as A fragments (16 keys a k step), V's k step kk =
@@ -226,19 +222,10 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   // returned in alpha rather than applied (an O += P V may still be accumulating into O).
   auto softmax = [&](float(&acc_s)[BN / 8][4], int n, float(&alpha)[2]) {
     const int n0 = n * BN, n1 = min(n0 + BN, T);
-    // Accumulator element acc_s[nb][e]: row m0 + row0 + lane / 4 + 8 (e >> 1), key
-    // n0 + 8 nb + 2 (lane % 4) + (e & 1). The tile kind over the CTA's rows, as the shipped
-    // two-warpgroup forward (conservative for a consumer's half: only speed depends on it).
-    if (attention_tile_kind<false>(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T) {
-#pragma unroll
-      for (int nb = 0; nb < BN / 8; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int row = m0 + row0 + (lane >> 2) + 8 * (e >> 1);
-          const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
-          if (col >= T || !attention_allowed<false>(p, b, row, col)) acc_s[nb][e] = -INFINITY;
-        }
-    }
+    // The tile kind over the CTA's rows, as the shipped two-warpgroup forward (conservative for a
+    // consumer's half: only speed depends on it).
+    if (attention_tile_kind<false>(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T)
+      mask_slab_scores<false>(acc_s, p, b, m0 + row0, n0, T, lane);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const float mx = quad_row_max(acc_s, half, row_max[half]);

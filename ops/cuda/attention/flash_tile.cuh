@@ -136,6 +136,24 @@ __device__ __forceinline__ void mask_scores(float (&acc)[kI][kNb][4], const Atte
       }
 }
 
+// The forwards' form of the same pass, for one warp's 16-row slab of scores in the accumulator
+// layout (acc[nb][e]: row row0 + lane / 4 + 8 (e >> 1), key n0 + 8 nb + 2 (lane % 4) + (e & 1)):
+// masked pairs and keys past T to -inf. Rows past T keep their scores: the forwards never store
+// those rows. The callers take it only for partial tiles, as the backwards do.
+// T: p.T, passed as the caller holds it (reading p.T here moved the kernels' parameter loads).
+template <bool kDocMask, int kNb>
+__device__ __forceinline__ void mask_slab_scores(float (&acc)[kNb][4], const AttentionParams& p, int b, int row0,
+                                                 int n0, int T, int lane) {
+#pragma unroll
+  for (int nb = 0; nb < kNb; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = row0 + (lane >> 2) + 8 * (e >> 1);
+      const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
+      if (col >= T || !attention_allowed<kDocMask>(p, b, row, col)) acc[nb][e] = -INFINITY;
+    }
+}
+
 // The online softmax's row maximum: the max of `init` and a row's scores in this warp's
 // accumulators (rows lane / 4 + 8 half; kTiles n8 tiles), over the quad of lanes that holds the row.
 template <int kTiles>

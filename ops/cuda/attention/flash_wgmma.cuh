@@ -221,6 +221,18 @@ __device__ __forceinline__ uint32_t sw128_kmajor_kstep(int kk, uint32_t panel_un
   return (kk / 4) * panel_units + 2 * (kk % 4);
 }
 
+// d = A B^T over kSteps k steps of 16, both operands K-major 128-byte-swizzled tiles (descriptor low
+// words a_lo, b_lo) whose 64-column panels are a_panel_units / b_panel_units apart; the first step
+// overwrites d (scale-d 0). The caller fences and commits.
+template <int N, bool kBF16, int kSteps>
+__device__ __forceinline__ void wgmma_ss_kmajor(float (&d)[N / 8][4], uint32_t a_lo, uint32_t a_panel_units,
+                                                uint32_t b_lo, uint32_t b_panel_units) {
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk)
+    wgmma_ss<N, kBF16>(d, wgmma_desc_sw128_from_lo(a_lo + sw128_kmajor_kstep(kk, a_panel_units)),
+                       wgmma_desc_sw128_from_lo(b_lo + sw128_kmajor_kstep(kk, b_panel_units)), kk > 0);
+}
+
 // Columns 64 pn .. 64 pn + 63 of an accumulator of kTiles m16n8 tiles: one n64 product's D.
 template <int kTiles>
 __device__ __forceinline__ float (&acc_panel(float (&acc)[kTiles][4], int pn))[8][4] {
