@@ -15,16 +15,24 @@ namespace ft::cuda {
 namespace {
 std::atomic<bool> g_wgmma_allowed{true};
 
+// A process-wide override of a dispatch threshold (tests, the benchmark): any T >= 0; -1 restores
+// the default.
+struct ThresholdOverride {
+  std::atomic<int> t{-1};
+  int or_else(int fallback) const {
+    const int v = t.load(std::memory_order_relaxed);
+    return v >= 0 ? v : fallback;
+  }
+  void set(int T) { t = T < 0 ? -1 : T; }
+};
+
 // A sequence-length threshold of the dispatch, one default without dropout and one with, which the
-// tests can override process-wide (any T >= 0; -1 restores the defaults).
+// tests can override.
 struct DispatchThreshold {
   int without_dropout, with_dropout;
-  std::atomic<int> overridden{-1};
-  int get(bool dropout) const {
-    const int t = overridden.load(std::memory_order_relaxed);
-    return t >= 0 ? t : dropout ? with_dropout : without_dropout;
-  }
-  void set(int T) { overridden = T < 0 ? -1 : T; }
+  ThresholdOverride overridden;
+  int get(bool dropout) const { return overridden.or_else(dropout ? with_dropout : without_dropout); }
+  void set(int T) { overridden.set(T); }
 };
 
 // Where the wide backward wins (H200, bwd ms, 4-warp / wide; bench/attention/NOTES.md, session 5):
@@ -49,7 +57,7 @@ DispatchThreshold g_fwd_small_tile_max_t{2048, 4096};
 // 1.689, 8.20 / 5.54. Below T = 1024 it is unmeasured. Tests and the benchmark move it
 // (flash_bwd_ws_min_t below).
 constexpr int kBwdWsMinT = 1024;
-DispatchThreshold g_bwd_ws_min_t{kBwdWsMinT, kBwdWsMinT};
+ThresholdOverride g_bwd_ws_min_t;
 // The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh), in flash_fwd_ws_form's form: at
 // D = 128 from T = 2048 on, at D = 64 from T = 16384 (H200, session 17, B T = 32768, p = 0, fwd ms,
 // the wgmma forward / ws): D = 128 (overlap and ping-pong) T = 1024 0.242 / 0.258 (ping-pong alone
@@ -57,7 +65,7 @@ DispatchThreshold g_bwd_ws_min_t{kBwdWsMinT, kBwdWsMinT};
 // warpgroups and the overlap) T = 1024 0.231 / 0.470, T = 2048 0.357 / 0.530, T = 4096 0.668 / 0.752,
 // T = 16384 2.200 / 2.070 (2-6% apart across calls; T = 8192 level, 1.164 / 1.158: bench/attention/NOTES.md).
 constexpr int kFwdWsMinT64 = 16384, kFwdWsMinT128 = 2048;
-std::atomic<int> g_fwd_ws_min_t{-1};  // set_flash_fwd_ws_min_t; -1: the defaults
+ThresholdOverride g_fwd_ws_min_t;
 
 // A threshold's default from the environment variable `name` (read by the caller once), else
 // `fallback`; anything but an integer >= 0 is an error.
@@ -115,19 +123,15 @@ bool flash_fixed_point_dq(const AttentionParams& p) {
 // kernel before the default does (bench/attention/dev/ws_call.sh); set_flash_bwd_ws_min_t wins over it.
 int flash_bwd_ws_min_t() {
   static const int from_env = min_t_from_env("FLASHTRAIN_FLASH_BWD_WS_MIN_T", kBwdWsMinT);
-  const int set = g_bwd_ws_min_t.overridden.load(std::memory_order_relaxed);
-  return set >= 0 ? set : from_env;
+  return g_bwd_ws_min_t.or_else(from_env);
 }
 void set_flash_bwd_ws_min_t(int T) { g_bwd_ws_min_t.set(T); }
 // FLASHTRAIN_FLASH_FWD_WS_MIN_T, as the backward's, moves the threshold at both head dims.
 int flash_fwd_ws_min_t(int head_dim) {
-  static const int from_env = min_t_from_env("FLASHTRAIN_FLASH_FWD_WS_MIN_T", -1);
-  const int set = g_fwd_ws_min_t.load(std::memory_order_relaxed);
-  if (set >= 0) return set;
-  if (from_env >= 0) return from_env;
-  return head_dim == 128 ? kFwdWsMinT128 : kFwdWsMinT64;
+  static const int from_env = min_t_from_env("FLASHTRAIN_FLASH_FWD_WS_MIN_T", -1);  // -1: not set
+  return g_fwd_ws_min_t.or_else(from_env >= 0 ? from_env : head_dim == 128 ? kFwdWsMinT128 : kFwdWsMinT64);
 }
-void set_flash_fwd_ws_min_t(int T) { g_fwd_ws_min_t = T < 0 ? -1 : T; }
+void set_flash_fwd_ws_min_t(int T) { g_fwd_ws_min_t.set(T); }
 int flash_fwd_small_tile_max_t(bool dropout) { return g_fwd_small_tile_max_t.get(dropout); }
 void set_flash_fwd_small_tile_max_t(int T) { g_fwd_small_tile_max_t.set(T); }
 int flash_bwd_wide_min_t(int head_dim, bool dropout) {
