@@ -175,24 +175,27 @@ if has train2; then
     FLASHTRAIN_DETERMINISTIC_DQ=ordered train ordered-p0-dettrue "" 0 true; } | tee "$OUT/ws_train2.log"
 fi
 
+# Nsight Compute on the backward at T = 4096 (bench/attention/dev/profile_bwd.py: p = 0 and 0.1, two
+# launches), under a timeout of NCU_TIMEOUT seconds (280): ncu_bwd VARIANT KERNEL_REGEX OUT_NAME SUMMARY_REGEX SECTION...
+ncu_bwd() {
+  local v=$1 kernels=$2 name=$3 summary=$4; shift 4
+  local sections=(); for s in "$@"; do sections+=(--section "$s"); done
+  FT_VARIANT=$v timeout "${NCU_TIMEOUT:-280}" ncu --kernel-name regex:"$kernels" --launch-count 2 "${sections[@]}" \
+    python3 bench/attention/dev/profile_bwd.py build-gpu/bench/attention/libft_attention.so 4096 > "$OUT/$name" 2>&1
+  echo "ncu variant $v rc=$?"; grep -E "flash_bwd|Duration|$summary" "$OUT/$name" | head -16
+}
 if has profdq; then
   # Where the fixed-point dQ's cost goes (bench/attention/NOTES.md, session 17's "Next"): the ws
-  # backward with the atomic dQ (42) and the fixed point (43), T = 4096, p = 0 and 0.1 (two launches
-  # each), with the stall reasons per source line (SourceCounters) and the instruction mix.
-  lib=build-gpu/bench/attention/libft_attention.so
+  # backward with the atomic dQ (42) and the fixed point (43), with the stall reasons per source line
+  # (SourceCounters) and the instruction mix.
   for v in 42 43; do
-    FT_VARIANT=$v timeout 280 ncu --kernel-name regex:'flash_bwd_ws_kernel' --launch-count 2 \
-      --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section InstructionStats \
-      --section SourceCounters python3 bench/attention/dev/profile_bwd.py $lib 4096 > "$OUT/ncu_dq_v$v.txt" 2>&1
-    echo "ncu variant $v rc=$?"; grep -E "flash_bwd|Duration|Issue Slots Busy|No Eligible|Warp Cycles Per Issued" "$OUT/ncu_dq_v$v.txt" | head -12
+    ncu_bwd $v 'flash_bwd_ws_kernel' "ncu_dq_v$v.txt" 'Issue Slots Busy|No Eligible|Warp Cycles Per Issued' \
+      SpeedOfLight WarpStateStats SchedulerStats InstructionStats SourceCounters
   done
 fi
 if has profile; then
-  lib=build-gpu/bench/attention/libft_attention.so
   for v in 42 0; do
-    FT_VARIANT=$v timeout 240 ncu --kernel-name regex:'flash_bwd_(ws_|wide_)?kernel' --launch-count 2 \
-      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-      --section MemoryWorkloadAnalysis python3 bench/attention/dev/profile_bwd.py $lib 4096 > "$OUT/ncu_v$v.txt" 2>&1
-    echo "ncu variant $v rc=$?"; grep -E "flash_bwd|Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per" "$OUT/ncu_v$v.txt" | head -16
+    NCU_TIMEOUT=240 ncu_bwd $v 'flash_bwd_(ws_|wide_)?kernel' "ncu_v$v.txt" 'Compute \(SM\) Throughput|Memory Throughput|Registers Per' \
+      SpeedOfLight Occupancy LaunchStats WarpStateStats MemoryWorkloadAnalysis
   done
 fi
