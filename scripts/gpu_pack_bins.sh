@@ -8,6 +8,10 @@
 #                architecture is 90a)
 #     TARGET     paths inside BUILD_DIR (default: flashtrain, the test binaries, bench/bench_ops,
 #                bench/attention/libft_attention.so, bench/attention/sanitize_attention)
+#   BASE_LIB=path  also packs that libft_attention.so as build-base/libft_attention.so: the library
+#                of the commit before, for bench/attention/dev/ws_call.sh's bits and ab stages
+#   EXP_LIB=path   also packs that libft_attention.so as build-exp/libft_attention.so (an
+#                experiment's, for ws_call.sh's WS_LIB)
 # On the GPU machine (carry .gpu): `scripts/gpu_check.sh unpack test ...` puts them in build-gpu/
 # and runs the test binaries directly (no ctest files travel). Session 16 ran every device call
 # this way. Size: about 12-25 MiB for two or three binaries; the device tool carries 64 MiB in all.
@@ -37,9 +41,17 @@ for t in "${targets[@]}"; do
     cp -L "$lib" "$stage/build-gpu/$(basename "$lib")"
   done
 done
+if [ -n "${BASE_LIB:-}" ]; then
+  mkdir -p "$stage/build-base"
+  cp "$BASE_LIB" "$stage/build-base/libft_attention.so"
+fi
+if [ -n "${EXP_LIB:-}" ]; then
+  mkdir -p "$stage/build-exp"
+  cp "$EXP_LIB" "$stage/build-exp/libft_attention.so"
+fi
 mkdir -p .gpu
 echo "gpu_pack_bins: packing ${#targets[@]} files (xz -9: a minute or two per 50 MB here)"
-tar cf - -C "$stage" build-gpu | xz -9 -T0 > .gpu/bins.tar.xz
+tar cf - -C "$stage" . | xz -9 -T0 > .gpu/bins.tar.xz
 size=$(du -m .gpu/bins.tar.xz | cut -f1)
 echo "gpu_pack_bins: .gpu/bins.tar.xz, $size MiB; .gpu in all: $(du -sm .gpu | cut -f1) MiB (the device tool carries 64)"
 if [ "$(du -sm .gpu | cut -f1)" -gt 56 ]; then

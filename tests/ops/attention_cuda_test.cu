@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/cuda/check.h"
@@ -607,9 +608,14 @@ TEST(FlashCuda, DeterministicBackwardIsBitIdentical) {
 
 // The fixed-point dQ's range (flash_attention.h): a head whose dQ contributions reach the bound comes
 // out NaN, every other head as the atomic backward gives it (to rounding), and dK, dV are unchanged.
+// Both the backward T = 256 takes by default and the warp-specialised one (its own range check, in
+// the warps that convert dQ).
 TEST(FlashCuda, FixedPointDqOutOfRangeGivesNaNForThatHeadOnly) {
   SKIP_WITHOUT_CUDA();
-  for (int D : {64, 128}) {
+  const std::pair<int, int> runs[] = {{-1, 64}, {-1, 128}, {0, 64}, {0, 128}};  // (ws threshold, D)
+  for (const auto& [ws_min_t, D] : runs) {
+    SCOPED_TRACE(ws_min_t == 0 ? "warp-specialised backward" : "default backward");
+    cuda::set_flash_bwd_ws_min_t(ws_min_t);
     const AttentionCase c{1, 2, 256, D, true, 0.f};
     AttentionInputs in = make_inputs(c, 4242u + D);
     // Head 1's upstream gradient x 1e8: its contributions to dQ reach ~1e8, far past 2^23 / 4 key blocks.
@@ -631,6 +637,7 @@ TEST(FlashCuda, FixedPointDqOutOfRangeGivesNaNForThatHeadOnly) {
     EXPECT_EQ(bad_head0, 0u) << "D " << D << ": head 0's dq must be the atomic path's";
     EXPECT_TRUE(same_bits(fixed.dk, atomic.dk) && same_bits(fixed.dv, atomic.dv)) << "D " << D;
   }
+  cuda::set_flash_bwd_ws_min_t(-1);
 }
 
 // The D = 128 wide-tile backward (flash_bwd_wide_min_t moved to 1) with the fixed-point dQ, the

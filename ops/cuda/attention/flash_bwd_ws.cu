@@ -12,8 +12,12 @@ bool flash_bwd_ws_enabled_for(const AttentionParams& p) {
   return p.T >= flash_bwd_ws_min_t() && p.doc_start == nullptr && (p.D == 64 || p.D == 128);
 }
 bool flash_bwd_ws_has_fixed_point_dq(int head_dim) {
-  if (head_dim == 64) return FlashBwdWsTraits<64>::fits<true>();
-  return head_dim == 128 && FlashBwdWsTraits<128>::fits<true>();
+  auto fits = [](auto traits) {
+    using Kt = decltype(traits);
+    return Kt::fits(Kt::template dq_form<true, false>()) && Kt::fits(Kt::template dq_form<true, true>());
+  };
+  if (head_dim == 64) return fits(FlashBwdWsTraits<64>{});
+  return head_dim == 128 && fits(FlashBwdWsTraits<128>{});
 }
 
 bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mode) {
@@ -27,7 +31,8 @@ namespace {
 template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq>
 void launch_ws(const AttentionParams& p, cudaStream_t stream) {
   using Kt = FlashBwdWsTraits<kHeadDim>;
-  if constexpr (!Kt::template fits<kFixedDq>()) {
+  constexpr auto kForm = Kt::template dq_form<kFixedDq, kDropout>();
+  if constexpr (!Kt::fits(kForm)) {
     throw Error("[flash_attention] the warp-specialised backward has no fixed-point dQ at this head dim");
   } else {
     check_grid(p);
@@ -35,7 +40,7 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream) {
     rows.template preprocess<kBF16>(p, stream, nullptr, 0, rows.accum_to_zero(kFixedDq));
     const FlashBwdTmaMaps maps = make_flash_bwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
     constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kFixedDq>;
-    constexpr int smem = Kt::template smem_bytes<kFixedDq>();
+    constexpr int smem = Kt::smem_bytes(kForm);
     set_smem_limit(kernel, smem);
     check_register_split<Kt, kernel>("backward");  // flash_launch_common.h
     const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;

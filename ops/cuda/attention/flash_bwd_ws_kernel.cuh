@@ -14,10 +14,12 @@
 //             and its lse (in log2 units, +inf past T) and D (regular loads) into a 2-stage ring:
 //             q_full[s] completes when a stage has landed, q_empty[s] when both consumers are done
 //             with it;
-//     warp 1  for each tile, waits for its dQ in shared memory (dq_full), adds it into dq_accum
-//             with a bulk reduce-add (fp32: one per consumer; the fixed point's int64: one for the
-//             consumers' sum), and frees the buffer once read (dq_empty);
-//     warps 2, 3 exit.
+//     warp 1  fp32 dQ: for each tile, waits for the consumers' partials in shared memory (dq_full),
+//             adds each into dq_accum with a bulk reduce-add, and frees its buffer once read
+//             (dq_empty);
+//     warps 1-3, the fixed-point dQ's kConverted form (D = 64 with dropout): for each tile, wait
+//             for both partials, sum them, convert the sums to int64 into a staging buffer and send
+//             it with one bulk reduce-add; otherwise warp 1 sends kSummed's sums and warps 2, 3 exit.
 //   warpgroups 1 and 2, the consumers c = 0, 1 (setmaxnreg up to kConsumerRegs): keys
 //     n0 + 64 c .. + 63; per query tile, on wgmma (m64 n64 k16; D = 128: S^T and dP^T take eight k
 //     steps over two 64-column panels, the D-wide products one n64 per panel):
@@ -32,10 +34,12 @@
 //     dQ_c is this consumer's partial over its 64 keys, written to shared memory in dq_accum's own
 //     layout (flash_dq_accum.cuh: a 64-row tile is 16 KiB contiguous there, 32 KiB as fixed point),
 //     so warp 1 adds a tile with one instruction. fp32: each consumer has its own buffer and warp 1
-//     adds both; the consumers never wait for each other. Fixed point (kSumDq): consumer 0 leaves
-//     its fp32 partial in the low halves of the buffer's int64 words (dq_half), consumer 1 adds its
-//     own, converts the sum and leaves it (dq_full), and warp 1 adds it once: half the L2 reduce
-//     traffic, in two dQ buffers where they fit (kDqBuffers; D = 128 has room for one). Session 16,
+//     adds both; the consumers never wait for each other. Fixed point (FlashBwdWsTraits::DqForm):
+//     kConverted keeps that, the producer warpgroup's idle warps summing and converting; kSummed
+//     (without dropout, and at D = 128, where kConverted's buffers do not fit) has consumer 0 leave
+//     its fp32 partial in the low halves of the buffer's int64 words (dq_half), consumer 1 add its
+//     own, convert the sum and leave it (dq_full), and warp 1 add it once: half the L2 reduce
+//     traffic, in two dQ buffers where they fit (D = 128 has room for one). Session 16,
 //     H100, bwd ms: D = 64 T = 4096 p = 0 2.435 -> 1.931, T = 16384 8.38 -> 6.44; the same summing
 //     made fp32 slower (T = 16384 p = 0.1 6.64 -> 7.54: consumer 1 waits for consumer 0 each tile),
 //     so fp32 keeps two adds (bench/attention/NOTES.md).
@@ -69,45 +73,62 @@ struct FlashBwdWsTraits {
   static constexpr int kStages = 2;    // Q / dO ring
   static constexpr int kNThreads = 384;
   // Register split (128 x producer + 256 x consumer = 384 x 168, what the CTA is given): D = 128's
-  // consumers hold dK and dV at 64 registers each, so they take all but 24 of the producer's.
-  static constexpr int kProducerRegs = kHeadDim == 64 ? 40 : 24;
-  static constexpr int kConsumerRegs = kHeadDim == 64 ? 232 : 240;
+  // consumers hold dK and dV at 64 registers each, so they take all but 24 of the producer's. At
+  // D = 64 the producer keeps 56 for the kConverted dQ converter's unrolled loop (40 spilled there
+  // at 2 unrolled, and unrolled 4 it is 1-4% faster than not unrolled; the consumers do not spill at
+  // 224; session 18).
+  static constexpr int kProducerRegs = kHeadDim == 64 ? 56 : 24;
+  static constexpr int kConsumerRegs = kHeadDim == 64 ? 224 : 240;
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 384 * 168, "registers of one CTA per SM");
   static constexpr int kKvBytes = kBlockN * kHeadDim * 2;         // K (or V) of the CTA
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;          // one stage of Q (or dO)
   // Panel strides in descriptor units (16 bytes): a K / V tile's, a Q / dO stage's.
   static constexpr uint32_t kKvPanelUnits = kBlockN * 128 / 16, kQPanelUnits = kBlockM * 128 / 16;
   static constexpr int kDsBytes = kBlockN * kBlockM * 2;          // dS^T: 128 keys x 64 queries
-  // One dQ tile: 64 x kHeadDim fp32, or as int64 fixed point (consumer 0's fp32 partial in the low
-  // half of each word, until consumer 1 replaces the word with the sum's).
+  // One dQ tile: 64 x kHeadDim fp32, or as int64 fixed point (the summed form: consumer 0's fp32
+  // partial in the low half of each word, until consumer 1 replaces the word with the sum's).
   static constexpr int kDqBytesF32 = kBlockM * kHeadDim * 4, kDqBytesFixed = 2 * kDqBytesF32;
   // Offsets (bytes) from the 1024-byte-aligned base; swizzled tiles first (1024-byte multiples).
   static constexpr int kOffK = 0, kOffV = kKvBytes, kOffQ = 2 * kKvBytes, kOffDo = kOffQ + kStages * kQBytes,
                        kOffDs = kOffDo + kStages * kQBytes, kOffDq = kOffDs + kDsBytes;
-  template <bool kFixedDq>
-  static constexpr int dq_bytes() { return kFixedDq ? kDqBytesFixed : kDqBytesF32; }
-  // The consumers' dQ partials summed in shared memory before the bulk add (above): fixed point only.
-  template <bool kFixedDq>
-  static constexpr bool kSumDq = kFixedDq;
-  // kv_full, q_full[kStages], q_empty[kStages], then dq_half, dq_full, dq_empty [2] each.
-  static constexpr int kNumBars = 1 + 2 * kStages + 3 * 2;
-  template <bool kFixedDq, int kBuffers>
-  static constexpr int smem_bytes_with() {
-    return 1024 /* alignment */ + kOffDq + kBuffers * dq_bytes<kFixedDq>() + 2 * kStages * kBlockM * 4 + kNumBars * 8;
-  }
   static constexpr int kSmemLimit = 227 * 1024;
-  // Two dQ buffers (fp32: one per consumer), or one where two do not fit (D = 128's fixed point:
-  // 272 KiB with two).
-  template <bool kFixedDq>
-  static constexpr int kDqBuffers = !kSumDq<kFixedDq> || smem_bytes_with<kFixedDq, 2>() <= kSmemLimit ? 2 : 1;
-  template <bool kFixedDq>
-  static constexpr int off_rows() { return kOffDq + kDqBuffers<kFixedDq> * dq_bytes<kFixedDq>(); }  // lse, D
-  template <bool kFixedDq>
-  static constexpr int off_bars() { return off_rows<kFixedDq>() + 2 * kStages * kBlockM * 4; }
-  template <bool kFixedDq>
-  static constexpr int smem_bytes() { return smem_bytes_with<kFixedDq, kDqBuffers<kFixedDq>>(); }
-  template <bool kFixedDq>
-  static constexpr bool fits() { return smem_bytes<kFixedDq>() <= kSmemLimit; }
+  // kv_full, q_full[kStages], q_empty[kStages], then dq_half[2], dq_full[4], dq_empty[4].
+  static constexpr int kNumBars = 1 + 2 * kStages + 2 + 4 + 4;
+  static constexpr int kRowsAndBarsBytes = 2 * kStages * kBlockM * 4 /* lse, D */ + kNumBars * 8;
+  // How dQ leaves the consumers:
+  //   kF32        fp32: one buffer per consumer, one bulk add each (not deterministic);
+  //   kConverted  two fp32 buffers per consumer (the consumers never wait for each other); the
+  //               producer warpgroup's warps 1-3 sum a tile's two partials, convert the sums to int64
+  //               into one of two staging buffers and send it with one bulk add;
+  //   kSummed     consumer 0 leaves its partial in the low halves of int64 words, consumer 1 adds its
+  //               own and converts (two buffers of kDqBytesFixed, or one where two do not fit).
+  // dq_form: the fixed point takes kConverted with dropout where it fits (D = 64), kSummed otherwise.
+  // H100, session 18, D = 64 bwd ms, kConverted / kSummed, same call: p = 0.1 T = 1024 1.028 /
+  // 1.055, 4096 2.290 / 2.316, 16384 7.338 / 7.578; p = 0 0.869 / 0.856, 2.020 / 1.920, 6.459 /
+  // 6.388 (bench/attention/NOTES.md).
+  enum class DqForm { kF32, kConverted, kSummed };
+  static constexpr int kStagingBuffers = 2;  // kConverted
+  static constexpr int smem_with(DqForm f, int buffers) {
+    const int dq = f == DqForm::kF32         ? 2 * kDqBytesF32
+                   : f == DqForm::kConverted ? 4 * kDqBytesF32 + kStagingBuffers * kDqBytesFixed
+                                             : buffers * kDqBytesFixed;
+    return 1024 /* alignment */ + kOffDq + dq + kRowsAndBarsBytes;
+  }
+  // dQ buffers: kSummed's (shared by the consumers), the other forms' per consumer.
+  static constexpr int dq_buffers(DqForm f) {
+    return f == DqForm::kSummed ? (smem_with(f, 2) <= kSmemLimit ? 2 : 1) : f == DqForm::kConverted ? 2 : 1;
+  }
+  static constexpr int dq_bytes(DqForm f) { return f == DqForm::kSummed ? kDqBytesFixed : kDqBytesF32; }
+  static constexpr int smem_bytes(DqForm f) { return smem_with(f, dq_buffers(f)); }
+  static constexpr bool fits(DqForm f) { return smem_bytes(f) <= kSmemLimit; }
+  static constexpr int kOffStaging = kOffDq + 4 * kDqBytesF32;  // kConverted
+  static constexpr int off_rows(DqForm f) { return smem_bytes(f) - 1024 - kRowsAndBarsBytes; }  // lse, D
+  static constexpr int off_bars(DqForm f) { return off_rows(f) + 2 * kStages * kBlockM * 4; }
+  template <bool kFixedDq, bool kDropout>
+  static constexpr DqForm dq_form() {
+    if (!kFixedDq) return DqForm::kF32;
+    return kDropout && fits(DqForm::kConverted) ? DqForm::kConverted : DqForm::kSummed;
+  }
 };
 
 template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq>
@@ -115,7 +136,9 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Kt = FlashBwdWsTraits<kHeadDim>;
-  static_assert(Kt::template fits<kFixedDq>(), "shared memory");
+  using DqForm = typename Kt::DqForm;
+  constexpr DqForm kForm = Kt::template dq_form<kFixedDq, kDropout>();
+  static_assert(Kt::fits(kForm), "shared memory");
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, kStages = Kt::kStages, kPanels = Kt::kPanels;
   using DqLayout = DqAccumLayout<D>;
 
@@ -127,22 +150,21 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   uint8_t* sQ = smem + Kt::kOffQ;    // kStages x kQBytes
   uint8_t* sdO = smem + Kt::kOffDo;  // kStages x kQBytes
   uint8_t* sdS = smem + Kt::kOffDs;  // dS^T: rows = keys, 64 queries a row (128-byte swizzle)
-  uint8_t* sDq = smem + Kt::kOffDq;  // kDqBuffers x dq_bytes
-  constexpr int kDqBuffers = Kt::template kDqBuffers<kFixedDq>;
-  constexpr bool kSumDq = Kt::template kSumDq<kFixedDq>;
-  static_assert(kSumDq || !kFixedDq, "the fixed point's words are written by consumer 1 alone");
+  uint8_t* sDq = smem + Kt::kOffDq;  // kDqBuffers (per consumer, but kSummed's) x dq_bytes
+  constexpr int kDqBuffers = Kt::dq_buffers(kForm);
+  constexpr bool kSumDq = kForm == DqForm::kSummed, kConvertDq = kForm == DqForm::kConverted;
   // The dQ buffer of tile `it` for consumer c, and how many tiles used it before (its phase).
-  auto dq_buffer = [](int it, int c) { return kSumDq ? it % kDqBuffers : c; };
-  auto dq_uses = [](int it) { return kSumDq ? it / kDqBuffers : it; };
-  float* sLse = reinterpret_cast<float*>(smem + Kt::template off_rows<kFixedDq>());  // kStages x BM, log2 units
+  auto dq_buffer = [](int it, int c) { return kSumDq ? it % kDqBuffers : c * kDqBuffers + it % kDqBuffers; };
+  auto dq_uses = [](int it) { return it / kDqBuffers; };
+  float* sLse = reinterpret_cast<float*>(smem + Kt::off_rows(kForm));  // kStages x BM, log2 units
   float* sDsum = sLse + kStages * BM;                                        // kStages x BM
-  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Kt::template off_bars<kFixedDq>());
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Kt::off_bars(kForm));
   uint64_t* kv_full = bars;
   uint64_t* q_full = bars + 1;                // [kStages]
   uint64_t* q_empty = q_full + kStages;       // [kStages]
-  uint64_t* dq_half = q_empty + kStages;      // [kDqBuffers]: consumer 0's partial is in (kSumDq)
-  uint64_t* dq_full = dq_half + 2;            // [kDqBuffers]: the tile's dQ (or sum) is in
-  uint64_t* dq_empty = dq_full + 2;           // [kDqBuffers]: the writer has read it
+  uint64_t* dq_half = q_empty + kStages;      // [2], by dq_buffer: consumer 0's partial is in (kSumDq)
+  uint64_t* dq_full = dq_half + 2;            // [4], by dq_buffer: the tile's dQ (or sum) is in
+  uint64_t* dq_empty = dq_full + 4;           // [4], by dq_buffer: the writer has read it
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = tid / 128;
   const int T = p.T;
@@ -158,10 +180,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       mbarrier_init(&q_full[s], 32);    // the producer warp's 32 lanes (lane 0's arrival carries the TMA bytes)
       mbarrier_init(&q_empty[s], 256);  // every consumer thread
     }
-    for (int i = 0; i < kDqBuffers; ++i) {
-      mbarrier_init(&dq_half[i], 128);  // the threads of the consumer that wrote the partial
-      mbarrier_init(&dq_full[i], 128);  // the threads of the consumer that wrote it
-      mbarrier_init(&dq_empty[i], 1);   // the dQ writer
+    for (int i = 0; i < (kSumDq ? 1 : 2) * kDqBuffers; ++i) {
+      if (kSumDq) mbarrier_init(&dq_half[i], 128);  // the threads of the consumer that wrote the partial
+      mbarrier_init(&dq_full[i], 128);              // the threads of the consumer that wrote it
+      mbarrier_init(&dq_empty[i], 1);               // the dQ writer (or converter)
     }
     fence_mbarrier_init();
   }
@@ -208,6 +230,53 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
           mbarrier_arrive(&q_full[s]);
         }
       }
+    } else if constexpr (kConvertDq) {
+      // dQ converter, warps 1-3: per tile, once both consumers' fp32 partials are in, the sum of each
+      // element (a + b = b + a: the bits do not depend on which came first) as int64 fixed point into
+      // a staging buffer, which thread 32 sends with one bulk reduce-add. In the summed form consumer
+      // 1 did this work on its own path (bench/attention/NOTES.md, session 18).
+      const int ct = tid - 32, cw = ct / 32;            // converter thread 0..95, warp 0..2
+      constexpr int kConverters = 96, kBarConvert = 3;  // named barriers 1, 2: the consumers'
+      unsigned long long* words = dq_fixed_words<D>(p.dq_accum, bh, T);
+      const float max_term = static_cast<float>(1ull << (63 - kDqFixedFracBits)) / static_cast<float>(blk.n_blocks);
+      constexpr float kFixedScale = static_cast<float>(1ull << kDqFixedFracBits);
+      bool overflow = false;
+      int it = 0;
+      for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
+        const int i0 = dq_buffer(it, 0), i1 = dq_buffer(it, 1);
+        const uint32_t phase = dq_uses(it) & 1;
+        const float4* part0 = reinterpret_cast<const float4*>(sDq + i0 * Kt::kDqBytesF32);
+        const float4* part1 = reinterpret_cast<const float4*>(sDq + i1 * Kt::kDqBytesF32);
+        auto* stage_words =
+            reinterpret_cast<unsigned long long*>(smem + Kt::kOffStaging + (it % Kt::kStagingBuffers) * Kt::kDqBytesFixed);
+        // The staging buffer is free once the bulk add that last read it has (the newer one may
+        // still read).
+        if (ct == 0) bulk_wait_read<Kt::kStagingBuffers - 1>();
+        mbarrier_wait(&dq_full[i0], phase, "dq_full (dQ converter, consumer 0), tile", m);
+        mbarrier_wait(&dq_full[i1], phase, "dq_full (dQ converter, consumer 1), tile", m);
+        named_barrier_sync(kBarConvert, kConverters);  // thread 0's bulk_wait_read covers them all
+        // Group g: chunks 32 g .. + 31 of the tile (floats 128 g ..), as words 128 g + lane + 32 e.
+#pragma unroll 4
+        for (int g = cw; g < Kt::kBlockM * D / 128; g += kConverters / 32) {
+          const float4 a = part0[32 * g + lane], b = part1[32 * g + lane];
+          const float v[4] = {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w};
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            overflow |= !(fabsf(v[e]) < max_term);
+            stage_words[128 * g + lane + 32 * e] = static_cast<unsigned long long>(__float2ll_rn(v[e] * kFixedScale));
+          }
+        }
+        fence_proxy_async_smem();                      // the words are visible to the bulk add ...
+        named_barrier_sync(kBarConvert, kConverters);  // ... once every converter has written its own
+        if (ct == 0) {
+          mbarrier_arrive(&dq_empty[i0]);  // the partials are read
+          mbarrier_arrive(&dq_empty[i1]);
+          bulk_reduce_add_u64(words + static_cast<int64_t>(m) * BM * D, stage_words, Kt::kDqBytesFixed);
+          bulk_commit();
+        }
+      }
+      if (ct == 0) bulk_wait<0>();
+      if (__any_sync(0xffffffffu, overflow) && lane == 0) atomicOr(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T), 1);
     } else if (warp == 1 && lane == 0) {
       // dQ writer: bulk reduce-adds into the tile's 64 rows of dq_accum (one per consumer, or one
       // for their sum).
@@ -217,7 +286,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         for (int c = 0; c < (kSumDq ? 1 : 2); ++c) {
           const int i = dq_buffer(it, c);
           mbarrier_wait(&dq_full[i], dq_uses(it) & 1, "dq_full (dQ writer), tile", m);
-          const uint8_t* src = sDq + i * Kt::template dq_bytes<kFixedDq>();
+          const uint8_t* src = sDq + i * Kt::dq_bytes(kForm);
           if constexpr (kFixedDq) {
             bulk_reduce_add_u64(dq_fixed_words<D>(p.dq_accum, bh, T) + tile_floats, src, Kt::kDqBytesFixed);
           } else {
@@ -399,11 +468,11 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     // by the same thread index of the two warpgroups: the mbarriers are the only ordering needed.
     const int i = dq_buffer(it, c);
     const uint32_t phase = dq_uses(it) & 1;
-    uint8_t* stage_dq = sDq + i * Kt::template dq_bytes<kFixedDq>();
+    uint8_t* stage_dq = sDq + i * Kt::dq_bytes(kForm);
     // Element e of chunk j: an fp32 slot (the fixed point's: the low half of its int64 word).
     auto slot = [&](int j, int e) -> float* {
       const int64_t chunk = DqLayout::chunk(wq, j, lane);  // floats within the 64-row tile
-      if constexpr (kFixedDq)
+      if constexpr (kSumDq)
         return reinterpret_cast<float*>(reinterpret_cast<unsigned long long*>(stage_dq) +
                                         DqLayout::fixed_word(chunk, lane) + 32 * e);
       return reinterpret_cast<float*>(stage_dq) + chunk + e;
@@ -421,7 +490,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       mbarrier_wait<false>(&dq_empty[i], phase ^ 1, "dq_empty (consumer), tile", m);
 #pragma unroll
       for (int j = 0; j < D / 8; ++j) {
-        if constexpr (kFixedDq) {
+        if constexpr (kSumDq) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) *slot(j, e) = acc_dq[j][e];
         } else {
@@ -437,26 +506,19 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     } else if constexpr (kSumDq) {
       mbarrier_wait<false>(&dq_half[i], phase, "dq_half (finishing consumer), tile", m);
 #pragma unroll
-      for (int j = 0; j < D / 8; ++j) {
-        if constexpr (kFixedDq) {
+      for (int j = 0; j < D / 8; ++j)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float v = *slot(j, e) + acc_dq[j][e];  // a + b = b + a: the order does not matter
-            overflow |= !(fabsf(v) < max_term);
-            *reinterpret_cast<unsigned long long*>(slot(j, e)) =
-                static_cast<unsigned long long>(__float2ll_rn(v * static_cast<float>(1ull << kDqFixedFracBits)));
-          }
-        } else {
-          float4* at = reinterpret_cast<float4*>(slot(j, 0));
-          const float4 v0 = *at;
-          *at = make_float4(v0.x + acc_dq[j][0], v0.y + acc_dq[j][1], v0.z + acc_dq[j][2], v0.w + acc_dq[j][3]);
+        for (int e = 0; e < 4; ++e) {
+          const float v = *slot(j, e) + acc_dq[j][e];  // a + b = b + a: the order does not matter
+          overflow |= !(fabsf(v) < max_term);
+          *reinterpret_cast<unsigned long long*>(slot(j, e)) =
+              static_cast<unsigned long long>(__float2ll_rn(v * static_cast<float>(1ull << kDqFixedFracBits)));
         }
-      }
       fence_proxy_async_smem();  // visible to the bulk copy that reads it
       mbarrier_arrive(&dq_full[i]);
     }
   }
-  if constexpr (kFixedDq) {
+  if constexpr (kSumDq) {
     if (__any_sync(0xffffffffu, overflow) && lane == 0) atomicOr(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T), 1);
   }
 
