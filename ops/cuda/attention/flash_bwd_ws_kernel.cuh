@@ -153,6 +153,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   uint8_t* sDq = smem + Kt::kOffDq;  // kDqBuffers (per consumer, but kSummed's) x dq_bytes
   constexpr int kDqBuffers = Kt::dq_buffers(kForm);
   constexpr bool kSumDq = kForm == DqForm::kSummed, kConvertDq = kForm == DqForm::kConverted;
+  constexpr int kConverters = 96;  // kConverted: warps 1-3
   // The dQ buffer of tile `it` for consumer c, and how many tiles used it before (its phase).
   auto dq_buffer = [](int it, int c) { return kSumDq ? it % kDqBuffers : c * kDqBuffers + it % kDqBuffers; };
   auto dq_uses = [](int it) { return it / kDqBuffers; };
@@ -183,7 +184,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     for (int i = 0; i < (kSumDq ? 1 : 2) * kDqBuffers; ++i) {
       if (kSumDq) mbarrier_init(&dq_half[i], 128);  // the threads of the consumer that wrote the partial
       mbarrier_init(&dq_full[i], 128);              // the threads of the consumer that wrote it
-      mbarrier_init(&dq_empty[i], 1);               // the dQ writer (or converter)
+      mbarrier_init(&dq_empty[i], kConvertDq ? kConverters : 1);  // the dQ writer, or every converter thread
     }
     fence_mbarrier_init();
   }
@@ -235,8 +236,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       // element (a + b = b + a: the bits do not depend on which came first) as int64 fixed point into
       // a staging buffer, which thread 32 sends with one bulk reduce-add. In the summed form consumer
       // 1 did this work on its own path (bench/attention/NOTES.md, session 18).
-      const int ct = tid - 32, cw = ct / 32;            // converter thread 0..95, warp 0..2
-      constexpr int kConverters = 96, kBarConvert = 3;  // named barriers 1, 2: the consumers'
+      const int ct = tid - 32, cw = ct / 32;  // converter thread 0..95, warp 0..2
+      constexpr int kBarConvert = 3;          // named barriers 1, 2: the consumers'
       unsigned long long* words = dq_fixed_words<D>(p.dq_accum, bh, T);
       const float max_term = static_cast<float>(1ull << (63 - kDqFixedFracBits)) / static_cast<float>(blk.n_blocks);
       constexpr float kFixedScale = static_cast<float>(1ull << kDqFixedFracBits);
@@ -266,11 +267,14 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
             stage_words[128 * g + lane + 32 * e] = static_cast<unsigned long long>(__float2ll_rn(v[e] * kFixedScale));
           }
         }
+        // This thread's part of both partials is read (each thread arrives for its own reads, which
+        // racecheck follows; one arrival after the barrier below is as correct, but it reported
+        // write-after-read hazards there).
+        mbarrier_arrive(&dq_empty[i0]);
+        mbarrier_arrive(&dq_empty[i1]);
         fence_proxy_async_smem();                      // the words are visible to the bulk add ...
         named_barrier_sync(kBarConvert, kConverters);  // ... once every converter has written its own
         if (ct == 0) {
-          mbarrier_arrive(&dq_empty[i0]);  // the partials are read
-          mbarrier_arrive(&dq_empty[i1]);
           bulk_reduce_add_u64(words + static_cast<int64_t>(m) * BM * D, stage_words, Kt::kDqBytesFixed);
           bulk_commit();
         }
