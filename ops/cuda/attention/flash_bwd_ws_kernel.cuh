@@ -264,7 +264,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             overflow |= !(fabsf(v[e]) < max_term);
-            stage_words[128 * g + lane + 32 * e] = static_cast<unsigned long long>(dq_fixed_round(v[e] * kFixedScale));
+            stage_words[128 * g + lane + 32 * e] = static_cast<unsigned long long>(__float2ll_rn(v[e] * kFixedScale));
           }
         }
         // This thread's part of both partials is read (each thread arrives for its own reads, which
@@ -516,7 +516,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
           const float v = *slot(j, e) + acc_dq[j][e];  // a + b = b + a: the order does not matter
           overflow |= !(fabsf(v) < max_term);
           *reinterpret_cast<unsigned long long*>(slot(j, e)) =
-              static_cast<unsigned long long>(dq_fixed_round(v * static_cast<float>(1ull << kDqFixedFracBits)));
+              static_cast<unsigned long long>(__float2ll_rn(v * static_cast<float>(1ull << kDqFixedFracBits)));
         }
       fence_proxy_async_smem();  // visible to the bulk copy that reads it
       mbarrier_arrive(&dq_full[i]);

@@ -68,21 +68,6 @@ FT_HOST_DEVICE constexpr int64_t dq_fixed_float_count(int64_t bh, int T, int D) 
 constexpr int kDqFixedFracBits = 40;
 
 #if defined(__CUDACC__)
-// round(x) as an int64, ties to even: __float2ll_rn(x)'s bits, in fp32 and integer arithmetic for
-// |x| < 2^44 (an experiment, session 18: F2I.S64 issues to the pipe the tensor cores share with
-// fp64). Exact: t1 = x rounded to a multiple of 2^22 (adding and subtracting 1.5 2^45), x0 = x - t1
-// (|x0| <= 2^21, no rounding), and each of x0 and t1 / 2^22 is read off the low mantissa bits of
-// itself plus 1.5 2^23. Checked against llrintf on 83M values across the range, ties included.
-__device__ __forceinline__ long long dq_fixed_round(float x) {
-  if (!(fabsf(x) < 0x1p44f)) return __float2ll_rn(x);  // rare: |dQ term| >= 16 (or inf / NaN)
-  constexpr float kC1 = 0x1.8p45f, kMagic = 0x1.8p23f;
-  constexpr int kMagicBits = 0x4B400000;  // __float_as_int(kMagic)
-  const float t1 = __fsub_rn(__fadd_rn(x, kC1), kC1);
-  const int r0 = __float_as_int(__fadd_rn(__fsub_rn(x, t1), kMagic)) - kMagicBits;
-  const int r1 = __float_as_int(__fmaf_rn(t1, 0x1p-22f, kMagic)) - kMagicBits;
-  return (static_cast<long long>(r1) << 22) + r0;
-}
-
 // A thread's fixed-point adds into dq_accum: each float becomes round(v * 2^kDqFixedFracBits) as an
 // int64 and is added with a 64-bit integer RED. A contribution at or above the bound (or inf / NaN,
 // which the conversion would turn into a number) sets `overflow`; flag_overflow() records it for
@@ -96,7 +81,7 @@ struct DqFixedAdder {
   __device__ void add(unsigned long long* word, float v) {
     overflow |= !(fabsf(v) < max_term);
     constexpr float kScale = static_cast<float>(1ull << kDqFixedFracBits);
-    atomicAdd(word, static_cast<unsigned long long>(dq_fixed_round(v * kScale)));
+    atomicAdd(word, static_cast<unsigned long long>(__float2ll_rn(v * kScale)));
   }
   // A chunk's four values, element e at word + 32 e (the layout above).
   __device__ void add4(unsigned long long* word, float a, float b, float c, float d) {
