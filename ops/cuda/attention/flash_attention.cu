@@ -30,7 +30,7 @@ struct ThresholdOverride {
 // tests can override.
 struct DispatchThreshold {
   int without_dropout, with_dropout;
-  ThresholdOverride overridden;
+  ThresholdOverride overridden{};  // {}: the definitions below give only the two defaults
   int get(bool dropout) const { return overridden.or_else(dropout ? with_dropout : without_dropout); }
   void set(int T) { overridden.set(T); }
 };
