@@ -20,7 +20,6 @@
 #include <memory>
 #include <string>
 #include <tuple>
-#include <utility>
 #include <vector>
 
 #include "core/cuda/check.h"
@@ -608,15 +607,19 @@ TEST(FlashCuda, DeterministicBackwardIsBitIdentical) {
 
 // The fixed-point dQ's range (flash_attention.h): a head whose dQ contributions reach the bound comes
 // out NaN, every other head as the atomic backward gives it (to rounding), and dK, dV are unchanged.
-// Both the backward T = 256 takes by default and the warp-specialised one (its own range check, in
-// the warps that convert dQ).
+// Both the backward T = 256 takes by default and the warp-specialised one, whose range check sits in
+// the consumer that sums dQ (kSummed) or, at D = 64 with dropout, in the producer's converter warps.
 TEST(FlashCuda, FixedPointDqOutOfRangeGivesNaNForThatHeadOnly) {
   SKIP_WITHOUT_CUDA();
-  const std::pair<int, int> runs[] = {{-1, 64}, {-1, 128}, {0, 64}, {0, 128}};  // (ws threshold, D)
-  for (const auto& [ws_min_t, D] : runs) {
-    SCOPED_TRACE(ws_min_t == 0 ? "warp-specialised backward" : "default backward");
+  struct Run {
+    int ws_min_t, D;
+    float p;
+  };
+  const Run runs[] = {{-1, 64, 0.f}, {-1, 128, 0.f}, {0, 64, 0.f}, {0, 128, 0.f}, {0, 64, 0.1f}};
+  for (const auto& [ws_min_t, D, p] : runs) {
+    SCOPED_TRACE(std::string(ws_min_t == 0 ? "warp-specialised" : "default") + " backward, p " + std::to_string(p));
     cuda::set_flash_bwd_ws_min_t(ws_min_t);
-    const AttentionCase c{1, 2, 256, D, true, 0.f};
+    const AttentionCase c{1, 2, 256, D, true, p};
     AttentionInputs in = make_inputs(c, 4242u + D);
     // Head 1's upstream gradient x 1e8: its contributions to dQ reach ~1e8, far past 2^23 / 4 key blocks.
     for (int t = 0; t < c.T; ++t)
