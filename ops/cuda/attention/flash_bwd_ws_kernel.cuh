@@ -239,9 +239,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       const int ct = tid - 32, cw = ct / 32;  // converter thread 0..95, warp 0..2
       constexpr int kBarConvert = 3;          // named barriers 1, 2: the consumers'
       unsigned long long* words = dq_fixed_words<D>(p.dq_accum, bh, T);
-      const float max_term = static_cast<float>(1ull << (63 - kDqFixedFracBits)) / static_cast<float>(blk.n_blocks);
-      constexpr float kFixedScale = static_cast<float>(1ull << kDqFixedFracBits);
-      bool overflow = false;
+      DqFixedAdder fixed(blk.n_blocks);  // each dQ element gets n_blocks terms (one per CTA)
       int it = 0;
       for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
         const int i0 = dq_buffer(it, 0), i1 = dq_buffer(it, 1);
@@ -262,10 +260,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
           const float4 a = part0[32 * g + lane], b = part1[32 * g + lane];
           const float v[4] = {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w};
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            overflow |= !(fabsf(v[e]) < max_term);
-            stage_words[128 * g + lane + 32 * e] = static_cast<unsigned long long>(__float2ll_rn(v[e] * kFixedScale));
-          }
+          for (int e = 0; e < 4; ++e) stage_words[128 * g + lane + 32 * e] = fixed.to_word(v[e]);
         }
         // This thread's part of both partials is read (each thread arrives for its own reads, which
         // racecheck follows; one arrival after the barrier below is as correct, but it reported
@@ -280,7 +275,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         }
       }
       if (ct == 0) bulk_wait<0>();
-      if (__any_sync(0xffffffffu, overflow) && lane == 0) atomicOr(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T), 1);
+      fixed.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
     } else if (warp == 1 && lane == 0) {
       // dQ writer: bulk reduce-adds into the tile's 64 rows of dq_accum (one per consumer, or one
       // for their sum).
@@ -322,10 +317,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   const uint32_t do_desc = wgmma_desc_sw128_lo(smem_u32(sdO));
   const uint32_t ds_desc = wgmma_desc_sw128_lo(smem_u32(sdS + 64 * c * 128));
   constexpr uint32_t kStageUnits = Kt::kQBytes / 16;
-  // Fixed point: each dQ element gets n_blocks terms (one per CTA: the two consumers' sum).
-  [[maybe_unused]] const float max_term =
-      static_cast<float>(1ull << (63 - kDqFixedFracBits)) / static_cast<float>(blk.n_blocks);
-  [[maybe_unused]] bool overflow = false;
+  // kSummed: each dQ element gets n_blocks terms (one per CTA: the two consumers' sum).
+  [[maybe_unused]] DqFixedAdder fixed(blk.n_blocks);
 
   float acc_dk[D / 8][4], acc_dv[D / 8][4];
   zero_fragments(acc_dk);
@@ -512,19 +505,13 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
 #pragma unroll
       for (int j = 0; j < D / 8; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float v = *slot(j, e) + acc_dq[j][e];  // a + b = b + a: the order does not matter
-          overflow |= !(fabsf(v) < max_term);
-          *reinterpret_cast<unsigned long long*>(slot(j, e)) =
-              static_cast<unsigned long long>(__float2ll_rn(v * static_cast<float>(1ull << kDqFixedFracBits)));
-        }
+        for (int e = 0; e < 4; ++e)  // a + b = b + a: the order does not matter
+          *reinterpret_cast<unsigned long long*>(slot(j, e)) = fixed.to_word(*slot(j, e) + acc_dq[j][e]);
       fence_proxy_async_smem();  // visible to the bulk copy that reads it
       mbarrier_arrive(&dq_full[i]);
     }
   }
-  if constexpr (kSumDq) {
-    if (__any_sync(0xffffffffu, overflow) && lane == 0) atomicOr(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T), 1);
-  }
+  if constexpr (kSumDq) fixed.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
 
   // dK (times the softmax scale) and dV through this consumer's own rows of sK and sV (no one else
   // reads them), then 16-byte stores; rows past T are skipped.

@@ -78,11 +78,14 @@ struct DqFixedAdder {
   // 2^(63 - kDqFixedFracBits) / n_blocks: n_blocks contributions keep every total inside an int64.
   __device__ explicit DqFixedAdder(int n_blocks)
       : max_term(static_cast<float>(1ull << (63 - kDqFixedFracBits)) / static_cast<float>(n_blocks)) {}
-  __device__ void add(unsigned long long* word, float v) {
+  // v as its fixed-point word, noting a contribution out of range: for kernels that add the words
+  // some other way (the warp-specialised backward's bulk reduce-adds from shared memory).
+  __device__ unsigned long long to_word(float v) {
     overflow |= !(fabsf(v) < max_term);
     constexpr float kScale = static_cast<float>(1ull << kDqFixedFracBits);
-    atomicAdd(word, static_cast<unsigned long long>(__float2ll_rn(v * kScale)));
+    return static_cast<unsigned long long>(__float2ll_rn(v * kScale));
   }
+  __device__ void add(unsigned long long* word, float v) { atomicAdd(word, to_word(v)); }
   // A chunk's four values, element e at word + 32 e (the layout above).
   __device__ void add4(unsigned long long* word, float a, float b, float c, float d) {
     add(word, a);
