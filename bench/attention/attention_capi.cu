@@ -222,20 +222,10 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     const int option = (variant - 46) % 4;  // 0 plain, 1 overlap, 2 ping-pong, 3 both
     return ft::cuda::flash::run_flash_fwd_ws(p, s, {option == 1 || option == 3, option >= 2, variant >= 50 ? 3 : 2});
   }
-  // 63: 43 with the fixed-point dQ converted by the separate kernel after the backward rather than
-  // tile by tile inside it (flash_dq_tile_convert.cuh; only the kConverted form, D = 64 with
-  // dropout, converts inside).
-  if (variant == 42 || variant == 43 || variant == 63) {
+  if (variant == 42 || variant == 43) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);
     const KernelAtEveryT<ft::cuda::set_flash_bwd_ws_min_t> ws(true);
     if (variant == 42) return ft::cuda::flash_attention_backward(p, s);
-    struct TileConvertOff {
-      bool on;
-      ~TileConvertOff() {
-        if (on) ft::cuda::set_flash_dq_tile_convert(-1);
-      }
-    } restore{variant == 63};
-    if (variant == 63) ft::cuda::set_flash_dq_tile_convert(0);
     const ft::cuda::ScopedFlashDeterministicDq form(ft::cuda::FlashDeterministicDq::kFixedPoint);
     return ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
   }

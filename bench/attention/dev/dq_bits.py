@@ -3,10 +3,8 @@ keep every bit (e.g. folding the fixed-point dQ's 2^40 into K): dQ, dK and dV of
 backward (variant 4, as training runs it) from two libft_attention.so builds on the same inputs,
 D = 64 and 128, causal and not, p = 0 and 0.1, T from partial tiles to the wide tile (8192).
 Prints the differing elements per case and IDENTICAL or how many cases differ (exit status 1).
-  FLASHTRAIN_DETERMINISTIC_DQ=fixed python3 bench/attention/dev/dq_bits.py NEW_LIB BASE_LIB [NEW_V BASE_V]
-(the variable forces the fixed-point form below T = 4096 too; "ordered" checks the other form).
-NEW_V, BASE_V: the benchmark variants run from each library instead of 4 (one library may be named
-twice: e.g. 43 against 63, the ws fixed-point dQ converted tile by tile against the conversion kernel)."""
+  FLASHTRAIN_DETERMINISTIC_DQ=fixed python3 bench/attention/dev/dq_bits.py NEW_LIB BASE_LIB
+(the variable forces the fixed-point form below T = 4096 too; "ordered" checks the other form)."""
 import ctypes
 import os
 import sys
@@ -20,10 +18,9 @@ CASES = ((2, 1000, True), (2, 1024, True), (1, 4096, True), (1, 4096, False), (1
 
 
 def main():
-    if len(sys.argv) not in (3, 5):
+    if len(sys.argv) != 3:
         sys.exit(__doc__)
     libs = [ctypes.CDLL(os.path.abspath(p)) for p in sys.argv[1:3]]
-    variants = [int(v) for v in sys.argv[3:5]] if len(sys.argv) == 5 else [4, 4]
     differing_cases = 0
     for d in (64, 128):
         ba.D, ba.H = d, ba.HIDDEN // d
@@ -31,8 +28,8 @@ def main():
             qkv, dout = ba.make_inputs(B, T, seed=3)
             for p in (0.0, 0.1):
                 grads = []
-                for lib, variant in zip(libs, variants):
-                    impl = ba.Flashtrain(lib, 0, variant)
+                for lib in libs:
+                    impl = ba.Flashtrain(lib, 0, 4)
                     impl.setup(qkv, dout, causal, p)
                     grads.append(impl.backward(impl.forward()).view(torch.int16).clone())
                 torch.cuda.synchronize()

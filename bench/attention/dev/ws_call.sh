@@ -38,11 +38,6 @@
 #             SourceCounters: where the fixed point's 18% goes (session 17's next step)
 #   train2    GPT-2-small as in train, shipped dispatch against ws off (FLASHTRAIN_FLASH_BWD_WS_MIN_T
 #             past T), dropout 0.1 and 0, deterministic and atomic, and p = 0 with the ordered dQ
-#   tiles     the fixed-point dQ converted tile by tile in the ws backward (flash_dq_tile_convert.cuh,
-#             session 19) against the conversion kernel: their tests, dq_bits.py of variant 43 against
-#             63 in one library, bench --dev D = 64 variants 43, 63 and cuDNN (2 rounds), and
-#             GPT-2-small T = 4096 B = 4 dropout 0.1 deterministic with FLASHTRAIN_FLASH_DQ_TILE_CONVERT
-#             1 / 0, alternated twice
 # Usage (repo root, on an H100/H200, .gpu carried): bench/attention/dev/ws_call.sh [stage...]
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -178,36 +173,6 @@ if has train2; then
       train no-ws-p$1-det$2 1000000 $1 $2
     done
     FLASHTRAIN_DETERMINISTIC_DQ=ordered train ordered-p0-dettrue "" 0 true; } | tee "$OUT/ws_train2.log"
-fi
-
-if has tiles; then
-  filter='FlashCuda.WsBackward*:FlashCuda.FixedPointDq*:Cases/FlashCudaWsBackward.*:FlashCuda.WorkspaceLinearInT'
-  timeout 240 build-gpu/tests/ft_ops_tests --gtest_brief=1 --gtest_filter="$filter" > "$OUT/tiles_tests.log" 2>&1
-  echo "tile tests rc=$? (124: a hang)"; grep -E "PASSED|FAILED|Failure|error|dq|dk" "$OUT/tiles_tests.log" | head -20
-  # Both in one tile order (FLASHTRAIN_FLASH_BWD_WS_DESCENDING; dK and dV sum the tiles in that order).
-  FLASHTRAIN_FLASH_BWD_WS_DESCENDING=1 FLASHTRAIN_DETERMINISTIC_DQ=fixed timeout 150 \
-    python3 bench/attention/dev/dq_bits.py "$ws_lib" "$ws_lib" 43 63 > "$OUT/dq_bits_tiles.log" 2>&1
-  echo "dq_bits 43 vs 63 rc=$? (0: identical)"; grep -v " 0 of " "$OUT/dq_bits_tiles.log" | tail -8
-  # 43: tile conversion, 63: the conversion kernel; the order as shipped (downwards with the tile
-  # conversion only), then both downwards, then both upwards.
-  for order in "" 1 0; do
-    FLASHTRAIN_FLASH_BWD_WS_DESCENDING=$order timeout 240 python3 bench/attention/bench_attention.py --lib "$ws_lib" \
-      --out /tmp/ws_tiles --dev --ds 64 --variants 43,63 --dev-ts 1024,4096,16384 --dev-refs torch_cudnn \
-      --rounds 2 > "$OUT/tiles_bench$order.log" 2>&1
-    echo "bench, descending '$order' rc=$?"; grep -E "^(dev|check)" "$OUT/tiles_bench$order.log" | grep -v " OK$" |
-      grep "p=0.1" | sed -E 's/ \([0-9]+ TF\)//g' | head -40
-  done
-  for round in 1 2; do
-    for on in 1 0; do
-      run=/tmp/tiles-train-$on; rm -rf $run
-      FLASHTRAIN_FLASH_DQ_TILE_CONVERT=$on timeout 150 build-gpu/flashtrain train configs/gpt2-small.yaml \
-        --set max_seq_len=4096 --set batch_size=4 --set dropout=0.1 --set deterministic=true \
-        --set gradient_accumulation_steps=1 --set max_steps=60 --set log_interval=20 --set eval_interval=0 \
-        --set checkpoint_interval=0 --set keep_checkpoints=1 --set out_dir=$run \
-        --set train_data="$data/train_*.bin" --set val_data="$data/val_*.bin" > "$OUT/tiles-train-$on-$round.log" 2>&1
-      echo "T 4096 tile_convert=$on round $round (rc $?): $(python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if '\"loss\"' in l]; print(' '.join('%.4f' % x['loss'] for x in r), '| tokens/s', r[-1].get('tokens_per_s'))" $run/metrics.jsonl 2>&1)"
-    done
-  done
 fi
 
 # Nsight Compute on the backward at T = 4096 (bench/attention/dev/profile_bwd.py: p = 0 and 0.1, two

@@ -126,19 +126,6 @@ int flash_bwd_ws_min_t() {
   return g_bwd_ws_min_t.or_else(from_env);
 }
 void set_flash_bwd_ws_min_t(int T) { g_bwd_ws_min_t.set(T); }
-std::atomic<int> g_dq_tile_convert{-1};  // -1: not set (the environment, else on)
-bool flash_dq_tile_convert() {
-  const int set = g_dq_tile_convert.load(std::memory_order_relaxed);
-  if (set >= 0) return set != 0;
-  static const bool from_env = [] {
-    const char* v = std::getenv("FLASHTRAIN_FLASH_DQ_TILE_CONVERT");
-    if (v == nullptr || *v == '\0' || std::strcmp(v, "1") == 0) return true;
-    if (std::strcmp(v, "0") == 0) return false;
-    throw Error(str("FLASHTRAIN_FLASH_DQ_TILE_CONVERT=", v, ": expected 0 or 1"));
-  }();
-  return from_env;
-}
-void set_flash_dq_tile_convert(int on) { g_dq_tile_convert = on < 0 ? -1 : on != 0; }
 // FLASHTRAIN_FLASH_FWD_WS_MIN_T, as the backward's, moves the threshold at both head dims.
 int flash_fwd_ws_min_t(int head_dim) {
   static const int from_env = min_t_from_env("FLASHTRAIN_FLASH_FWD_WS_MIN_T", -1);  // -1: not set

@@ -97,14 +97,6 @@ void set_flash_bwd_wide_min_t(int T);
 int flash_bwd_ws_min_t();
 void set_flash_bwd_ws_min_t(int T);
 
-// Whether the warp-specialised backward's kConverted fixed-point dQ (D = 64 with dropout) converts
-// each 64-row dQ tile in the kernel, by the last CTA to add into it (flash_dq_tile_convert.cuh), or
-// leaves the conversion to the separate kernel afterwards. The same bits either way. Default on;
-// FLASHTRAIN_FLASH_DQ_TILE_CONVERT=0 (read once) turns it off, set_flash_dq_tile_convert overrides
-// both process-wide (tests, the benchmark's variant 63; -1 restores the default).
-bool flash_dq_tile_convert();
-void set_flash_dq_tile_convert(int on);
-
 // The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh: FlashAttention-3's structure, a TMA
 // producer, two or three wgmma consumers) takes the calls it covers -- D = 64 and 128 without dropout or a
 // document mask, on sm_90a -- from this T on. Default (measured: flash_attention.cu): 2048 at

@@ -1,9 +1,6 @@
 // The warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh): which calls it takes, and its
 // launch (the same preprocess and dQ conversion as the other backwards around it). Its own
 // translation unit, so the kernel does not lengthen the per-head-dim builds.
-#include <cstdlib>
-#include <cstring>
-
 #include "ops/cuda/attention/flash_bwd_ws_kernel.cuh"
 #include "ops/cuda/attention/flash_launch.cuh"
 #include "ops/cuda/attention/flash_run.h"
@@ -47,20 +44,9 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream) {
     set_smem_limit(kernel, smem);
     check_register_split<Kt, kernel>("backward");  // flash_launch_common.h
     const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;
-    // kConverted: the last CTA into each dQ tile converts it (flash_dq_tile_convert.cuh), unless
-    // the separate conversion kernel is asked for.
-    const bool tile_convert = kForm == Kt::DqForm::kConverted && flash_dq_tile_convert();
-    // The query tiles downwards with the tile conversion (flash_bwd_ws_kernel.cuh says why);
-    // FLASHTRAIN_FLASH_BWD_WS_DESCENDING=0 / 1 (read once) forces the order (development A/B runs).
-    static const int forced_order = [] {
-      const char* v = std::getenv("FLASHTRAIN_FLASH_BWD_WS_DESCENDING");
-      return v == nullptr || *v == '\0' ? -1 : std::strcmp(v, "1") == 0 ? 1 : 0;
-    }();
-    const bool descending = forced_order >= 0 ? forced_order == 1 : tile_convert;
-    kernel<<<grid, Kt::kNThreads, smem, stream>>>(maps, p, heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens),
-                                                  tile_convert, descending);
+    kernel<<<grid, Kt::kNThreads, smem, stream>>>(maps, p, heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens));
     CUDA_CHECK_LAUNCH();
-    if (!tile_convert) rows.template convert_dq<kBF16, kFixedDq>(p, stream);
+    rows.template convert_dq<kBF16, kFixedDq>(p, stream);
   }
 }
 

@@ -19,8 +19,7 @@
 //             (dq_empty);
 //     warps 1-3, the fixed-point dQ's kConverted form (D = 64 with dropout): for each tile, wait
 //             for both partials, sum them, convert the sums to int64 into a staging buffer and send
-//             it with one bulk reduce-add; the last CTA to add into a tile converts it to dQ
-//             (flash_dq_tile_convert.cuh). Otherwise warp 1 sends kSummed's sums and warps 2, 3 exit.
+//             it with one bulk reduce-add; otherwise warp 1 sends kSummed's sums and warps 2, 3 exit.
 //   warpgroups 1 and 2, the consumers c = 0, 1 (setmaxnreg up to kConsumerRegs): keys
 //     n0 + 64 c .. + 63; per query tile, on wgmma (m64 n64 k16; D = 128: S^T and dP^T take eight k
 //     steps over two 64-column panels, the D-wide products one n64 per panel):
@@ -54,7 +53,6 @@
 
 #include "ops/attention_params.h"
 #include "ops/cuda/attention/flash_dq_accum.cuh"
-#include "ops/cuda/attention/flash_dq_tile_convert.cuh"
 #include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 #include "ops/cuda/attention/flash_tile.cuh"
@@ -94,9 +92,8 @@ struct FlashBwdWsTraits {
   static constexpr int kOffK = 0, kOffV = kKvBytes, kOffQ = 2 * kKvBytes, kOffDo = kOffQ + kStages * kQBytes,
                        kOffDs = kOffDo + kStages * kQBytes, kOffDq = kOffDs + kDsBytes;
   static constexpr int kSmemLimit = 227 * 1024;
-  // kv_full, q_full[kStages], q_empty[kStages], then dq_half[2], dq_full[4], dq_empty[4]; then one
-  // 8-byte slot that is no barrier: kConverted's tile verdict (the converters' thread 0 to the rest).
-  static constexpr int kNumBars = 1 + 2 * kStages + 2 + 4 + 4 + 1;
+  // kv_full, q_full[kStages], q_empty[kStages], then dq_half[2], dq_full[4], dq_empty[4].
+  static constexpr int kNumBars = 1 + 2 * kStages + 2 + 4 + 4;
   static constexpr int kRowsAndBarsBytes = 2 * kStages * kBlockM * 4 /* lse, D */ + kNumBars * 8;
   // How dQ leaves the consumers:
   //   kF32        fp32: one buffer per consumer, one bulk add each (not deterministic);
@@ -136,8 +133,7 @@ struct FlashBwdWsTraits {
 
 template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq>
 __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
-    flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group,
-                        bool tile_convert, bool descending) {
+    flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Kt = FlashBwdWsTraits<kHeadDim>;
   using DqForm = typename Kt::DqForm;
@@ -178,13 +174,6 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, m_blocks = blk.m_blocks;
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
-  // The query tiles every role walks, upwards from the diagonal or (descending) downwards to it.
-  // Upwards, the CTA of the first key block, which starts first, comes last to every tile; with the
-  // tile conversion (tile_convert) the launcher has it walk downwards, so that the last CTA into a
-  // tile, which converts it, varies (flash_dq_tile_convert.cuh).
-  auto first_tile = [&] { return descending ? blk.prev_query_tile(p, m_blocks - 1) : blk.next_query_tile(p, blk.m_begin); };
-  auto next_tile = [&](int m) { return descending ? blk.prev_query_tile(p, m - 1) : blk.next_query_tile(p, m + 1); };
-  auto in_order = [&](int m) { return descending ? m >= blk.m_begin : m < m_blocks; };
 
   if (tid == 0) {
     mbarrier_init(kv_full, 1);
@@ -217,7 +206,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         }
       }
       int it = 0;
-      for (int m = first_tile(); in_order(m); m = next_tile(m), ++it) {
+      for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
         const int s = it % kStages;
         // The consumers are done with tile it - kStages.
         mbarrier_wait(&q_empty[s], ((it / kStages) & 1) ^ 1, "q_empty (producer), tile", m);
@@ -246,42 +235,25 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       // dQ converter, warps 1-3: per tile, once both consumers' fp32 partials are in, the sum of each
       // element (a + b = b + a: the bits do not depend on which came first) as int64 fixed point into
       // a staging buffer, which thread 32 sends with one bulk reduce-add. In the summed form consumer
-      // 1 did this work on its own path (bench/attention/NOTES.md, session 18). One tile later, when
-      // that add has surely completed, the tile's counter counts this CTA in, and the last CTA to add
-      // into a tile converts it to dQ (flash_dq_tile_convert.cuh): no conversion kernel follows.
+      // 1 did this work on its own path (bench/attention/NOTES.md, session 18).
       const int ct = tid - 32, cw = ct / 32;  // converter thread 0..95, warp 0..2
       constexpr int kBarConvert = 3;          // named barriers 1, 2: the consumers'
       unsigned long long* words = dq_fixed_words<D>(p.dq_accum, bh, T);
-      int* counters = dq_tile_counters<D>(p.dq_accum, p.B * p.H, bh, T);
-      int* verdict = reinterpret_cast<int*>(bars + Kt::kNumBars - 1);  // dq_tile_count_in's, for all 96
-      // Each dQ element gets at most n_blocks terms (one per CTA); `overflow` is kept per tile.
-      DqFixedAdder fixed(blk.n_blocks);
-      auto finish = [&](int m, bool overflow) {
-        const int m0 = m * BM;
-        if (ct == 0)
-          *verdict = dq_tile_count_in(counters + m, overflow,
-                                      dq_tile_contributors<BN>(p, b, m0, min(m0 + BM, T), blk.n_blocks));
-        named_barrier_sync(kBarConvert, kConverters);
-        if (const int v = *verdict; v != 0)
-          dq_tile_convert<D, kBF16, kConverters>(p, words + static_cast<int64_t>(m0) * D, b, h, m0, v == 2, ct,
-                                                 [] { named_barrier_sync(kBarConvert, kConverters); });
-      };
-      int it = 0, prev_m = -1;
-      bool prev_overflow = false, head_overflow = false;
-      for (int m = first_tile(); in_order(m); m = next_tile(m), ++it) {
+      DqFixedAdder fixed(blk.n_blocks);  // each dQ element gets n_blocks terms (one per CTA)
+      int it = 0;
+      for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
         const int i0 = dq_buffer(it, 0), i1 = dq_buffer(it, 1);
         const uint32_t phase = dq_uses(it) & 1;
         const float4* part0 = reinterpret_cast<const float4*>(sDq + i0 * Kt::kDqBytesF32);
         const float4* part1 = reinterpret_cast<const float4*>(sDq + i1 * Kt::kDqBytesF32);
-        // This staging buffer's last bulk add (tile it - 2) has completed: thread 0 waited for it at
-        // the end of tile it - 1.
         auto* stage_words =
             reinterpret_cast<unsigned long long*>(smem + Kt::kOffStaging + (it % Kt::kStagingBuffers) * Kt::kDqBytesFixed);
-        static_assert(Kt::kStagingBuffers == 2, "bulk_wait<1> below frees the buffer of the tile after next");
+        // The staging buffer is free once the bulk add that last read it has (the newer one may
+        // still read).
+        if (ct == 0) bulk_wait_read<Kt::kStagingBuffers - 1>();
         mbarrier_wait(&dq_full[i0], phase, "dq_full (dQ converter, consumer 0), tile", m);
         mbarrier_wait(&dq_full[i1], phase, "dq_full (dQ converter, consumer 1), tile", m);
-        named_barrier_sync(kBarConvert, kConverters);  // thread 0's bulk_wait covers them all
-        fixed.overflow = false;
+        named_barrier_sync(kBarConvert, kConverters);  // thread 0's bulk_wait_read covers them all
         // Group g: chunks 32 g .. + 31 of the tile (floats 128 g ..), as words 128 g + lane + 32 e.
 #pragma unroll 4
         for (int g = cw; g < Kt::kBlockM * D / 128; g += kConverters / 32) {
@@ -295,26 +267,20 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         // write-after-read hazards there).
         mbarrier_arrive(&dq_empty[i0]);
         mbarrier_arrive(&dq_empty[i1]);
-        fence_proxy_async_smem();  // the words are visible to the bulk add once every converter has
-                                   // written its own (and whether any was out of range is known)
-        const bool overflow = named_barrier_any(kBarConvert, kConverters, fixed.overflow);
+        fence_proxy_async_smem();                      // the words are visible to the bulk add ...
+        named_barrier_sync(kBarConvert, kConverters);  // ... once every converter has written its own
         if (ct == 0) {
           bulk_reduce_add_u64(words + static_cast<int64_t>(m) * BM * D, stage_words, Kt::kDqBytesFixed);
           bulk_commit();
-          bulk_wait<1>();  // the previous tile's add has completed (it had a whole tile's time)
         }
-        if (tile_convert && prev_m >= 0) finish(prev_m, prev_overflow);
-        prev_m = m, prev_overflow = overflow, head_overflow |= overflow;
       }
       if (ct == 0) bulk_wait<0>();
-      if (tile_convert && prev_m >= 0) finish(prev_m, prev_overflow);
-      // For the conversion kernel, when it runs instead (the whole head's dQ NaN).
-      if (ct == 0 && head_overflow) atomicOr(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T), 1);
+      fixed.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
     } else if (warp == 1 && lane == 0) {
       // dQ writer: bulk reduce-adds into the tile's 64 rows of dq_accum (one per consumer, or one
       // for their sum).
       int it = 0;
-      for (int m = first_tile(); in_order(m); m = next_tile(m), ++it) {
+      for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
         const int64_t tile_floats = static_cast<int64_t>(m) * BM * D;  // DqLayout: 64 rows are contiguous
         for (int c = 0; c < (kSumDq ? 1 : 2); ++c) {
           const int i = dq_buffer(it, c);
@@ -366,7 +332,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   mbarrier_wait<false>(kv_full, 0, "kv_full (consumer)", c);
 
   int it = 0;
-  for (int m = first_tile(); in_order(m); m = next_tile(m), ++it) {
+  for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
     const int s = it % kStages;
     const int m0 = m * BM, m1 = min(m0 + BM, T);
     const uint32_t stage = s * kStageUnits;

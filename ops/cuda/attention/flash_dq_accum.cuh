@@ -14,10 +14,7 @@
 // order in which key blocks get there, and no key block waits for another. The int64 words keep
 // the tile order; inside a tile, element e (0..3, the float4's order) of lane l is word e * 32 + l,
 // so each of a warp's four REDs covers 256 contiguous bytes. One int per batch * head follows the
-// words: set when a contribution was out of range, it makes that head's dQ NaN. Then one counter per
-// 64-row tile of each head, for a backward that converts a tile itself once every key block has
-// added into it (flash_dq_tile_convert.cuh): the count of adds in its low 16 bits, of out-of-range
-// ones above.
+// words: set when a contribution was out of range, it makes that head's dQ NaN.
 #pragma once
 
 #include <cstdint>
@@ -58,13 +55,10 @@ struct DqAccumLayout {
 };
 
 // Floats of the fp32 accumulator, and of the fixed-point one (twice as many words' worth, plus one
-// flag int per batch * head and the tile counters, each rounded up to whole float4s): the workspace
-// holds the larger.
-constexpr int kDqTileRows = 64;  // the rows a tile counter covers
+// flag int per batch * head rounded up to whole float4s): the workspace holds the larger.
 FT_HOST_DEVICE constexpr int64_t dq_accum_float_count(int64_t bh, int T, int D) { return bh * dq_accum_rows(T) * D; }
-FT_HOST_DEVICE constexpr int64_t dq_tile_counter_count(int64_t bh, int T) { return bh * (dq_accum_rows(T) / kDqTileRows); }
 FT_HOST_DEVICE constexpr int64_t dq_fixed_float_count(int64_t bh, int T, int D) {
-  return 2 * dq_accum_float_count(bh, T, D) + (bh + 3) / 4 * 4 + (dq_tile_counter_count(bh, T) + 3) / 4 * 4;
+  return 2 * dq_accum_float_count(bh, T, D) + (bh + 3) / 4 * 4;
 }
 
 // 2^-40 resolution: a dQ element of 1e-6 (before the softmax scale) keeps 1e-6 relative precision
@@ -113,11 +107,6 @@ __device__ inline unsigned long long* dq_fixed_words(float* dq_accum, int64_t bh
 template <int kHeadDim>
 __device__ inline int* dq_fixed_flag(float* dq_accum, int64_t bh_count, int64_t bh, int T) {
   return reinterpret_cast<int*>(dq_fixed_words<kHeadDim>(dq_accum, bh_count, T)) + bh;
-}
-// The counters of batch * head `bh`'s 64-row tiles.
-template <int kHeadDim>
-__device__ inline int* dq_tile_counters(float* dq_accum, int64_t bh_count, int64_t bh, int T) {
-  return dq_fixed_flag<kHeadDim>(dq_accum, bh_count, 0, T) + (bh_count + 3) / 4 * 4 + bh * (dq_accum_rows(T) / kDqTileRows);
 }
 #endif
 

@@ -61,20 +61,6 @@ __device__ __forceinline__ int ld_relaxed_gpu(const int* p) {
 __device__ __forceinline__ void red_release_gpu_add(int* p, int v) {
   asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
-// The same handshake when the adder must learn the old value (the last of n adders acts on what
-// all n wrote: flash_dq_tile_convert.cuh).
-__device__ __forceinline__ int atom_add_acq_rel_gpu(int* p, int v) {
-  int old;
-  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
-  return old;
-}
-// Orders this thread's completed async-proxy global writes (bulk copies and reduces, after their
-// bulk wait) before its later generic accesses, such as a release.
-__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
-// Drops a 128-byte line from L2 without writing it back: its contents become undefined.
-__device__ __forceinline__ void discard_l2_line(const void* p) {
-  asm volatile("discard.global.L2 [%0], 128;\n" ::"l"(p) : "memory");
-}
 
 // d += a * b, fp32 accumulate; kBF16 picks bf16 or f16 operands. Not volatile: a pure register
 // operation, so the compiler may schedule it freely (ldmatrix stays volatile: it reads shared memory).

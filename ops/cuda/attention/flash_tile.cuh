@@ -110,14 +110,6 @@ struct KeyBlock {
     }
     return m;
   }
-  // The last tile <= m that the mask leaves non-empty, m_begin - 1 when none is: the same tiles as
-  // next_query_tile's, walked downwards (the warp-specialised backward; no document mask there).
-  __device__ __forceinline__ int prev_query_tile(const AttentionParams& p, int m) const {
-    static_assert(!kDocMask, "the downward walk has no document-mask shortcut");
-    for (; m >= m_begin; --m)
-      if (attention_tile_kind<false>(p, b, m * kBlockM, min(m * kBlockM + kBlockM, p.T), n0, n1) != kTileEmpty) break;
-    return m;
-  }
   // kLse false: not the lse (a kernel that converts it on the way in loads it itself).
   template <bool kLse = true>
   __device__ __forceinline__ void load_query_tile(const AttentionParams& p, int m, uint16_t* sQ, uint16_t* sdO,

@@ -123,18 +123,6 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-// named_barrier_sync that also returns whether `v` was true in any of the `threads`.
-__device__ __forceinline__ bool named_barrier_any(int id, int threads, bool v) {
-  uint32_t any;
-  asm volatile(
-      "{\n .reg .pred in, out;\n setp.ne.u32 in, %3, 0;\n bar.red.or.pred out, %1, %2, in;\n"
-      " selp.u32 %0, 1, 0, out;\n}\n"
-      : "=r"(any)
-      : "r"(id), "r"(threads), "r"(static_cast<uint32_t>(v))
-      : "memory");
-  return any != 0;
-}
-
 // Arrives at a named barrier without waiting (the other `threads` - 32 k wait there with
 // named_barrier_sync): hands a turn to the warps that wait.
 __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
