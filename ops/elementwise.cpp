@@ -84,7 +84,9 @@ Tensor scale(const Tensor& x0, double alpha) {
 }
 
 void add_(const Tensor& dst, const Tensor& src0, double alpha) {
-  check_same_place("add_", dst, src0);
+  const bool widen = dst.dtype() == DType::F32 && is_half(src0.dtype());  // f32 += a bf16 / f16 source
+  if (widen) FT_CHECK_ARG(dst.device() == src0.device(), "[add_] devices differ: ", dst.device(), ", ", src0.device());
+  else check_same_place("add_", dst, src0);
   FT_CHECK_ARG(dst.shape() == src0.shape(), "[add_] shapes differ: destination ", dst.shape(), ", source ",
                src0.shape());
   FT_CHECK_ARG(dst.is_contiguous(), "[add_] destination must be contiguous, has strides ", dst.strides());
@@ -94,6 +96,7 @@ void add_(const Tensor& dst, const Tensor& src0, double alpha) {
   dispatch(
       dst.device(),
       [&] {
+        if (widen) return add_(dst, cast(src, DType::F32), alpha);
         if (is_half(dst.dtype())) {
           Tensor df = cast(dst, DType::F32);
           cpu::add_inplace<float>(df.data<float>(), cast(src, DType::F32).data<float>(), df.numel(), alpha);
@@ -113,6 +116,8 @@ void add_(const Tensor& dst, const Tensor& src0, double alpha) {
         p.alpha = static_cast<float>(alpha);
         p.beta = 1.f;
         p.dtype = dst.dtype();
+        p.widen_x = widen;
+        p.x_dtype = src.dtype();
         cuda::axpby(p, s);
       });
 }

@@ -15,7 +15,9 @@ Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 // alpha * x
 Tensor scale(const Tensor& x, double alpha);
-// dst += alpha * src, in place; same shape and dtype, dst contiguous. Gradient accumulation.
+// dst += alpha * src, in place; same shape and dtype, dst contiguous (gradient accumulation) -- or
+// an f32 dst and a bf16 / f16 src, widened as it is added (a half-width gradient sum received
+// into fp32 gradients: ZeRO-1 over the copy engines).
 void add_(const Tensor& dst, const Tensor& src, double alpha = 1.0);
 // x converted to `dtype` (rounding to nearest even into bf16/f16; truncation into integers).
 // Returns x itself when it already has that dtype.

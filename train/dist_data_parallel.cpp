@@ -35,6 +35,25 @@ DataParallel::DataParallel(const DistEnv& env, Device device, ParamArena& arena,
   }
   if (options.zero1) {
     zero1_ = std::make_unique<Zero1>(arena, options.adamw, *comm_, options.grad_wire);
+    // The reduce-scatter on the copy engines during the backward (zero1.h), buckets handed over as
+    // GradSync finds them final: asked for, or (auto) tried on CUDA ranks, NCCL where it fails.
+    const bool want = options.zero1_copy_engines == DataParallelOptions::Want::Yes ||
+                      (options.zero1_copy_engines == DataParallelOptions::Want::Auto && device.is_cuda());
+    if (want) {
+      FT_CHECK_ARG(device.is_cuda(), "[dist] zero1_transport: copy_engines needs CUDA ranks, not ", device);
+      try {
+        zero1_->use_copy_engines();
+      } catch (const Error& e) {
+        if (options.zero1_copy_engines == DataParallelOptions::Want::Yes) throw;
+        transport_note_ = str("ZeRO-1 reduce-scatters over NCCL: ", e.what());
+      }
+    }
+    if (zero1_->copy_engines()) {
+      grad_sync_ = std::make_unique<GradSync>(arena, model, *comm_, options.bucket_mb);
+      Zero1* z = zero1_.get();
+      grad_sync_->set_launcher([z](int64_t begin, int64_t end) { z->send_ready(begin, end); });
+      grad_sync_->set_overlap(options.overlap);
+    }
   } else {
     grad_sync_ = std::make_unique<GradSync>(arena, model, *comm_, options.bucket_mb, options.grad_wire);
     // FLASHTRAIN_DP_OVERLAP=0 turns the overlap off: the benchmark's way of measuring what it gains.
@@ -44,8 +63,8 @@ DataParallel::DataParallel(const DistEnv& env, Device device, ParamArena& arena,
 }
 
 DataParallel::~DataParallel() {
+  grad_sync_.reset();  // its hooks may call into zero1_
   zero1_.reset();
-  grad_sync_.reset();
   comm_.reset();
   // A clean goodbye, so the peers' watchdogs do not take this rank's exit for a failure.
   if (rendezvous_) rendezvous_->shutdown();
@@ -68,8 +87,8 @@ void DataParallel::before_last_backward() {
 }
 
 void DataParallel::after_backward(const Tensor& loss_sum) {
-  if (grad_sync_) grad_sync_->finish();
-  else zero1_->reduce_gradients();
+  if (grad_sync_) grad_sync_->finish();  // ZeRO-1 over the copy engines: the last buckets' copies
+  if (zero1_) zero1_->reduce_gradients();
   comm_->comm_waits_for_compute();
   comm_->all_reduce_sum_(loss_sum);
   comm_->compute_waits_for_comm();

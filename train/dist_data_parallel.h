@@ -53,6 +53,8 @@ struct DataParallelOptions {
   bool zero1 = false;
   bool overlap = true;         // launch buckets during the backward pass
   DType grad_wire = DType::F32; // grad_reduce_dtype: the all-reduce's (GradSync) or reduce-scatter's (ZeRO-1) dtype
+  enum class Want { No, Yes, Auto };
+  Want zero1_copy_engines = Want::Auto;  // zero1_transport: nccl / copy_engines / auto
   AdamWConfig adamw;           // for ZeRO-1
   std::ostream* log = nullptr; // rendezvous refusals (rank 0); null = std::cerr
 };
@@ -70,7 +72,12 @@ class DataParallel {
   bool is_root() const { return env_.rank == 0; }
   const DistEnv& env() const { return env_; }
   Communicator& comm() { return *comm_; }
-  GradSync* grad_sync() { return grad_sync_.get(); }  // null with ZeRO-1
+  GradSync* grad_sync() { return grad_sync_.get(); }  // null with ZeRO-1 over NCCL
+  // ZeRO-1's reduce-scatter runs on the copy engines during the backward (zero1.h), so a captured
+  // last micro-step must hold it (the trainer then hands the reduction to the graph).
+  bool copy_engines() const { return zero1_ && zero1_->copy_engines(); }
+  // Why zero1_transport: auto fell back to NCCL ("" when it did not).
+  const std::string& transport_note() const { return transport_note_; }
   Zero1* zero1() { return zero1_.get(); }             // null without
 
   void share_initial_weights();
@@ -95,6 +102,7 @@ class DataParallel {
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<GradSync> grad_sync_;
   std::unique_ptr<Zero1> zero1_;
+  std::string transport_note_;
 };
 
 }  // namespace ft

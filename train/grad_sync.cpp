@@ -73,6 +73,11 @@ void GradSync::on_ready(int b) {
 
 void GradSync::launch(int b) {
   const Bucket& k = buckets_[b];
+  if (launcher_) {
+    launcher_(k.begin, k.end);
+    launched_[b] = true;
+    return;
+  }
   const Tensor grads = arena_.grads().slice(0, k.begin, k.end);
   Tensor sent = grads;
   if (wire_.defined()) {
@@ -89,6 +94,7 @@ void GradSync::launch(int b) {
 }
 
 void GradSync::complete() {
+  if (launcher_) return;  // the launcher's owner completes the sum
   comm_.compute_waits_for_comm();
   if (wire_.defined()) {
     autograd::NoGradGuard no_grad;

@@ -30,9 +30,14 @@
 //
 // sync_all() (no overlap): all buckets at once, after the backward pass -- what finish() does
 // when overlap is off (FLASHTRAIN_DP_OVERLAP=0), to measure what the overlap gains.
+//
+// Launcher (ZeRO-1 over the copy engines, zero1.h): set_launcher hands each ready bucket's arena
+// range to a callback instead of all-reducing it; finish() then hands over what is left, and the
+// callback's owner completes the sum.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "nn/module.h"
@@ -56,6 +61,9 @@ class GradSync {
   };
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
+  using Launcher = std::function<void(int64_t begin, int64_t end)>;
+  void set_launcher(Launcher launcher) { launcher_ = std::move(launcher); }
+
   // Overlap off: arm() does nothing and finish() reduces all buckets after the backward pass.
   void set_overlap(bool on) { overlap_ = on; }
   bool overlap() const { return overlap_; }
@@ -78,6 +86,7 @@ class GradSync {
   std::vector<Bucket> buckets_;
   std::vector<Tensor> hooked_;     // the leaves whose hooks we set, to remove them
   Tensor wire_;                    // (N) bf16 when the sum travels in bf16, else undefined
+  Launcher launcher_;              // set: buckets go to it, not to all-reduces
   std::vector<int> remaining_;     // per bucket: tensors not yet final in this pass
   std::vector<bool> launched_;
   bool armed_ = false, overlap_ = true;

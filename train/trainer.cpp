@@ -37,8 +37,9 @@ LoaderOptions loader_options(const TrainConfig& cfg, const std::vector<std::stri
 void print_data_parallel_header(std::ostream& out, DataParallel& dp, const TrainConfig& cfg, bool graph_allreduce) {
   out << "flashtrain: data parallel: " << dp.world_size() << " ranks (" << dp.comm().backend() << "), "
       << dp.world_size() * cfg.tokens_per_step() << " tokens per step in all, "
-      << (dp.zero1() ? str("ZeRO-1 (optimizer state sharded; gradients reduce-scattered in ",
-                           cfg.grad_reduce_dtype == GradReduceDType::BF16 ? "bf16" : "fp32", ", ",
+      << (dp.zero1() ? str("ZeRO-1 (optimizer state sharded; gradients reduce-scattered ",
+                           dp.copy_engines() ? "on the copy engines during the backward, " : "",
+                           cfg.grad_reduce_dtype == GradReduceDType::BF16 ? "in bf16" : "in fp32", ", ",
                            cfg.mixed_precision == MixedPrecision::FP32 ? "fp32 weights" : "the working copy",
                            " all-gathered)")
                      : str("gradients all-reduced in ", dp.grad_sync()->buckets().size(), " buckets of ~",
@@ -46,6 +47,7 @@ void print_data_parallel_header(std::ostream& out, DataParallel& dp, const Train
                            dp.grad_sync()->wire_dtype() == DType::BF16 ? " in bf16" : "",
                            graph_allreduce ? " (inside the last micro-step's CUDA graph)" : ""))
       << "\n";
+  if (!dp.transport_note().empty()) out << "flashtrain: note: " << dp.transport_note() << "\n";
 }
 
 DataParallelOptions data_parallel_options(const TrainConfig& cfg, const AdamWConfig& adamw, std::ostream* log) {
@@ -54,6 +56,9 @@ DataParallelOptions data_parallel_options(const TrainConfig& cfg, const AdamWCon
   o.bucket_mb = cfg.allreduce_bucket_mb;
   o.zero1 = cfg.zero1;
   o.grad_wire = cfg.grad_reduce_dtype == GradReduceDType::BF16 ? DType::BF16 : DType::F32;
+  o.zero1_copy_engines = cfg.zero1_transport == Zero1Transport::CopyEngines ? DataParallelOptions::Want::Yes
+                         : cfg.zero1_transport == Zero1Transport::Nccl      ? DataParallelOptions::Want::No
+                                                                            : DataParallelOptions::Want::Auto;
   o.adamw = adamw;
   o.log = log;
   return o;
@@ -145,8 +150,9 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
     // all-reduces, overlapped with its backward pass. Off by default: on 2 and 4 H100s (session 12)
     // the overlapped backward ran 2-3 ms slower, as much as the overlap hid, so by default every
     // bucket is all-reduced after the replay, as before issue 20.
+    // ZeRO-1 over the copy engines always goes into the graph: its copies overlap for free.
     const char* knob = std::getenv("FLASHTRAIN_GRAPH_ALLREDUCE");
-    if (dp_ && knob && std::string(knob) == "1") {
+    if (dp_ && ((knob && std::string(knob) == "1") || dp_->copy_engines())) {
       DataParallel* dp = dp_.get();
       graph_step_->set_reduction({[dp] { dp->before_last_backward(); },
                                   [dp](const Tensor& loss_sum) { dp->after_backward(loss_sum); },

@@ -51,10 +51,51 @@ std::vector<Zero1::Range> Zero1::update_ranges() const {
   return out;
 }
 
+void Zero1::use_copy_engines() {
+  const int64_t W = comm_.world_size();
+  const DType wire = wire_.defined() ? wire_.dtype() : DType::F32;
+  exchange_ = std::make_unique<PeerExchange>(comm_, Tensor::zeros({(W - 1) * shard_numel()}, wire, arena_.device()));
+  barrier_ = Tensor::zeros({1}, DType::F32, arena_.device());
+}
+
+void Zero1::send_ready(int64_t begin, int64_t end) {
+  autograd::NoGradGuard no_grad;
+  const int64_t r = comm_.rank(), W = comm_.world_size(), c = layout_.chunk;
+  // The bf16 wire: the range rounded into its slice of wire_ on the compute stream first.
+  const Tensor& from = wire_.defined() ? wire_ : arena_.grads();
+  const int64_t elem = wire_.defined() ? 2 : 4;
+  if (wire_.defined() && begin < prefix())
+    ops::cast_into(wire_.slice(0, begin, std::min(end, prefix())), arena_.grads().slice(0, begin, std::min(end, prefix())));
+  const auto* g = static_cast<const char*>(from.data_ptr());
+  exchange_->sends_wait_for_compute();
+  // Rank q's chunk of round k is [(k W + q) c, + c); the parts of it in [begin, end) go to q.
+  for (int64_t k = begin / (W * c); k < layout_.rounds && round_begin(k) < end; ++k)
+    for (int64_t q = 0; q < W; ++q) {
+      if (q == r) continue;
+      const int64_t cb = (k * W + q) * c, b = std::max(begin, cb), e = std::min(end, cb + c);
+      if (b >= e) continue;
+      const int64_t at = (inbox_slot(q, r) * shard_numel() + k * c + (b - cb)) * elem;
+      exchange_->send(static_cast<int>(q), at, g + b * elem, (e - b) * elem);
+    }
+}
+
 void Zero1::reduce_gradients() {
   autograd::NoGradGuard no_grad;
   const int64_t r = comm_.rank(), c = layout_.chunk;
   const Tensor& g = arena_.grads();
+  if (exchange_) {
+    exchange_->compute_waits_for_sends();
+    comm_.comm_waits_for_compute();
+    comm_.all_reduce_sum_(tail_numel() > 0 ? g.slice(0, prefix(), arena_.numel()) : barrier_);
+    comm_.compute_waits_for_comm();
+    const Tensor& inbox = exchange_->inbox();
+    for (int64_t k = 0; k < layout_.rounds; ++k)
+      for (int64_t slot = 0; slot + 1 < comm_.world_size(); ++slot) {
+        const int64_t at = slot * shard_numel() + k * c;
+        ops::add_(g.slice(0, owned_begin(k), owned_begin(k) + c), inbox.slice(0, at, at + c));
+      }
+    return;
+  }
   for (int64_t k = 0; k < layout_.rounds; ++k) {
     const int64_t b = round_begin(k), e = round_begin(k + 1);
     const Tensor round = wire_.defined() ? wire_.slice(0, b, e) : g.slice(0, b, e);

@@ -34,18 +34,33 @@
 // (bit-identical across ranks) again; the trainer calls it before anything reads the master
 // (checkpoints, the end of run()).
 //
+// Over the copy engines (use_copy_engines; bench/train/NOTES.md session 19): the reduce-scatter of
+// the sharded prefix moves no bytes through NCCL. Every rank keeps an inbox of (W - 1) fp32 shards,
+// one per other rank, which the others map (PeerExchange). send_ready(begin, end), which GradSync
+// calls as each bucket's gradients become final during the backward, copies the parts of
+// [begin, end) that other ranks own into their inboxes on the copy engines: no SM time taken from
+// the backward, which NCCL's kernels slow by as much as they hide. reduce_gradients() then makes
+// the compute stream wait for this rank's copies, all-reduces the tail (a one-element sum when
+// there is none: the collective after every rank's copies that says every copy into this inbox
+// is done), and adds the inbox's shards into the owned chunks. The copies move the wire dtype:
+// fp32 (with two ranks a + b, the bits of the NCCL path) or bf16 (each bucket rounded into wire_
+// as it is handed over, half the bytes; the sum widens the received halves into the fp32 owned
+// chunks, so only the other ranks' parts are rounded).
+//
 // Checkpoints keep the single-GPU format: state_tensors() all-gathers m and v into full (N)
 // tensors (a collective: every rank calls it), so a ZeRO-1 checkpoint resumes with or without ZeRO,
 // and load_state() takes the rank's slices of full tensors.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "ops/grad_norm.h"
 #include "train/adamw.h"
 #include "train/checkpoint/safetensors.h"
 #include "train/dist/communicator.h"
+#include "train/dist/peer_exchange.h"
 #include "train/param_arena.h"
 
 namespace ft {
@@ -61,6 +76,12 @@ class Zero1 {
 
   // wire: the reduce-scatter's dtype, F32 or BF16. rounds <= 0: kDefaultRounds or the environment.
   Zero1(ParamArena& arena, const AdamWConfig& cfg, Communicator& comm, DType wire = DType::F32, int rounds = 0);
+
+  // Collective. Throws when the ranks cannot map each other's GPU memory (zero1.h).
+  void use_copy_engines();
+  bool copy_engines() const { return exchange_ != nullptr; }
+  // Copy-engine mode: the gradients of arena range [begin, end) are final on this rank.
+  void send_ready(int64_t begin, int64_t end);
 
   void reduce_gradients();
   ops::GradNorm grad_norm();
@@ -96,6 +117,10 @@ class Zero1 {
   Tensor m_, v_;   // (K c + tail) f32: the owned chunks in round order, then the tail
   Tensor wire_;    // (K W c) bf16 with the bf16 wire (indexed like the arena), else undefined
   bool master_partial_ = false;  // step() gathered the working copy: other ranks' slices of master are old
+  std::unique_ptr<PeerExchange> exchange_;  // copy-engine mode; its inbox: (W - 1) x shard_numel() of the wire dtype
+  Tensor barrier_;                          // (1) f32: the one-element sum when there is no tail
+  // Which of rank q's inbox shards rank `from` fills (the other ranks in rank order).
+  static int64_t inbox_slot(int64_t q, int64_t from) { return from < q ? from : from - 1; }
 };
 
 }  // namespace ft

@@ -19,8 +19,8 @@ __global__ void binary_kernel(const T* __restrict__ a, const T* __restrict__ b, 
   }
 }
 
-template <class T>
-__global__ void axpby_kernel(const T* __restrict__ x, T* out, int64_t n, float alpha, float beta) {
+template <class T, class X = T>
+__global__ void axpby_kernel(const X* __restrict__ x, T* out, int64_t n, float alpha, float beta) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     const float prev = beta != 0.f ? beta * to_f32(out[i]) : 0.f;
@@ -79,6 +79,19 @@ void binary(const BinaryParams& p, Stream s) {
 }
 
 void axpby(const AxpbyParams& p, Stream s) {
+  if (p.widen_x) {  // f32 out, bf16 / f16 x
+    FT_CHECK_ARG(p.dtype == DType::F32 && (p.x_dtype == DType::BF16 || p.x_dtype == DType::F16),
+                 "[axpby] mixed dtypes are f32 out and bf16 / f16 x, got ", p.dtype, " and ", p.x_dtype);
+    auto launch = [&](auto xtag) {
+      using X = decltype(xtag);
+      axpby_kernel<float, X><<<grid_1d(p.n, kBlock), kBlock, 0, s>>>(static_cast<const X*>(p.x),
+                                                                      static_cast<float*>(p.out), p.n, p.alpha, p.beta);
+    };
+    if (p.x_dtype == DType::BF16) launch(__nv_bfloat16{});
+    else launch(__half{});
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
   dispatch_cuda_float(p.dtype, "[axpby]", [&](auto tag) {
     using T = decltype(tag);
     axpby_kernel<T><<<grid_1d(p.n, kBlock), kBlock, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.out), p.n,

@@ -28,6 +28,8 @@ struct AxpbyParams {
   float alpha = 1.f;
   float beta = 0.f;
   DType dtype = DType::F32;
+  bool widen_x = false;              // x is x_dtype (bf16 / f16), out f32
+  DType x_dtype = DType::F32;
 };
 
 struct CastParams {

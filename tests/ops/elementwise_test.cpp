@@ -59,6 +59,27 @@ TEST(Elementwise, BadInputsNameTheOpAndShapes) {
   EXPECT_THROW(ops::add_(a.transpose(0, 1), Tensor::zeros({3, 2}, DType::F32)), Error);
 }
 
+// The widening form of add_: f32 += alpha * (bf16 or f16, widened exactly), one fp32 rounding per
+// element, against a float64 reference of the same sum; other mixed pairs stay errors.
+TEST(Elementwise, AddIntoF32WidensAHalfSource) {
+  const auto dv = randn(300, 21), sv = randn(300, 22);
+  for (DType half : {DType::BF16, DType::F16}) {
+    const Tensor src = Tensor::from_floats(sv, {300}, half);
+    const auto s = src.to_floats();  // the half values, exactly
+    for (const Device dev : {Device::cpu(), Device::cuda()}) {
+      if (dev.is_cuda() && !cuda_available()) continue;
+      Tensor dst = Tensor::from_floats(dv, {300}, DType::F32).to(dev);
+      ops::add_(dst, src.to(dev), 0.5);
+      const auto got = dst.to_floats();
+      for (int i = 0; i < 300; ++i)
+        ASSERT_EQ(got[i], static_cast<float>(static_cast<double>(dv[i]) + 0.5 * static_cast<double>(s[i])))
+            << half << " " << dev << " " << i;
+    }
+  }
+  EXPECT_THROW(ops::add_(Tensor::zeros({3}, DType::BF16), Tensor::zeros({3}, DType::F32)), Error);
+  EXPECT_THROW(ops::add_(Tensor::zeros({3}, DType::F32), Tensor::zeros({4}, DType::BF16)), Error);
+}
+
 TEST(Cast, AllPairsOnCpuAgreeWithScalarConversions) {
   const Tensor x = Tensor::from_floats({-2.5f, 0.f, 1.f, 3.75f, 100.f}, {5}, DType::F32);
   EXPECT_EQ(ops::cast(x, DType::I32).to_vector<int32_t>(), (std::vector<int32_t>{-2, 0, 1, 3, 100}));

@@ -221,6 +221,21 @@ TEST(DataParallelCuda, ZeroOneMatchesPlainAndUsesLessMemory) {
     ASSERT_EQ(b.status, 0) << b.err;
     const double e = rel_l2(params_of(z.out_dir + "/ckpt-6"), params_of(plain.out_dir + "/ckpt-6"));
     EXPECT_EQ(e, 0.0);
+    // zero1_transport auto takes the copy engines on one host's GPUs (zero1.h); the same run over
+    // NCCL, and over the copy engines inside the captured step (compile_model), give the same bits.
+    EXPECT_NE(b.out.find("reduce-scattered on the copy engines"), std::string::npos) << b.out;
+    TrainConfig zn = z, zg = z;
+    zn.out_dir = dir.path + "/zero1_nccl";
+    zn.zero1_transport = Zero1Transport::Nccl;
+    zg.out_dir = dir.path + "/zero1_graph";
+    zg.compile_model = true;
+    const RunResult n = train(zn, 2, "z1n"), g = train(zg, 2, "z1g");
+    ASSERT_EQ(n.status, 0) << n.err;
+    ASSERT_EQ(g.status, 0) << g.err;
+    EXPECT_EQ(n.out.find("copy engines"), std::string::npos) << n.out;
+    EXPECT_EQ(rel_l2(params_of(zn.out_dir + "/ckpt-6"), params_of(plain.out_dir + "/ckpt-6")), 0.0) << "over NCCL";
+    EXPECT_EQ(rel_l2(params_of(zg.out_dir + "/ckpt-6"), params_of(plain.out_dir + "/ckpt-6")), 0.0)
+        << "copy engines inside the captured step";
     const double pa = peak_mib(a.out), pb = peak_mib(b.out);
     std::cout << "ZeRO-1 vs plain on 2 GPUs, " << tag << ": params rel L2 " << e << "; peak " << pb << " vs " << pa
               << " MiB\n";

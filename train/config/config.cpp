@@ -51,6 +51,15 @@ const char* to_string(Activation v) {
   return "?";
 }
 
+const char* to_string(Zero1Transport v) {
+  switch (v) {
+    case Zero1Transport::Auto: return "auto";
+    case Zero1Transport::Nccl: return "nccl";
+    case Zero1Transport::CopyEngines: return "copy_engines";
+  }
+  return "?";
+}
+
 const char* to_string(GradReduceDType v) {
   switch (v) {
     case GradReduceDType::FP32: return "fp32";
@@ -305,6 +314,8 @@ const std::vector<KeySpec>& key_table() {
       FT_INT_KEY(keep_checkpoints, non_negative_int),
       FT_BOOL_KEY(deterministic),
       FT_BOOL_KEY(zero1),
+      FT_ENUM_KEY(zero1_transport, {"auto", Zero1Transport::Auto}, {"nccl", Zero1Transport::Nccl},
+                  {"copy_engines", Zero1Transport::CopyEngines}),
       FT_DOUBLE_KEY(allreduce_bucket_mb, positive_double),
       FT_ENUM_KEY(grad_reduce_dtype, {"fp32", GradReduceDType::FP32}, {"bf16", GradReduceDType::BF16}),
       FT_DOUBLE_KEY(dist_timeout_s, positive_double),

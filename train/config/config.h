@@ -27,12 +27,14 @@ enum class DeviceChoice { Auto, Cuda, Cpu };
 enum class LrDecay { Cosine, Linear, Constant };
 enum class Activation { Gelu, Relu };
 enum class GradReduceDType { FP32, BF16 };
+enum class Zero1Transport { Auto, Nccl, CopyEngines };
 
 const char* to_string(MixedPrecision v);  // "bf16" | "fp16" | "fp32"
 const char* to_string(DeviceChoice v);    // "auto" | "cuda" | "cpu"
 const char* to_string(LrDecay v);         // "cosine" | "linear" | "constant"
 const char* to_string(Activation v);      // "gelu" | "relu"
 const char* to_string(GradReduceDType v); // "fp32" | "bf16"
+const char* to_string(Zero1Transport v);  // "auto" | "nccl" | "copy_engines"
 
 struct TrainConfig {
   // ---- model ----
@@ -102,10 +104,16 @@ struct TrainConfig {
 
   // ---- data parallel (issue 7; one process per GPU, batch_size is per GPU) ----
   bool zero1 = false;                 // shard AdamW's state (and the update) across ranks
+  // How ZeRO-1 reduce-scatters the gradients (issue 20): copy_engines moves each bucket to its
+  // owners with the GPUs' copy engines during the backward (CUDA IPC; every rank on one host), which
+  // unlike NCCL's kernels takes no SM time from it; nccl after it. auto: the copy engines where
+  // every rank can map the others' memory, else NCCL (said at start-up).
+  Zero1Transport zero1_transport = Zero1Transport::Auto;
   double allreduce_bucket_mb = 25.0;  // gradient all-reduce bucket size, launched during backward
   // The all-reduce's wire format (issue 20). bf16 halves the traffic: each bucket is rounded to
   // bf16, summed over ranks in bf16 and widened back into the fp32 gradient arena, so the sum
-  // carries bf16 rounding (a relative 2^-9 per element and per addition). ZeRO-1 ignores it.
+  // carries bf16 rounding (a relative 2^-9 per element and per addition). ZeRO-1's reduce-scatter
+  // goes in it too (over the copy engines: the other ranks' parts arrive rounded, the own stays fp32).
   GradReduceDType grad_reduce_dtype = GradReduceDType::FP32;
   double dist_timeout_s = 300.0;      // a rank, NCCL op or rendezvous that takes longer ends the job
   std::string out_dir = "runs/gpt2-small";

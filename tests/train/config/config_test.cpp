@@ -141,6 +141,11 @@ TEST(Config, EnumsAndMixedPrecisionBooleans) {
   EXPECT_EQ(parse_error("device: gpu\n"), "t.yaml:1: device = gpu is not one of auto | cuda | cpu");
   EXPECT_EQ(parse_error("lr_decay: step\n"), "t.yaml:1: lr_decay = step is not one of cosine | linear | constant");
   EXPECT_EQ(parse_error("activation: swish\n"), "t.yaml:1: activation = swish is not one of gelu | relu");
+  EXPECT_EQ(parse_config("", "t").zero1_transport, Zero1Transport::Auto);
+  EXPECT_EQ(parse_config("zero1_transport: copy_engines\n", "t").zero1_transport, Zero1Transport::CopyEngines);
+  EXPECT_EQ(parse_config("zero1_transport: nccl\n", "t").zero1_transport, Zero1Transport::Nccl);
+  EXPECT_EQ(parse_error("zero1_transport: nvlink\n"),
+            "t.yaml:1: zero1_transport = nvlink is not one of auto | nccl | copy_engines");
 }
 
 TEST(Config, CrossKeyRules) {

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Issue 20, session 19: ZeRO-1's reduce-scatter on the copy engines (zero1_transport: copy_engines,
+# train/zero1.h) against the NCCL one, on a machine with 2+ GPUs. Binaries built elsewhere and
+# carried (scripts/gpu_pack_bins.sh build flashtrain tests/ft_train_tests). Stages (default: all):
+#   unpack  .gpu/bins.tar.xz into build-gpu/
+#   test    the DataParallelCuda suite (ZeRO-1 now takes the copy engines by default: bit-equal to
+#           plain data parallelism, resume, a killed rank)
+#   timing  GPT-2-small T = 1024 B = 16 a GPU, FLASHTRAIN_STEP_TIMING=1, STEPS (100) steps: 1 GPU;
+#           2 GPUs ZeRO-1 over NCCL (bf16 wire, 4 rounds: session 14's best) and over the copy
+#           engines (fp32 and bf16 wire), compile_model on; losses printed to compare
+# Usage (repo root, .gpu carried): bench/train/dev/copy_engine_call.sh [stage...]
+export NCCL_NVLS_ENABLE=0
+cd "$(dirname "$0")/../../.."
+OUT=${OUT:-/tmp/copy_engine_call}; mkdir -p "$OUT"
+steps=${*:-unpack test timing}
+has() { [[ " $steps " == *" $1 "* ]]; }
+[ -d .gpu/bpe ] && export FLASHTRAIN_BPE_DIR=$PWD/.gpu/bpe
+if has unpack; then
+  python3 -c "import tarfile; tarfile.open('.gpu/bins.tar.xz').extractall('.')" || exit 1
+fi
+export LD_LIBRARY_PATH=$PWD/build-gpu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if has test; then
+  timeout 400 build-gpu/tests/ft_train_tests --gtest_filter='DataParallelCuda.*' \
+    > "$OUT/test.log" 2>&1
+  echo "data-parallel GPU tests (ZeRO-1 over the copy engines by default) rc=$?"
+  grep -E "OK|FAILED|Failure|rel L2|error|Expected" "$OUT/test.log" | head -30
+fi
+if has timing; then
+  data=${KJV_DIR:-.gpu/kjv}
+  run() {  # LABEL GPUS ZERO1 COMPILE COPY_ENGINES WIRE [COPY_STREAMS]
+    local r=/tmp/ce-$1; rm -rf "$r"
+    local nproc=(); [ "$2" -gt 1 ] && nproc=(--nproc "$2")
+    FLASHTRAIN_PEER_COPY_STREAMS=${7:-} FLASHTRAIN_STEP_TIMING=1 timeout 200 build-gpu/flashtrain train configs/gpt2-small.yaml \
+      "${nproc[@]}" --set max_seq_len=1024 --set batch_size=16 --set gradient_accumulation_steps=1 \
+      --set max_steps="${STEPS:-100}" --set log_interval=20 --set eval_interval=0 --set checkpoint_interval=0 \
+      --set keep_checkpoints=1 --set mixed_precision=bf16 --set device=cuda --set zero1="$3" --set compile_model="$4" \
+      --set zero1_transport="$([ "$5" = 1 ] && echo copy_engines || echo nccl)" \
+      --set grad_reduce_dtype="$6" --set out_dir="$r" --set train_data="$data/train_*.bin" \
+      --set val_data="$data/val_*.bin" > "$OUT/$1.log" 2>&1
+    echo "== $1 (rc $?): $(grep -m1 'done:' "$OUT/$1.log" | sed 's/.*loss [^,]*, //')"
+    grep -E "step timing|reduce-scattered" "$OUT/$1.log" | sed 's/^flashtrain: /   /' | cut -c1-260
+    python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if '\"loss\"' in l]; print('   losses', ' '.join('%.6f' % x['loss'] for x in r))" "$r/metrics.jsonl" 2>&1
+    grep -E "error|Error|\[dist\]" "$OUT/$1.log" | head -5
+  }
+  run 1gpu 1 false true 0 fp32
+  run z1-nccl-bf16 2 true true 0 bf16
+  run z1-ce-fp32 2 true true 1 fp32
+  run z1-ce-bf16 2 true true 1 bf16
+  run 1gpu-again 1 false true 0 fp32
+fi
