@@ -7,8 +7,9 @@
 #
 # flashtrain rows (about 30 s each; the torch rows about 60-90 s with compilation):
 #   1 GPU   compile_model true / false
-#   N GPUs  compile_model true:  zero1 with the bf16 reduce-scatter, fp32, bf16, zero1 fp32 (the two
-#           zero1 rows were session 14's fastest, within 0.2% of each other), and fp32 with
+#   N GPUs  compile_model true:  zero1 fp32 (zero1_transport auto: the copy engines on one host,
+#           session 19's fastest), zero1 over NCCL with the bf16 reduce-scatter (session 14's), fp32,
+#           bf16, zero1 bf16 (auto), and fp32 with
 #           FLASHTRAIN_GRAPH_ALLREDUCE=1
 #           (experimental: the all-reduces inside the captured step; by default they follow the
 #           graph replay. Until session 12 such jobs hung at exit: the row is last)
@@ -37,9 +38,9 @@ summary() {
   python3 bench/train/scaling_summary.py "$rows" --card "$card" --results "${RESULTS_DIR:-bench/results}" > "$outdir/scaling-table.md"
 }
 
-run() {  # run GPUS ZERO1 OVERLAP COMPILE GRAD_DTYPE [GRAPH_ALLREDUCE (1)]
-  local n=$1 z=$2 ov=$3 cm=$4 gd=$5 ga=${6:-0}
-  local tag=g$n-z$z-o$ov-c$cm-$gd-ga$ga
+run() {  # run GPUS ZERO1 OVERLAP COMPILE GRAD_DTYPE [GRAPH_ALLREDUCE (1)] [ZERO1_TRANSPORT (auto)]
+  local n=$1 z=$2 ov=$3 cm=$4 gd=$5 ga=${6:-0} zt=${7:-auto}
+  local tag=g$n-z$z-o$ov-c$cm-$gd-ga$ga-$zt
   local run=$outdir/ft-$tag
   rm -rf "$run"
   local nproc=(); [ "$n" -gt 1 ] && nproc=(--nproc "$n")
@@ -47,6 +48,7 @@ run() {  # run GPUS ZERO1 OVERLAP COMPILE GRAD_DTYPE [GRAPH_ALLREDUCE (1)]
     --set max_seq_len=1024 --set batch_size=16 --set gradient_accumulation_steps=1 --set max_steps="$steps" \
     --set log_interval=5 --set eval_interval=0 --set checkpoint_interval=0 --set keep_checkpoints=1 \
     --set mixed_precision=bf16 --set zero1="$z" --set compile_model="$cm" --set grad_reduce_dtype="$gd" \
+    --set zero1_transport="$zt" \
     --set device=cuda --set out_dir="$run" --set train_data="$data/train_*.bin" --set val_data="$data/val_*.bin" \
     > "$run.log" 2>&1
   local rc=$?
@@ -65,7 +67,12 @@ tps = statistics.median(timed) if timed and rc == "0" else None
 # The loss curve's end, to see what an option (the bf16 wire) does to training: the mean of the
 # last 10 logged losses (every run of one world size sees the same data in the same order).
 losses = [s["loss"] for s in steps if "loss" in s]
+# ZeRO-1's transport as the run reports it (zero1_transport: auto picks the copy engines on one host).
+transport = None
+if z == "true":
+    transport = "copy_engines" if "reduce-scattered on the copy engines" in open(log).read() else "nccl"
 print(json.dumps({"impl": "flashtrain", "gpus": int(n), "compile_model": cm == "true", "zero1": z == "true",
+                  "zero1_transport": transport,
                   "grad_dtype": gd, "overlap": ov == "1", "graph_allreduce": cm == "true" and ga == "1",
                   "tokens_per_s": tps,
                   "step_ms": 1000 * int(n) * 16 * 1024 / tps if tps else None,
@@ -103,15 +110,16 @@ PY
 torch=1; [ "${SKIP_TORCH:-0}" = 1 ] && torch=0
 run 1 false 1 true fp32
 if [ "$ngpu" -gt 1 ]; then
-  run "$ngpu" true 1 true bf16
+  run "$ngpu" true 1 true fp32  # ZeRO-1 over the copy engines on one host (session 19's fastest)
   [ $torch = 1 ] && torch_run "$ngpu"
+  run "$ngpu" true 1 true bf16 0 nccl  # ZeRO-1 over NCCL, bf16 (session 14's fastest)
   run "$ngpu" false 1 true fp32
   run "$ngpu" false 1 true bf16
 fi
 [ $torch = 1 ] && torch_run 1
 run 1 false 1 false fp32
 if [ "$ngpu" -gt 1 ]; then
-  run "$ngpu" true 1 true fp32
+  run "$ngpu" true 1 true bf16
   run "$ngpu" false 1 false fp32
   run "$ngpu" false 1 false bf16
   # GRAPH_ALLREDUCE_ROW=0 leaves the experimental row out.

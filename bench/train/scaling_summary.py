@@ -67,7 +67,8 @@ def main():
              "",
              "Overlap: \"on\" = buckets all-reduced during the backward pass (with compile_model: inside the "
              "graph); \"after replay\" = compile_model with FLASHTRAIN_GRAPH_ALLREDUCE=0 (issue 7's way); "
-             "\"off\" = after the backward pass.",
+             "\"off\" = after the backward pass. ZeRO-1 \"(copy engines)\": its reduce-scatter copied to the owners "
+             "during the backward (zero1_transport, session 19), \"(NCCL)\": after it.",
              "",
              "| impl | GPUs | compile_model | ZeRO-1 | grad dtype | overlap | tokens/s | step ms | peak MiB | efficiency |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -80,7 +81,12 @@ def main():
         overlap = onoff(r.get("overlap", True))
         if r["impl"] == "flashtrain" and r["gpus"] > 1 and r.get("compile_model") and not r.get("graph_allreduce", True):
             overlap = "after replay"
-        lines.append(f"| {r['impl']} | {r['gpus']} | {onoff(r.get('compile_model'))} | {onoff(r.get('zero1'))} | "
+        if r.get("zero1") and r.get("zero1_transport") == "copy_engines":
+            overlap = "on"  # the copies run during the backward (inside the graph with compile_model)
+        zero1 = onoff(r.get("zero1"))
+        if r.get("zero1") and r.get("zero1_transport"):
+            zero1 += " (copy engines)" if r["zero1_transport"] == "copy_engines" else " (NCCL)"
+        lines.append(f"| {r['impl']} | {r['gpus']} | {onoff(r.get('compile_model'))} | {zero1} | "
                      f"{r.get('grad_dtype', 'fp32')} | {overlap} | {tps} | {step} | {peak} | {eff} |")
     lines.append("")
     one = best(rows, "flashtrain", 1)
