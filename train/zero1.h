@@ -35,7 +35,7 @@
 // (checkpoints, the end of run()).
 //
 // Over the copy engines (use_copy_engines; bench/train/NOTES.md session 19): the reduce-scatter of
-// the sharded prefix moves no bytes through NCCL. Every rank keeps an inbox of (W - 1) fp32 shards,
+// the sharded prefix moves no bytes through NCCL. Every rank keeps an inbox of (W - 1) shards,
 // one per other rank, which the others map (PeerExchange). send_ready(begin, end), which GradSync
 // calls as each bucket's gradients become final during the backward, copies the parts of
 // [begin, end) that other ranks own into their inboxes on the copy engines: no SM time taken from

@@ -92,13 +92,24 @@ PeerExchange::PeerExchange(Communicator& comm, const Tensor& inbox) : impl_(std:
     CUDA_CHECK(cudaEventCreateWithFlags(&s.copies_mark[i], cudaEventDisableTiming));
   }
 
+  // A rank that cannot export its inbox still takes part in the exchange below (with a card no one
+  // maps), so that every rank reaches the same verdict instead of waiting for it.
+  std::string failure;
   Card mine{};
-  CUdeviceptr base = 0;
-  size_t size = 0;
-  allocation_of(inbox.data_ptr(), base, size);
-  CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, reinterpret_cast<void*>(base)));
-  mine.offset = static_cast<int64_t>(reinterpret_cast<uintptr_t>(inbox.data_ptr()) - base);
   mine.host = host_hash();
+  try {
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    allocation_of(inbox.data_ptr(), base, size);
+    const cudaError_t err = cudaIpcGetMemHandle(&mine.handle, reinterpret_cast<void*>(base));
+    if (err != cudaSuccess) {
+      cudaGetLastError();  // clear it
+      failure = str("rank ", s.rank, " cannot export its GPU memory (", cudaGetErrorString(err), ")");
+    }
+    mine.offset = static_cast<int64_t>(reinterpret_cast<uintptr_t>(inbox.data_ptr()) - base);
+  } catch (const Error& e) {
+    failure = e.what();
+  }
   Tensor card = Tensor::zeros({kCardFloats}, DType::F32, Device::cpu());
   std::memcpy(card.data_ptr(), &mine, sizeof mine);
   const Tensor cards = Tensor::empty({kCardFloats * s.world}, DType::F32, device);
@@ -108,7 +119,6 @@ PeerExchange::PeerExchange(Communicator& comm, const Tensor& inbox) : impl_(std:
   const Tensor all = cards.to(Device::cpu());
   s.mapped.assign(s.world, nullptr);
   s.peer_inbox.assign(s.world, nullptr);
-  std::string failure;
   for (int q = 0; q < s.world && failure.empty(); ++q) {
     Card c{};
     std::memcpy(&c, static_cast<const float*>(all.data_ptr()) + q * kCardFloats, sizeof c);
@@ -135,7 +145,7 @@ PeerExchange::PeerExchange(Communicator& comm, const Tensor& inbox) : impl_(std:
   if (failed.to_floats()[0] != 0.f) {
     release();
     throw Error(str("[dist] the copy-engine exchange is not possible here: ",
-                    failure.empty() ? "another rank could not map this one's GPU memory" : failure));
+                    failure.empty() ? "another rank could not export or map GPU memory" : failure));
   }
 }
 
