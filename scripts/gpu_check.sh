@@ -24,10 +24,8 @@ build=build-gpu
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader || true
 
 if [[ " $steps " == *" unpack "* ]]; then
-  [ -f .gpu/bins.tar.xz ] || { echo "unpack: no .gpu/bins.tar.xz (scripts/gpu_pack_bins.sh, then carry .gpu)"; exit 1; }
-  python3 -c "import tarfile; tarfile.open('.gpu/bins.tar.xz').extractall('.')" || exit 1
-  export LD_LIBRARY_PATH=$PWD/$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  echo "unpack: $(cd $build && find . -type f | wc -l) files into $build/"
+  source scripts/gpu_unpack.sh
+  gpu_unpack || exit 1
 fi
 if [[ " $steps " == *" build "* ]]; then
   t0=$(date +%s)

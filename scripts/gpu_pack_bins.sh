@@ -41,14 +41,14 @@ for t in "${targets[@]}"; do
     cp -L "$lib" "$stage/build-gpu/$(basename "$lib")"
   done
 done
-if [ -n "${BASE_LIB:-}" ]; then
-  mkdir -p "$stage/build-base"
-  cp "$BASE_LIB" "$stage/build-base/libft_attention.so"
-fi
-if [ -n "${EXP_LIB:-}" ]; then
-  mkdir -p "$stage/build-exp"
-  cp "$EXP_LIB" "$stage/build-exp/libft_attention.so"
-fi
+# BASE_LIB -> build-base/, EXP_LIB -> build-exp/ (each a libft_attention.so), when set.
+for pair in "${BASE_LIB:-}:build-base" "${EXP_LIB:-}:build-exp"; do
+  lib=${pair%:*} dir=${pair##*:}
+  [ -n "$lib" ] || continue
+  [ -f "$lib" ] || { echo "gpu_pack_bins: $lib (for $dir/) does not exist" >&2; exit 1; }
+  mkdir -p "$stage/$dir"
+  cp "$lib" "$stage/$dir/libft_attention.so"
+done
 mkdir -p .gpu
 echo "gpu_pack_bins: packing ${#targets[@]} files (xz -9: a minute or two per 50 MB here)"
 tar cf - -C "$stage" . | xz -9 -T0 > .gpu/bins.tar.xz

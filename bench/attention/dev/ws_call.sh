@@ -50,8 +50,8 @@ nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 ws_lib=${WS_LIB:-build-gpu/bench/attention/libft_attention.so}
 ws_base_lib=${WS_BASE_LIB:-build-base/libft_attention.so}
 if has unpack; then
-  python3 -c "import tarfile; tarfile.open('.gpu/bins.tar.xz').extractall('.')" || exit 1
-  export LD_LIBRARY_PATH=$PWD/build-gpu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  source scripts/gpu_unpack.sh
+  gpu_unpack || exit 1
 fi
 if has opstests; then
   timeout 420 build-gpu/tests/ft_ops_tests --gtest_brief=1 > "$OUT/ops_tests.log" 2>&1

@@ -16,7 +16,8 @@ steps=${*:-unpack test timing}
 has() { [[ " $steps " == *" $1 "* ]]; }
 [ -d .gpu/bpe ] && export FLASHTRAIN_BPE_DIR=$PWD/.gpu/bpe
 if has unpack; then
-  python3 -c "import tarfile; tarfile.open('.gpu/bins.tar.xz').extractall('.')" || exit 1
+  source scripts/gpu_unpack.sh
+  gpu_unpack || exit 1
 fi
 export LD_LIBRARY_PATH=$PWD/build-gpu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 if has test; then
