@@ -82,13 +82,11 @@ void axpby(const AxpbyParams& p, Stream s) {
   if (p.widen_x) {  // f32 out, bf16 / f16 x
     FT_CHECK_ARG(p.dtype == DType::F32 && (p.x_dtype == DType::BF16 || p.x_dtype == DType::F16),
                  "[axpby] mixed dtypes are f32 out and bf16 / f16 x, got ", p.dtype, " and ", p.x_dtype);
-    auto launch = [&](auto xtag) {
+    dispatch_cuda_float(p.x_dtype, "[axpby]", [&](auto xtag) {
       using X = decltype(xtag);
       axpby_kernel<float, X><<<grid_1d(p.n, kBlock), kBlock, 0, s>>>(static_cast<const X*>(p.x),
                                                                       static_cast<float*>(p.out), p.n, p.alpha, p.beta);
-    };
-    if (p.x_dtype == DType::BF16) launch(__nv_bfloat16{});
-    else launch(__half{});
+    });
     CUDA_CHECK_LAUNCH();
     return;
   }
