@@ -23,4 +23,12 @@ struct GradNorm {
 GradNorm grad_norm(const Tensor& grads);
 GradNorm grad_norm(const std::vector<Tensor>& grads);
 
+// grads[i] += addends[i][0] + addends[i][1] + ... (summed in that order, in f32), then the norm of
+// the results, in the same pass: ZeRO-1 over the copy engines adds the shards it received from the
+// other ranks as it takes their norm (train/zero1.h), where an add pass and a norm pass would read
+// the same memory twice. Bits: those of add_ for each addend in turn, then grad_norm. grads: as
+// above, f32; addends[i]: contiguous, grads[i]'s numel, one dtype for all (f32, or bf16 / f16
+// widened as they are added); addends may be empty (a plain norm of that tensor).
+GradNorm add_then_grad_norm(const std::vector<Tensor>& grads, const std::vector<std::vector<Tensor>>& addends);
+
 }  // namespace ft::ops

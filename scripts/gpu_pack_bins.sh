@@ -12,6 +12,8 @@
 #                of the commit before, for bench/attention/dev/ws_call.sh's bits and ab stages
 #   EXP_LIB=path   also packs that libft_attention.so as build-exp/libft_attention.so (an
 #                experiment's, for ws_call.sh's WS_LIB)
+#   BASE_BIN=path  also packs that flashtrain as build-base/flashtrain (the commit before, for
+#                bench/train/dev/copy_engine_call.sh's timing stage)
 # On the GPU machine (carry .gpu): `scripts/gpu_check.sh unpack test ...` puts them in build-gpu/
 # and runs the test binaries directly (no ctest files travel). Session 16 ran every device call
 # this way. Size: about 12-25 MiB for two or three binaries; the device tool carries 64 MiB in all.
@@ -41,13 +43,14 @@ for t in "${targets[@]}"; do
     cp -L "$lib" "$stage/build-gpu/$(basename "$lib")"
   done
 done
-# BASE_LIB -> build-base/, EXP_LIB -> build-exp/ (each a libft_attention.so), when set.
-for pair in "${BASE_LIB:-}:build-base" "${EXP_LIB:-}:build-exp"; do
-  lib=${pair%:*} dir=${pair##*:}
-  [ -n "$lib" ] || continue
-  [ -f "$lib" ] || { echo "gpu_pack_bins: $lib (for $dir/) does not exist" >&2; exit 1; }
-  mkdir -p "$stage/$dir"
-  cp "$lib" "$stage/$dir/libft_attention.so"
+# BASE_LIB / EXP_LIB -> build-base/ / build-exp/libft_attention.so, BASE_BIN -> build-base/flashtrain, when set.
+for pair in "${BASE_LIB:-}:build-base/libft_attention.so" "${EXP_LIB:-}:build-exp/libft_attention.so" \
+            "${BASE_BIN:-}:build-base/flashtrain"; do
+  file=${pair%:*} dest=${pair##*:}
+  [ -n "$file" ] || continue
+  [ -f "$file" ] || { echo "gpu_pack_bins: $file (for $dest) does not exist" >&2; exit 1; }
+  mkdir -p "$stage/$(dirname "$dest")"
+  cp "$file" "$stage/$dest"
 done
 mkdir -p .gpu
 echo "gpu_pack_bins: packing ${#targets[@]} files (xz -9: a minute or two per 50 MB here)"

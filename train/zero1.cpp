@@ -88,13 +88,7 @@ void Zero1::reduce_gradients() {
     comm_.comm_waits_for_compute();
     comm_.all_reduce_sum_(tail_numel() > 0 ? g.slice(0, prefix(), arena_.numel()) : barrier_);
     comm_.compute_waits_for_comm();
-    const Tensor& inbox = exchange_->inbox();
-    for (int64_t k = 0; k < layout_.rounds; ++k)
-      for (int64_t slot = 0; slot + 1 < comm_.world_size(); ++slot) {
-        const int64_t at = slot * shard_numel() + k * c;
-        ops::add_(g.slice(0, owned_begin(k), owned_begin(k) + c), inbox.slice(0, at, at + c));
-      }
-    return;
+    return;  // the received shards: added by grad_norm() as it reads the owned chunks
   }
   for (int64_t k = 0; k < layout_.rounds; ++k) {
     const int64_t b = round_begin(k), e = round_begin(k + 1);
@@ -111,12 +105,25 @@ void Zero1::reduce_gradients() {
 }
 
 ops::GradNorm Zero1::grad_norm() {
-  const int64_t r = comm_.rank(), W = comm_.world_size();
+  autograd::NoGradGuard no_grad;
+  const int64_t r = comm_.rank(), W = comm_.world_size(), c = layout_.chunk;
   const Tensor& g = arena_.grads();
   std::vector<Tensor> mine;
-  for (const Range& rg : update_ranges())
-    if (rg.begin < prefix() || r == W - 1) mine.push_back(g.slice(0, rg.begin, rg.end));  // the tail counted once
-  const Tensor local = ops::grad_norm(mine).norm;  // (1)
+  std::vector<std::vector<Tensor>> received;  // over the copy engines: the inbox's shards of each owned chunk
+  for (const Range& rg : update_ranges()) {
+    if (rg.begin >= prefix() && r != W - 1) continue;  // the tail counted once
+    mine.push_back(g.slice(0, rg.begin, rg.end));
+    received.emplace_back();
+    if (!exchange_ || rg.begin >= prefix()) continue;
+    const int64_t k = rg.state_offset / c;
+    for (int64_t slot = 0; slot + 1 < W; ++slot) {
+      const int64_t at = slot * shard_numel() + k * c;
+      received.back().push_back(exchange_->inbox().slice(0, at, at + c));
+    }
+  }
+  // The other ranks' shards are summed into the owned chunks (in slot order, add_'s bits) as the
+  // norm reads them: one pass where an add pass and a norm pass read the chunks twice.
+  const Tensor local = ops::add_then_grad_norm(mine, received).norm;  // (1)
   const Tensor norms = Tensor::empty({W}, DType::F32, arena_.device());
   comm_.comm_waits_for_compute();
   comm_.all_gather(local, norms);

@@ -7,7 +7,12 @@
 #           plain data parallelism, resume, a killed rank)
 #   timing  GPT-2-small T = 1024 B = 16 a GPU, FLASHTRAIN_STEP_TIMING=1, STEPS (100) steps: 1 GPU;
 #           2 GPUs ZeRO-1 over NCCL (bf16 wire, 4 rounds: session 14's best) and over the copy
-#           engines (fp32 and bf16 wire), compile_model on; losses printed to compare
+#           engines (fp32 and bf16 wire), compile_model on; losses printed to compare. When
+#           build-base/flashtrain was packed (gpu_pack_bins.sh's BASE_BIN: the commit before), the
+#           copy-engine fp32 run again with it, in the same call
+#   gradtest  the norm / AdamW / elementwise GPU tests of ft_ops_tests (when packed)
+#   scaling   bench/train/scaling.sh with ROWS=bars on each GPU count of SCALING_GPUS (default "2"),
+#             results under $OUT/s<N>/
 # Usage (repo root, .gpu carried): bench/train/dev/copy_engine_call.sh [stage...]
 export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../../.."
@@ -20,6 +25,11 @@ if has unpack; then
   gpu_unpack || exit 1
 fi
 export LD_LIBRARY_PATH=$PWD/build-gpu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if has gradtest && [ -x build-gpu/tests/ft_ops_tests ]; then
+  build-gpu/tests/ft_ops_tests --gtest_filter='GradNorm*:AdamW*:Elementwise*' > "$OUT/gradtest.log" 2>&1
+  echo "norm / AdamW / elementwise GPU tests rc=$?"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure" "$OUT/gradtest.log" | head -20
+fi
 if has test; then
   timeout 400 build-gpu/tests/ft_train_tests --gtest_filter='DataParallelCuda.*' \
     > "$OUT/test.log" 2>&1
@@ -28,10 +38,10 @@ if has test; then
 fi
 if has timing; then
   data=${KJV_DIR:-.gpu/kjv}
-  run() {  # LABEL GPUS ZERO1 COMPILE COPY_ENGINES WIRE [COPY_STREAMS]
+  run() {  # LABEL GPUS ZERO1 COMPILE COPY_ENGINES WIRE [COPY_STREAMS] [BUILD_DIR]
     local r=/tmp/ce-$1; rm -rf "$r"
     local nproc=(); [ "$2" -gt 1 ] && nproc=(--nproc "$2")
-    FLASHTRAIN_PEER_COPY_STREAMS=${7:-} FLASHTRAIN_STEP_TIMING=1 timeout 200 build-gpu/flashtrain train configs/gpt2-small.yaml \
+    FLASHTRAIN_PEER_COPY_STREAMS=${7:-} FLASHTRAIN_STEP_TIMING=1 timeout 200 "${8:-build-gpu}/flashtrain" train configs/gpt2-small.yaml \
       "${nproc[@]}" --set max_seq_len=1024 --set batch_size=16 --set gradient_accumulation_steps=1 \
       --set max_steps="${STEPS:-100}" --set log_interval=20 --set eval_interval=0 --set checkpoint_interval=0 \
       --set keep_checkpoints=1 --set mixed_precision=bf16 --set device=cuda --set zero1="$3" --set compile_model="$4" \
@@ -46,6 +56,17 @@ if has timing; then
   run 1gpu 1 false true 0 fp32
   run z1-nccl-bf16 2 true true 0 bf16
   run z1-ce-fp32 2 true true 1 fp32
+  [ -x build-base/flashtrain ] && run z1-ce-fp32-base 2 true true 1 fp32 "" build-base
   run z1-ce-bf16 2 true true 1 bf16
+  [ -x build-base/flashtrain ] && run z1-ce-fp32-base-again 2 true true 1 fp32 "" build-base
+  run z1-ce-fp32-again 2 true true 1 fp32
   run 1gpu-again 1 false true 0 fp32
+fi
+if has scaling; then
+  for n in ${SCALING_GPUS:-2}; do
+    mkdir -p "$OUT/s$n"
+    ROWS=bars RESULTS_DIR=$OUT/s$n bench/train/scaling.sh build-gpu "${KJV_DIR:-.gpu/kjv}" /tmp/scaling-$n "$n" \
+      > "$OUT/s$n/scaling.log" 2>&1
+    echo "== scaling.sh on $n GPUs (rc $?)"; grep -E "^\| |bar|==" "$OUT/s$n/scaling.log" | tail -14
+  done
 fi
