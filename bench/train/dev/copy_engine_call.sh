@@ -4,7 +4,7 @@
 # carried (scripts/gpu_pack_bins.sh build flashtrain tests/ft_train_tests). Stages (default: all):
 #   unpack  .gpu/bins.tar.xz into build-gpu/
 #   test    the DataParallelCuda suite (ZeRO-1 now takes the copy engines by default: bit-equal to
-#           plain data parallelism, resume, a killed rank)
+#           plain data parallelism, resume, a killed rank), or TEST_FILTER's tests
 #   timing  GPT-2-small T = 1024 B = 16 a GPU, FLASHTRAIN_STEP_TIMING=1, STEPS (100) steps: 1 GPU;
 #           2 GPUs ZeRO-1 over NCCL (bf16 wire, 4 rounds: session 14's best) and over the copy
 #           engines (fp32 and bf16 wire), compile_model on; losses printed to compare. When
@@ -31,7 +31,7 @@ if has gradtest && [ -x build-gpu/tests/ft_ops_tests ]; then
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure" "$OUT/gradtest.log" | head -20
 fi
 if has test; then
-  timeout 400 build-gpu/tests/ft_train_tests --gtest_filter='DataParallelCuda.*' \
+  timeout 400 build-gpu/tests/ft_train_tests --gtest_filter="${TEST_FILTER:-DataParallelCuda.*}" \
     > "$OUT/test.log" 2>&1
   echo "data-parallel GPU tests (ZeRO-1 over the copy engines by default) rc=$?"
   grep -E "OK|FAILED|Failure|rel L2|error|Expected" "$OUT/test.log" | head -30
