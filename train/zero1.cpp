@@ -54,8 +54,20 @@ std::vector<Zero1::Range> Zero1::update_ranges() const {
 void Zero1::use_copy_engines() {
   const int64_t W = comm_.world_size();
   const DType wire = wire_.defined() ? wire_.dtype() : DType::F32;
-  exchange_ = std::make_unique<PeerExchange>(comm_, Tensor::zeros({(W - 1) * shard_numel()}, wire, arena_.device()));
+  auto exchange = std::make_unique<PeerExchange>(comm_, Tensor::zeros({(W - 1) * shard_numel()}, wire, arena_.device()));
+  // The working copy's all-gather on the copy engines too: every rank's working copy is the inbox.
+  std::unique_ptr<PeerExchange> gather;
+  if (arena_.working().defined()) gather = std::make_unique<PeerExchange>(comm_, arena_.working());
+  exchange_ = std::move(exchange);
+  gather_ = std::move(gather);
   barrier_ = Tensor::zeros({1}, DType::F32, arena_.device());
+}
+
+void Zero1::barrier_after_sends(PeerExchange& exchange) {
+  exchange.compute_waits_for_sends();
+  comm_.comm_waits_for_compute();
+  comm_.all_reduce_sum_(barrier_);
+  comm_.compute_waits_for_comm();
 }
 
 void Zero1::send_ready(int64_t begin, int64_t end) {
@@ -148,11 +160,20 @@ void Zero1::step(double lr, int64_t step, double grad_scale, const Tensor& grad_
     }
     // Padding between the regions' tensors is zero in master, grads, m and v, so an update of a
     // range that spans padding leaves it zero (param_arena.h). The round's working copy goes out
-    // while AdamW updates the next round (the tail, last, is every rank's own).
+    // while AdamW updates the next round (the tail, last, is every rank's own): copied into every
+    // other rank's working copy on the copy engines, or all-gathered by NCCL.
     if (working.defined() && rg.begin < prefix()) {
       const int64_t k = rg.state_offset / layout_.chunk;
-      comm_.comm_waits_for_compute();
-      comm_.all_gather(working.slice(0, rg.begin, rg.end), working.slice(0, round_begin(k), round_begin(k + 1)));
+      if (gather_) {
+        const int64_t elem = static_cast<int64_t>(dtype_size(working.dtype()));
+        const char* mine = static_cast<const char*>(working.data_ptr()) + rg.begin * elem;
+        gather_->sends_wait_for_compute();
+        for (int64_t q = 0; q < comm_.world_size(); ++q)
+          if (q != comm_.rank()) gather_->send(static_cast<int>(q), rg.begin * elem, mine, (rg.end - rg.begin) * elem);
+      } else {
+        comm_.comm_waits_for_compute();
+        comm_.all_gather(working.slice(0, rg.begin, rg.end), working.slice(0, round_begin(k), round_begin(k + 1)));
+      }
     }
   }
   master_partial_ = true;
@@ -160,7 +181,10 @@ void Zero1::step(double lr, int64_t step, double grad_scale, const Tensor& grad_
     gather_master();  // fp32 compute: the model reads master itself
     return;
   }
-  comm_.compute_waits_for_comm();
+  // Copy engines: the collective after every rank's copies says every copy into this rank's
+  // working copy has landed, before the next forward reads it.
+  if (gather_) barrier_after_sends(*gather_);
+  else comm_.compute_waits_for_comm();
 }
 
 void Zero1::gather_master() {

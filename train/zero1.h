@@ -45,8 +45,14 @@
 // is done). The inbox's shards are added into the owned chunks by grad_norm(), as it reads them
 // (ops::add_then_grad_norm: one pass over the chunks instead of a sum pass and a norm pass, about
 // 0.3 ms a step on 2 H100s), so over the copy engines grad_norm() completes the reduction and
-// must come between reduce_gradients() and step() -- as in every training step (trainer.cpp). The
-// copies move the wire dtype:
+// must come between reduce_gradients() and step() -- as in every training step (trainer.cpp).
+// Under mixed precision step()'s all-gather of the working copy takes the copy engines as well:
+// each round's owned slice, once AdamW wrote it, is copied into every other rank's working copy
+// (a second exchange, whose inbox is the working copy itself), and one collective after the last
+// round's copies tells each rank that its working copy is whole again; NCCL's all-gather kernels
+// would share the SMs with AdamW's next rounds. No rank writes into another's working copy before
+// that rank's backward of the next step is done: the copies follow the gradients' barrier, which
+// every rank enters after its backward. The copies move the wire dtype:
 // fp32 (with two ranks a + b, the bits of the NCCL path) or bf16 (each bucket rounded into wire_
 // as it is handed over, half the bytes; the sum widens the received halves into the fp32 owned
 // chunks, so only the other ranks' parts are rounded).
@@ -123,7 +129,11 @@ class Zero1 {
   Tensor wire_;    // (K W c) bf16 with the bf16 wire (indexed like the arena), else undefined
   bool master_partial_ = false;  // step() gathered the working copy: other ranks' slices of master are old
   std::unique_ptr<PeerExchange> exchange_;  // copy-engine mode; its inbox: (W - 1) x shard_numel() of the wire dtype
+  std::unique_ptr<PeerExchange> gather_;    // copy-engine mode with a working copy: the working copy is its inbox
   Tensor barrier_;                          // (1) f32: the one-element sum when there is no tail
+  // The compute stream waits for this rank's sends, then for a one-element sum over the ranks
+  // issued after them: every rank's sends into this rank's inbox are done.
+  void barrier_after_sends(PeerExchange& exchange);
   // Which of rank q's inbox shards rank `from` fills (the other ranks in rank order).
   static int64_t inbox_slot(int64_t q, int64_t from) { return from < q ? from : from - 1; }
 };

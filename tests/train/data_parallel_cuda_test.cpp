@@ -193,7 +193,7 @@ TEST(DataParallelCuda, TwoGpusOfBEqualOneGpuOf2BThroughNccl) {
 
 TEST(DataParallelCuda, ZeroOneMatchesPlainAndUsesLessMemory) {
   FT_REQUIRE_TWO_GPUS_AND_BINARY();
-  // bf16, and fp16 (its working copy all-gathered as f16 through ncclHalf; loss scaling on).
+  // bf16, and fp16 (its working copy all-gathered as f16: copied, or through ncclHalf; loss scaling on).
   for (const MixedPrecision precision : {MixedPrecision::BF16, MixedPrecision::FP16}) {
     const std::string tag = precision == MixedPrecision::BF16 ? "bf16" : "fp16";
     SCOPED_TRACE(tag);
@@ -224,6 +224,7 @@ TEST(DataParallelCuda, ZeroOneMatchesPlainAndUsesLessMemory) {
     // zero1_transport auto takes the copy engines on one host's GPUs (zero1.h); the same run over
     // NCCL, and over the copy engines inside the captured step (compile_model), give the same bits.
     EXPECT_NE(b.out.find("reduce-scattered on the copy engines"), std::string::npos) << b.out;
+    EXPECT_NE(b.out.find("the working copy all-gathered on the copy engines"), std::string::npos) << b.out;
     TrainConfig zn = z, zg = z;
     zn.out_dir = dir.path + "/zero1_nccl";
     zn.zero1_transport = Zero1Transport::Nccl;
