@@ -76,6 +76,7 @@ class DataParallel {
   // ZeRO-1's reduce-scatter runs on the copy engines during the backward (zero1.h), so a captured
   // last micro-step must hold it (the trainer then hands the reduction to the graph).
   bool copy_engines() const { return zero1_ && zero1_->copy_engines(); }
+  bool gathers_on_copy_engines() const { return zero1_ && zero1_->gathers_on_copy_engines(); }
   // Why zero1_transport: auto fell back to NCCL ("" when it did not).
   const std::string& transport_note() const { return transport_note_; }
   Zero1* zero1() { return zero1_.get(); }             // null without

@@ -41,7 +41,7 @@ void print_data_parallel_header(std::ostream& out, DataParallel& dp, const Train
                            dp.copy_engines() ? "on the copy engines during the backward, " : "",
                            cfg.grad_reduce_dtype == GradReduceDType::BF16 ? "in bf16" : "in fp32", ", ",
                            cfg.mixed_precision == MixedPrecision::FP32 ? "fp32 weights all-gathered"
-                           : dp.copy_engines()                          ? "the working copy all-gathered on the copy engines"
+                           : dp.gathers_on_copy_engines()               ? "the working copy all-gathered on the copy engines"
                                                                         : "the working copy all-gathered",
                            ")")
                      : str("gradients all-reduced in ", dp.grad_sync()->buckets().size(), " buckets of ~",
