@@ -74,13 +74,6 @@ void Zero1::barrier_after_sends(PeerExchange& exchange) {
 
 void Zero1::send_ready(int64_t begin, int64_t end) {
   autograd::NoGradGuard no_grad;
-  // EXPERIMENT (timing only, wrong sums): no gradient copies at all, to see what two ranks cost
-  // without them (the barrier after the backward still runs). The copy streams still wait for the
-  // compute stream, so that a captured step joins streams that are part of its capture.
-  if (std::getenv("FLASHTRAIN_DEV_NO_SENDS")) {
-    exchange_->sends_wait_for_compute();
-    return;
-  }
   const int64_t r = comm_.rank(), W = comm_.world_size(), c = layout_.chunk;
   // The bf16 wire: the range rounded into its slice of wire_ on the compute stream first.
   const Tensor& from = wire_.defined() ? wire_ : arena_.grads();
