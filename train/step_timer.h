@@ -28,6 +28,12 @@ class StepTimer {
 
   bool enabled() const { return impl_ != nullptr; }
   void mark(Mark m);  // record the event of `m` for the current step (kStart begins a step)
+  // Data parallel with the gradient reduction inside the captured step (ZeRO-1 over the copy
+  // engines): where this rank's backward ends, just before the reduction's tail (the last copies,
+  // the collective that waits for every rank). Recorded as an external event node when the stream
+  // is capturing, so every replay records it; the summary then splits the micro-steps into the
+  // backward and what follows it. If the driver cannot time it, the split is left out.
+  void mark_backward_done();
   // Mean ms per step of each phase over the timed steps, one line; "" when disabled or no step ran.
   std::string summary();
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iomanip>
+#include <iostream>
 #include <ostream>
 
 #include "autograd/variable.h"
@@ -156,8 +157,12 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
     const char* knob = std::getenv("FLASHTRAIN_GRAPH_ALLREDUCE");
     if (dp_ && ((knob && std::string(knob) == "1") || dp_->copy_engines())) {
       DataParallel* dp = dp_.get();
+      StepTimer* timer = step_timer_.get();
       graph_step_->set_reduction({[dp] { dp->before_last_backward(); },
-                                  [dp](const Tensor& loss_sum) { dp->after_backward(loss_sum); },
+                                  [dp, timer](const Tensor& loss_sum) {
+                                    timer->mark_backward_done();  // FLASHTRAIN_STEP_TIMING's split
+                                    dp->after_backward(loss_sum);
+                                  },
                                   [dp] { dp->after_graph_replay(); }});
     }
   }
@@ -351,8 +356,11 @@ TrainSummary Trainer::run() {
   if (dp_) dp_->sync_master();  // callers read arena().master() after run()
   s.end_step = step_;
   s.seconds = seconds_since(t0);
+  // Every rank's (FLASHTRAIN_STEP_TIMING): under data parallelism the ranks wait for each other
+  // differently, and only rank 0 prints otherwise.
   const std::string timing = step_timer_->summary();
   if (out && !timing.empty()) *out << "flashtrain: " << timing << "\n" << std::flush;
+  else if (dp_ && !timing.empty()) std::cout << str("flashtrain: rank ", dp_->rank(), ": ", timing, "\n") << std::flush;
   s.tokens_per_s = s.seconds > 0 ? static_cast<double>((s.end_step - s.start_step) * cfg_.tokens_per_step() *
                                                        world_size()) / s.seconds
                                  : 0;
