@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Issue 20, session 20's open question: two coupled ranks add about 1 ms to a GPT-2-small step that
+# neither data motion (the no-copy experiment, call O) nor the busy machine (two independent runs
+# side by side, call P) explains (bench/train/NOTES.md, session 20). One call on a machine with 2+
+# GPUs, binaries carried (scripts/gpu_pack_bins.sh build flashtrain), FLASHTRAIN_STEP_TIMING=1:
+#   1. one GPU alone, on GPU 0 and on GPU 1;
+#   2. both at once, two independent one-GPU runs;
+#   3. two ranks, ZeRO-1 over the copy engines (the default): every rank prints its timing, and the
+#      micro-steps split where the backward ends (StepTimer::mark_backward_done): compute against
+#      what follows it (last copies, the collectives, waiting for the other rank);
+#   4. two ranks without ZeRO-1, the all-reduce after the graph replay: no collective inside the
+#      micro-steps at all, so their excess over one GPU is not waiting.
+# Usage (repo root, .gpu carried): bench/train/dev/pair_probe_call.sh   (STEPS, default 150)
+export NCCL_NVLS_ENABLE=0
+cd "$(dirname "$0")/../../.."
+[ -d .gpu/bpe ] && export FLASHTRAIN_BPE_DIR=$PWD/.gpu/bpe
+source scripts/gpu_unpack.sh
+gpu_unpack || exit 1
+data=${KJV_DIR:-.gpu/kjv}
+run() {  # LABEL NPROC ZERO1 [CUDA_VISIBLE_DEVICES]
+  local r=/tmp/pair-$1-$RANDOM nproc=() gpu=()
+  [ "$2" -gt 1 ] && nproc=(--nproc "$2")
+  [ -n "${4:-}" ] && gpu=(CUDA_VISIBLE_DEVICES="$4")  # unset otherwise: an empty value hides every GPU
+  env "${gpu[@]}" FLASHTRAIN_STEP_TIMING=1 timeout 200 build-gpu/flashtrain train \
+    configs/gpt2-small.yaml "${nproc[@]}" --set max_seq_len=1024 --set batch_size=16 \
+    --set gradient_accumulation_steps=1 --set max_steps="${STEPS:-150}" --set log_interval=50 --set eval_interval=0 \
+    --set checkpoint_interval=0 --set keep_checkpoints=1 --set mixed_precision=bf16 --set device=cuda \
+    --set compile_model=true --set zero1="$3" --set out_dir="$r" --set train_data="$data/train_*.bin" \
+    --set val_data="$data/val_*.bin" 2>&1 | grep -E "step timing|rror" | sed "s/^flashtrain: /$1: /"
+}
+nvidia-smi --query-gpu=name --format=csv,noheader | head -1
+run gpu0 1 false 0
+run gpu1 1 false 1
+run side-by-side-gpu0 1 false 0 & run side-by-side-gpu1 1 false 1; wait
+run zero1-copy-engines 2 true
+run plain-allreduce-after-replay 2 false
+run zero1-copy-engines-again 2 true
+run gpu0-again 1 false 0
