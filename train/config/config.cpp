@@ -19,54 +19,44 @@
 
 namespace ft {
 
-const char* to_string(MixedPrecision v) {
-  switch (v) {
-    case MixedPrecision::BF16: return "bf16";
-    case MixedPrecision::FP16: return "fp16";
-    case MixedPrecision::FP32: return "fp32";
+namespace {
+
+// Each option enum's names in one table, which both the parser (read_enum) and to_string read, in
+// the order the parser's messages list them.
+template <class E>
+using EnumNames = std::vector<std::pair<const char*, E>>;
+template <class E>
+const EnumNames<E>& enum_names();
+#define FT_ENUM_NAMES(E, ...)                  \
+  template <>                                  \
+  const EnumNames<E>& enum_names() {           \
+    static const EnumNames<E> t = {__VA_ARGS__}; \
+    return t;                                  \
   }
-  return "?";
-}
-const char* to_string(DeviceChoice v) {
-  switch (v) {
-    case DeviceChoice::Auto: return "auto";
-    case DeviceChoice::Cuda: return "cuda";
-    case DeviceChoice::Cpu: return "cpu";
-  }
-  return "?";
-}
-const char* to_string(LrDecay v) {
-  switch (v) {
-    case LrDecay::Cosine: return "cosine";
-    case LrDecay::Linear: return "linear";
-    case LrDecay::Constant: return "constant";
-  }
-  return "?";
-}
-const char* to_string(Activation v) {
-  switch (v) {
-    case Activation::Gelu: return "gelu";
-    case Activation::Relu: return "relu";
-  }
+FT_ENUM_NAMES(MixedPrecision, {"bf16", MixedPrecision::BF16}, {"fp16", MixedPrecision::FP16}, {"fp32", MixedPrecision::FP32})
+FT_ENUM_NAMES(DeviceChoice, {"auto", DeviceChoice::Auto}, {"cuda", DeviceChoice::Cuda}, {"cpu", DeviceChoice::Cpu})
+FT_ENUM_NAMES(LrDecay, {"cosine", LrDecay::Cosine}, {"linear", LrDecay::Linear}, {"constant", LrDecay::Constant})
+FT_ENUM_NAMES(Activation, {"gelu", Activation::Gelu}, {"relu", Activation::Relu})
+FT_ENUM_NAMES(Zero1Transport, {"auto", Zero1Transport::Auto}, {"nccl", Zero1Transport::Nccl},
+              {"copy_engines", Zero1Transport::CopyEngines})
+FT_ENUM_NAMES(GradReduceDType, {"fp32", GradReduceDType::FP32}, {"bf16", GradReduceDType::BF16})
+#undef FT_ENUM_NAMES
+
+template <class E>
+const char* enum_name(E v) {
+  for (const auto& [name, e] : enum_names<E>())
+    if (e == v) return name;
   return "?";
 }
 
-const char* to_string(Zero1Transport v) {
-  switch (v) {
-    case Zero1Transport::Auto: return "auto";
-    case Zero1Transport::Nccl: return "nccl";
-    case Zero1Transport::CopyEngines: return "copy_engines";
-  }
-  return "?";
-}
+}  // namespace
 
-const char* to_string(GradReduceDType v) {
-  switch (v) {
-    case GradReduceDType::FP32: return "fp32";
-    case GradReduceDType::BF16: return "bf16";
-  }
-  return "?";
-}
+const char* to_string(MixedPrecision v) { return enum_name(v); }
+const char* to_string(DeviceChoice v) { return enum_name(v); }
+const char* to_string(LrDecay v) { return enum_name(v); }
+const char* to_string(Activation v) { return enum_name(v); }
+const char* to_string(Zero1Transport v) { return enum_name(v); }
+const char* to_string(GradReduceDType v) { return enum_name(v); }
 
 namespace {
 
@@ -207,10 +197,13 @@ struct KeySpec {
   }
 #define FT_DOUBLE_KEY(field, reader) FT_INT_KEY(field, reader)
 #define FT_BOOL_KEY(field) FT_INT_KEY(field, read_bool)
-#define FT_ENUM_KEY(field, ...)                                                                      \
+#define FT_ENUM_KEY(field)                                                                           \
   KeySpec {                                                                                          \
     #field,                                                                                          \
-        [](TrainConfig& c, const YAML::Node& n, const Ctx& x) { c.field = read_enum<std::decay_t<decltype(c.field)>>(x, n, {__VA_ARGS__}); }, \
+        [](TrainConfig& c, const YAML::Node& n, const Ctx& x) {                                      \
+          using E = std::decay_t<decltype(c.field)>;                                                 \
+          c.field = read_enum<E>(x, n, enum_names<E>());                                             \
+        },                                                                                           \
         [](const TrainConfig& c) { return Json(to_string(c.field)); }                               \
   }
 
@@ -238,13 +231,13 @@ const std::vector<KeySpec>& key_table() {
       FT_DOUBLE_KEY(eps, positive_double),
       FT_DOUBLE_KEY(weight_decay, non_negative_double),
       FT_INT_KEY(warmup_steps, non_negative_int),
-      FT_ENUM_KEY(lr_decay, {"cosine", LrDecay::Cosine}, {"linear", LrDecay::Linear}, {"constant", LrDecay::Constant}),
+      FT_ENUM_KEY(lr_decay),
       FT_INT_KEY(block_size, positive_int),
       FT_INT_KEY(sparse_window_blocks, non_negative_int),
       FT_INT_KEY(sparse_global_blocks, non_negative_int),
       FT_BOOL_KEY(use_flash_attention),
       FT_BOOL_KEY(document_mask),
-      FT_ENUM_KEY(activation, {"gelu", Activation::Gelu}, {"relu", Activation::Relu}),
+      FT_ENUM_KEY(activation),
       FT_DOUBLE_KEY(initializer_range, positive_double),
       FT_INT_KEY(gradient_accumulation_steps, positive_int),
       KeySpec{"mixed_precision",
@@ -255,8 +248,7 @@ const std::vector<KeySpec>& key_table() {
                   return;
                 }
                 if (n.IsScalar()) {
-                  for (auto [name, v] : {std::pair{"bf16", MixedPrecision::BF16}, std::pair{"fp16", MixedPrecision::FP16},
-                                         std::pair{"fp32", MixedPrecision::FP32}}) {
+                  for (const auto& [name, v] : enum_names<MixedPrecision>()) {
                     if (n.Scalar() == name) {
                       c.mixed_precision = v;
                       return;
@@ -268,7 +260,7 @@ const std::vector<KeySpec>& key_table() {
               },
               [](const TrainConfig& c) { return Json(to_string(c.mixed_precision)); }},
       FT_BOOL_KEY(compile_model),
-      FT_ENUM_KEY(device, {"auto", DeviceChoice::Auto}, {"cuda", DeviceChoice::Cuda}, {"cpu", DeviceChoice::Cpu}),
+      FT_ENUM_KEY(device),
       FT_INT_KEY(epochs, positive_int),
       FT_INT_KEY(batch_size, positive_int),
       FT_INT_KEY(max_steps, non_negative_int),
@@ -314,10 +306,9 @@ const std::vector<KeySpec>& key_table() {
       FT_INT_KEY(keep_checkpoints, non_negative_int),
       FT_BOOL_KEY(deterministic),
       FT_BOOL_KEY(zero1),
-      FT_ENUM_KEY(zero1_transport, {"auto", Zero1Transport::Auto}, {"nccl", Zero1Transport::Nccl},
-                  {"copy_engines", Zero1Transport::CopyEngines}),
+      FT_ENUM_KEY(zero1_transport),
       FT_DOUBLE_KEY(allreduce_bucket_mb, positive_double),
-      FT_ENUM_KEY(grad_reduce_dtype, {"fp32", GradReduceDType::FP32}, {"bf16", GradReduceDType::BF16}),
+      FT_ENUM_KEY(grad_reduce_dtype),
       FT_DOUBLE_KEY(dist_timeout_s, positive_double),
   };
   return table;
