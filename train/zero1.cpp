@@ -66,10 +66,10 @@ void Zero1::use_copy_engines() {
   barrier_ = Tensor::zeros({1}, DType::F32, arena_.device());
 }
 
-void Zero1::barrier_after_sends(PeerExchange& exchange) {
+void Zero1::barrier_after_sends(PeerExchange& exchange, const Tensor& sum) {
   exchange.compute_waits_for_sends();
   comm_.comm_waits_for_compute();
-  comm_.all_reduce_sum_(barrier_);
+  comm_.all_reduce_sum_(sum);
   comm_.compute_waits_for_comm();
 }
 
@@ -89,7 +89,7 @@ void Zero1::send_ready(int64_t begin, int64_t end) {
       if (q == r) continue;
       const int64_t cb = (k * W + q) * c, b = std::max(begin, cb), e = std::min(end, cb + c);
       if (b >= e) continue;
-      const int64_t at = (inbox_slot(q, r) * shard_numel() + k * c + (b - cb)) * elem;
+      const int64_t at = (inbox_offset(inbox_slot(q, r), k) + (b - cb)) * elem;
       exchange_->send(static_cast<int>(q), at, g + b * elem, (e - b) * elem);
     }
 }
@@ -99,10 +99,8 @@ void Zero1::reduce_gradients() {
   const int64_t r = comm_.rank(), c = layout_.chunk;
   const Tensor& g = arena_.grads();
   if (exchange_) {
-    exchange_->compute_waits_for_sends();
-    comm_.comm_waits_for_compute();
-    comm_.all_reduce_sum_(tail_numel() > 0 ? g.slice(0, prefix(), arena_.numel()) : barrier_);
-    comm_.compute_waits_for_comm();
+    // The tail's all-reduce is the collective after every rank's copies (one element without a tail).
+    barrier_after_sends(*exchange_, tail_numel() > 0 ? g.slice(0, prefix(), arena_.numel()) : barrier_);
     return;  // the received shards: added by grad_norm() as it reads the owned chunks
   }
   for (int64_t k = 0; k < layout_.rounds; ++k) {
@@ -131,10 +129,8 @@ ops::GradNorm Zero1::grad_norm() {
     received.emplace_back();
     if (!exchange_ || rg.begin >= prefix()) continue;
     const int64_t k = rg.state_offset / c;
-    for (int64_t slot = 0; slot + 1 < W; ++slot) {
-      const int64_t at = slot * shard_numel() + k * c;
-      received.back().push_back(exchange_->inbox().slice(0, at, at + c));
-    }
+    for (int64_t slot = 0; slot + 1 < W; ++slot)
+      received.back().push_back(exchange_->inbox().slice(0, inbox_offset(slot, k), inbox_offset(slot, k) + c));
   }
   // The other ranks' shards are summed into the owned chunks (in slot order, add_'s bits) as the
   // norm reads them: one pass where an add pass and a norm pass read the chunks twice.
@@ -186,7 +182,7 @@ void Zero1::step(double lr, int64_t step, double grad_scale, const Tensor& grad_
   }
   // Copy engines: the collective after every rank's copies says every copy into this rank's
   // working copy has landed, before the next forward reads it.
-  if (gather_) barrier_after_sends(*gather_);
+  if (gather_) barrier_after_sends(*gather_, barrier_);
   else comm_.compute_waits_for_comm();
 }
 

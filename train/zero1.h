@@ -136,11 +136,13 @@ class Zero1 {
   std::unique_ptr<PeerExchange> exchange_;  // copy-engine mode; its inbox: (W - 1) x shard_numel() of the wire dtype
   std::unique_ptr<PeerExchange> gather_;    // copy-engine mode with a working copy: the working copy is its inbox
   Tensor barrier_;                          // (1) f32: the one-element sum when there is no tail
-  // The compute stream waits for this rank's sends, then for a one-element sum over the ranks
-  // issued after them: every rank's sends into this rank's inbox are done.
-  void barrier_after_sends(PeerExchange& exchange);
+  // The compute stream waits for this rank's sends, then for a sum over the ranks (`sum`, in
+  // place) issued after them: every rank's sends into this rank's inbox are done.
+  void barrier_after_sends(PeerExchange& exchange, const Tensor& sum);
   // Which of rank q's inbox shards rank `from` fills (the other ranks in rank order).
   static int64_t inbox_slot(int64_t q, int64_t from) { return from < q ? from : from - 1; }
+  // Where round k's chunk of inbox slot `slot` starts, in elements of the inbox.
+  int64_t inbox_offset(int64_t slot, int64_t k) const { return slot * shard_numel() + k * layout_.chunk; }
 };
 
 }  // namespace ft
