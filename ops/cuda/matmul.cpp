@@ -8,7 +8,6 @@
 // is our (n, m, k). The bias epilogue adds a vector of length "rows of D" = our n to every
 // column-major column = every one of our rows, which is the nn.Linear bias.
 #include <array>
-#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,7 +16,6 @@
 #include "core/cuda/check.h"
 #include "core/cuda/context.h"
 #include "ops/cuda/matmul.h"
-#include "ops/cuda/matmul_tune.h"
 
 namespace ft::cuda {
 namespace {
@@ -39,8 +37,6 @@ struct Plan {
   cublasLtMatrixLayout_t lt_b = nullptr;  // cuBLASLt's B: our a
   cublasLtMatrixLayout_t lt_d = nullptr;  // C and D: our d
   cublasLtMatmulAlgo_t algo{};
-  // FLASHTRAIN_MATMUL_TUNE: the heuristic's candidates, best first (algo is the first, or the pick).
-  std::vector<cublasLtMatmulHeuristicResult_t> candidates;
 
   Plan() = default;
   Plan(const Plan&) = delete;
@@ -132,61 +128,16 @@ std::unique_ptr<Plan> build_plan(const Context& ctx, const MatmulParams& p, cons
   for (int i = 0; i < 4; ++i)
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof(align[i])));
 
-  const int wanted = matmul_tune_mode() == MatmulTuneMode::kOff ? 1 : 16;
-  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(wanted));
+  cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ctx.blas_lt, plan->desc, plan->lt_a, plan->lt_b, plan->lt_d,
-                                              plan->lt_d, pref, wanted, results.data(), &found));
+                                              plan->lt_d, pref, 1, &result, &found));
   FT_CHECK_ARG(found > 0, "[matmul] cuBLASLt has no algorithm for ", p.dtype, " m=", g.m, " n=", g.n,
                " k=", g.k, " trans_a=", g.trans_a, " trans_b=", g.trans_b, " lda=", g.lda, " ldb=", g.ldb,
                " ldd=", g.ldd, " batch=", g.batch, " bias=", p.bias != nullptr, " alignments(a,b,d)=",
                align[1], ",", align[0], ",", align[3]);
-  plan->algo = results[0].algo;
-  if (wanted > 1) plan->candidates.assign(results.begin(), results.begin() + found);
+  plan->algo = result.algo;
   return plan;
-}
-
-// Bytes from d's first element to one past its last.
-int64_t footprint_bytes(const MatmulGeometry& g, int64_t es) {
-  return ((g.batch > 1 ? (g.batch - 1) * g.stride_d : 0) + (g.m - 1) * g.ldd + g.n) * es;
-}
-
-// FLASHTRAIN_MATMUL_TUNE: times plan's candidates on this call's operands (d saved and restored
-// when beta reads it), prints what it found and, in pick mode, keeps the fastest.
-void tune_plan(Plan& plan, const Context& ctx, const MatmulParams& p, const MatmulGeometry& g, const void* a,
-               const void* b, void* d, const void* alpha_ptr, const void* beta_ptr, Stream stream) {
-  const int64_t d_bytes = footprint_bytes(g, static_cast<int64_t>(dtype_size(p.out_dtype)));
-  void* saved = nullptr;
-  if (g.beta != 0.f) {
-    CUDA_CHECK(cudaMalloc(&saved, static_cast<size_t>(d_bytes)));
-    CUDA_CHECK(cudaMemcpyAsync(saved, d, static_cast<size_t>(d_bytes), cudaMemcpyDeviceToDevice, stream));
-  }
-  const CandidateTimes t = time_candidates(
-      static_cast<int>(plan.candidates.size()),
-      [&](int i) {
-        const auto& c = plan.candidates[static_cast<size_t>(i)];
-        if (c.workspaceSize > ctx.workspace_bytes) return false;
-        return cublasLtMatmul(ctx.blas_lt, plan.desc, alpha_ptr, b, plan.lt_a, a, plan.lt_b, beta_ptr, d, plan.lt_d,
-                              d, plan.lt_d, &c.algo, ctx.workspace, ctx.workspace_bytes, stream) ==
-               CUBLAS_STATUS_SUCCESS;
-      },
-      stream);
-  if (saved) {
-    CUDA_CHECK(cudaMemcpyAsync(d, saved, static_cast<size_t>(d_bytes), cudaMemcpyDeviceToDevice, stream));
-    CUDA_CHECK(cudaStreamSynchronize(stream));
-    CUDA_CHECK(cudaFree(saved));
-  }
-  const double first = t.ms[0], best = t.ms[static_cast<size_t>(t.fastest)];
-  const bool pick = matmul_tune_mode() == MatmulTuneMode::kPick && first > 0 && best < first * (1 - kPickMargin);
-  if (pick) plan.algo = plan.candidates[static_cast<size_t>(t.fastest)].algo;
-  std::fprintf(stderr,
-               "flashtrain: matmul tune: m=%lld n=%lld k=%lld ta=%d tb=%d batch=%lld %s->%s epilogue=%d bias=%d "
-               "beta=%g: %zu candidates, heuristic %.4f ms, fastest #%d %.4f ms (%+.1f%%)%s\n",
-               static_cast<long long>(g.m), static_cast<long long>(g.n), static_cast<long long>(g.k),
-               static_cast<int>(g.trans_a), static_cast<int>(g.trans_b), static_cast<long long>(g.batch),
-               dtype_name(p.dtype), dtype_name(p.out_dtype), static_cast<int>(p.epilogue), p.bias != nullptr,
-               static_cast<double>(g.beta), plan.candidates.size(), first, t.fastest, best,
-               first > 0 ? 100.0 * (best / first - 1) : 0.0, pick ? ", picked" : "");
 }
 
 // Issues one cuBLASLt product (g.batch entries with strides that are all nonzero, or one matrix).
@@ -213,8 +164,7 @@ void run_lt(const MatmulParams& p, const MatmulGeometry& g, const void* a, const
 
   std::lock_guard<std::mutex> lock(mu);  // the cached descriptor's bias pointer is per call
   auto it = cache->find(key);
-  const bool fresh = it == cache->end();
-  if (fresh) it = cache->emplace(key, build_plan(ctx, p, g, align)).first;
+  if (it == cache->end()) it = cache->emplace(key, build_plan(ctx, p, g, align)).first;
   Plan& plan = *it->second;
   if (p.bias)
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias,
@@ -231,11 +181,6 @@ void run_lt(const MatmulParams& p, const MatmulGeometry& g, const void* a, const
     FT_ASSERT(beta == 0.f || beta == 1.f, "[matmul] device pointer mode takes beta 0 or 1, got ", beta);
     alpha_ptr = p.alpha_device;
     beta_ptr = matmul_device_beta(beta);
-  }
-  if (fresh && plan.candidates.size() > 1) {
-    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-    CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
-    if (capturing == cudaStreamCaptureStatusNone) tune_plan(plan, ctx, p, g, a, b, d, alpha_ptr, beta_ptr, stream);
   }
   CUBLAS_CHECK(cublasLtMatmul(ctx.blas_lt, plan.desc, alpha_ptr, b, plan.lt_a, a, plan.lt_b, beta_ptr, d,
                               plan.lt_d, d, plan.lt_d, &plan.algo, ctx.workspace, ctx.workspace_bytes,
