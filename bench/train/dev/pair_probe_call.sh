@@ -10,25 +10,48 @@
 #      what follows it (last copies, the collectives, waiting for the other rank);
 #   4. two ranks without ZeRO-1, the all-reduce after the graph replay: no collective inside the
 #      micro-steps at all, so their excess over one GPU is not waiting.
-# Usage (repo root, .gpu carried): bench/train/dev/pair_probe_call.sh   (STEPS, default 150)
+# PROBE=forks instead (session 21: does each bucket's fork from the compute stream cost the
+# captured backward?): two ranks of ZeRO-1 on the copy engines at allreduce_bucket_mb 25 (the
+# default), 100 and 6.25 (about 20, 6 and 80 forks a step), with one copy stream instead of four,
+# and the default again.
+# Usage (repo root, .gpu carried): bench/train/dev/pair_probe_call.sh   (STEPS, default 150; PROBE)
 export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../../.."
 [ -d .gpu/bpe ] && export FLASHTRAIN_BPE_DIR=$PWD/.gpu/bpe
 source scripts/gpu_unpack.sh
 gpu_unpack || exit 1
 data=${KJV_DIR:-.gpu/kjv}
-run() {  # LABEL NPROC ZERO1 [CUDA_VISIBLE_DEVICES]
+run() {  # LABEL NPROC ZERO1 [CUDA_VISIBLE_DEVICES] [--set KEY=VALUE ...]
   local r=/tmp/pair-$1-$RANDOM nproc=() gpu=()
   [ "$2" -gt 1 ] && nproc=(--nproc "$2")
   [ -n "${4:-}" ] && gpu=(CUDA_VISIBLE_DEVICES="$4")  # unset otherwise: an empty value hides every GPU
+  local extra=("${@:5}")
   env "${gpu[@]}" FLASHTRAIN_STEP_TIMING=1 timeout 200 build-gpu/flashtrain train \
     configs/gpt2-small.yaml "${nproc[@]}" --set max_seq_len=1024 --set batch_size=16 \
     --set gradient_accumulation_steps=1 --set max_steps="${STEPS:-150}" --set log_interval=50 --set eval_interval=0 \
     --set checkpoint_interval=0 --set keep_checkpoints=1 --set mixed_precision=bf16 --set device=cuda \
     --set compile_model=true --set zero1="$3" --set out_dir="$r" --set train_data="$data/train_*.bin" \
-    --set val_data="$data/val_*.bin" 2>&1 | grep -E "step timing|rror" | sed "s/^flashtrain: /$1: /"
+    --set val_data="$data/val_*.bin" "${extra[@]}" 2>&1 | grep -E "step timing|rror" | sed "s/^flashtrain: /$1: /"
 }
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
+if [ "${PROBE:-pair}" = nobarrier ]; then  # experiment build only: the sums are wrong on purpose
+  run with-barrier 2 true ""
+  FLASHTRAIN_EXP_NO_BARRIER=1 run no-barrier 2 true ""
+  run with-barrier-again 2 true ""
+  FLASHTRAIN_EXP_NO_BARRIER=1 run no-barrier-again 2 true ""
+  run gpu0 1 false 0
+  run gpu1 1 false 1
+  exit 0
+fi
+if [ "${PROBE:-pair}" = forks ]; then
+  run buckets-25 2 true "" 
+  run buckets-100 2 true "" --set allreduce_bucket_mb=100
+  run buckets-6.25 2 true "" --set allreduce_bucket_mb=6.25
+  FLASHTRAIN_PEER_COPY_STREAMS=1 run one-copy-stream 2 true ""
+  run buckets-25-again 2 true ""
+  run gpu0 1 false 0
+  exit 0
+fi
 run gpu0 1 false 0
 run gpu1 1 false 1
 run side-by-side-gpu0 1 false 0 & run side-by-side-gpu1 1 false 1; wait
