@@ -68,9 +68,6 @@ void Zero1::use_copy_engines() {
 
 void Zero1::barrier_after_sends(PeerExchange& exchange, const Tensor& sum) {
   exchange.compute_waits_for_sends();
-  // EXPERIMENT (session 21, wrong sums on purpose): no collective at all, to time a graph without NCCL.
-  static const bool no_barrier = std::getenv("FLASHTRAIN_EXP_NO_BARRIER") != nullptr;
-  if (no_barrier) return;
   comm_.comm_waits_for_compute();
   comm_.all_reduce_sum_(sum);
   comm_.compute_waits_for_comm();

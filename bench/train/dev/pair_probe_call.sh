@@ -34,15 +34,6 @@ run() {  # LABEL NPROC ZERO1 [CUDA_VISIBLE_DEVICES] [--set KEY=VALUE ...]
     --set val_data="$data/val_*.bin" "${extra[@]}" 2>&1 | grep -E "step timing|rror" | sed "s/^flashtrain: /$1: /"
 }
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
-if [ "${PROBE:-pair}" = nobarrier ]; then  # experiment build only: the sums are wrong on purpose
-  run with-barrier 2 true ""
-  FLASHTRAIN_EXP_NO_BARRIER=1 run no-barrier 2 true ""
-  run with-barrier-again 2 true ""
-  FLASHTRAIN_EXP_NO_BARRIER=1 run no-barrier-again 2 true ""
-  run gpu0 1 false 0
-  run gpu1 1 false 1
-  exit 0
-fi
 if [ "${PROBE:-pair}" = forks ]; then
   run buckets-25 2 true "" 
   run buckets-100 2 true "" --set allreduce_bucket_mb=100
