@@ -53,7 +53,6 @@
 
 #include "ops/attention_params.h"
 #include "ops/cuda/attention/flash_dq_accum.cuh"
-#include "ops/cuda/attention/flash_keep_bits.cuh"
 #include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 #include "ops/cuda/attention/flash_tile.cuh"
@@ -349,9 +348,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     // Dropout keep bits of this warp's 16 keys x 64 queries (bit 4 nb + e: element [nb][e]), drawn
     // while the products run.
     uint32_t keep = 0;
-    if constexpr (kDropout)
-      keep = p.keep_bits != nullptr ? load_transposed_keep_bits<BM>(p, bh, m0, n0 + key_row0, lane)
-                                    : transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0, lane);
+    if constexpr (kDropout) keep = transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0, lane);
     // dV is issued as soon as P^T is ready and dS^T computed while it runs, except at D = 128 with
     // dropout, which has no registers for that (dK and dV are 64 each, the keep bits more; ptxas
     // spilled 148 bytes): it waits for both products, forms dS^T and then P^T o Z (each freeing its
