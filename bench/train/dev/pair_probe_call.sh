@@ -35,7 +35,7 @@ run() {  # LABEL NPROC ZERO1 [CUDA_VISIBLE_DEVICES] [--set KEY=VALUE ...]
 }
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
 if [ "${PROBE:-pair}" = forks ]; then
-  run buckets-25 2 true "" 
+  run buckets-25 2 true ""
   run buckets-100 2 true "" --set allreduce_bucket_mb=100
   run buckets-6.25 2 true "" --set allreduce_bucket_mb=6.25
   FLASHTRAIN_PEER_COPY_STREAMS=1 run one-copy-stream 2 true ""
