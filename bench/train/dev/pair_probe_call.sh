@@ -14,6 +14,7 @@
 # captured backward?): two ranks of ZeRO-1 on the copy engines at allreduce_bucket_mb 25 (the
 # default), 100 and 6.25 (about 20, 6 and 80 forks a step), with one copy stream instead of four,
 # and the default again.
+# PROBE=streams: one, two and four copy streams (FLASHTRAIN_PEER_COPY_STREAMS), interleaved, twice.
 # Usage (repo root, .gpu carried): bench/train/dev/pair_probe_call.sh   (STEPS, default 150; PROBE)
 export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../../.."
@@ -34,6 +35,16 @@ run() {  # LABEL NPROC ZERO1 [CUDA_VISIBLE_DEVICES] [--set KEY=VALUE ...]
     --set val_data="$data/val_*.bin" "${extra[@]}" 2>&1 | grep -E "step timing|rror" | sed "s/^flashtrain: /$1: /"
 }
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
+if [ "${PROBE:-pair}" = streams ]; then  # session 21: one copy stream against four (the default), interleaved
+  for round in 1 2; do
+    run four-copy-streams-$round 2 true ""
+    FLASHTRAIN_PEER_COPY_STREAMS=1 run one-copy-stream-$round 2 true ""
+    FLASHTRAIN_PEER_COPY_STREAMS=2 run two-copy-streams-$round 2 true ""
+  done
+  run gpu0 1 false 0
+  run gpu1 1 false 1
+  exit 0
+fi
 if [ "${PROBE:-pair}" = forks ]; then
   run buckets-25 2 true ""
   run buckets-100 2 true "" --set allreduce_bucket_mb=100
