@@ -11,8 +11,9 @@ namespace ft::ops {
 
 namespace {
 
-void check_grads(const char* op, const std::vector<Tensor>& grads, Device device) {
+void check_grads(const char* op, const std::vector<Tensor>& grads) {
   FT_CHECK_ARG(!grads.empty(), "[", op, "] no tensors given");
+  const Device device = grads[0].defined() ? grads[0].device() : Device::cpu();
   for (size_t i = 0; i < grads.size(); ++i) {
     const Tensor& g = grads[i];
     FT_CHECK_ARG(g.defined(), "[", op, "] tensor ", i, " is undefined");
@@ -81,7 +82,7 @@ GradNorm norm_after_adding(const std::vector<Tensor>& grads, const std::vector<s
 }  // namespace
 
 GradNorm grad_norm(const std::vector<Tensor>& grads) {
-  check_grads("grad_norm", grads, grads.empty() || !grads[0].defined() ? Device::cpu() : grads[0].device());
+  check_grads("grad_norm", grads);
   return norm_after_adding(grads, std::vector<std::vector<Tensor>>(grads.size()), DType::F32);
 }
 
@@ -89,7 +90,7 @@ GradNorm grad_norm(const Tensor& grads) { return grad_norm(std::vector<Tensor>{g
 
 GradNorm add_then_grad_norm(const std::vector<Tensor>& grads, const std::vector<std::vector<Tensor>>& addends) {
   constexpr const char* op = "add_then_grad_norm";
-  check_grads(op, grads, grads.empty() || !grads[0].defined() ? Device::cpu() : grads[0].device());
+  check_grads(op, grads);
   FT_CHECK_ARG(addends.size() == grads.size(), "[", op, "] ", grads.size(), " tensors but ", addends.size(),
                " lists of addends");
   DType add_dtype = DType::F32;
