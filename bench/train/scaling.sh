@@ -27,6 +27,7 @@
 # experimental in-graph all-reduce row; ROWS=bars stops after the rows the bars need (flashtrain's
 # best guess on 1 and N GPUs, torch on N: about 2.5 minutes instead of 8).
 set -uo pipefail
+source "$(dirname "$0")/gpt2_dp_args.sh"
 build=${1:?build dir}; data=${2:?data dir}; outdir=${3:?out dir}
 ngpu=${4:-$(nvidia-smi -L | wc -l)}; steps=${5:-150}
 export NCCL_NVLS_ENABLE=0  # required on these machines: no NVLink multicast
@@ -45,13 +46,10 @@ run() {  # run GPUS ZERO1 OVERLAP COMPILE GRAD_DTYPE [GRAPH_ALLREDUCE (1)] [ZERO
   local run=$outdir/ft-$tag
   rm -rf "$run"
   local nproc=(); [ "$n" -gt 1 ] && nproc=(--nproc "$n")
-  FLASHTRAIN_DP_OVERLAP=$ov FLASHTRAIN_GRAPH_ALLREDUCE=$ga timeout 300 "$build/flashtrain" train configs/gpt2-small.yaml "${nproc[@]}" \
-    --set max_seq_len=1024 --set batch_size=16 --set gradient_accumulation_steps=1 --set max_steps="$steps" \
-    --set log_interval=5 --set eval_interval=0 --set checkpoint_interval=0 --set keep_checkpoints=1 \
-    --set mixed_precision=bf16 --set zero1="$z" --set compile_model="$cm" --set grad_reduce_dtype="$gd" \
-    --set zero1_transport="$zt" \
-    --set device=cuda --set out_dir="$run" --set train_data="$data/train_*.bin" --set val_data="$data/val_*.bin" \
-    > "$run.log" 2>&1
+  gpt2_dp_args "$steps" 5 "$run" "$data"
+  FLASHTRAIN_DP_OVERLAP=$ov FLASHTRAIN_GRAPH_ALLREDUCE=$ga timeout 300 "$build/flashtrain" train configs/gpt2-small.yaml \
+    "${nproc[@]}" "${GPT2_DP_ARGS[@]}" --set zero1="$z" --set compile_model="$cm" --set grad_reduce_dtype="$gd" \
+    --set zero1_transport="$zt" > "$run.log" 2>&1
   local rc=$?
   echo "== flashtrain gpus=$n zero1=$z overlap=$ov compile_model=$cm grad_dtype=$gd graph_allreduce=$ga (rc $rc)"
   grep -E "data parallel|captured|done:|error" "$run.log" | tail -4

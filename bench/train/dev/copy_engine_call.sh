@@ -38,16 +38,15 @@ if has test; then
 fi
 if has timing; then
   data=${KJV_DIR:-.gpu/kjv}
+  source bench/train/gpt2_dp_args.sh
   run() {  # LABEL GPUS ZERO1 COMPILE COPY_ENGINES WIRE [COPY_STREAMS] [BUILD_DIR]
     local r=/tmp/ce-$1; rm -rf "$r"
     local nproc=(); [ "$2" -gt 1 ] && nproc=(--nproc "$2")
+    gpt2_dp_args "${STEPS:-100}" 20 "$r" "$data"
     FLASHTRAIN_PEER_COPY_STREAMS=${7:-} FLASHTRAIN_STEP_TIMING=1 timeout 200 "${8:-build-gpu}/flashtrain" train configs/gpt2-small.yaml \
-      "${nproc[@]}" --set max_seq_len=1024 --set batch_size=16 --set gradient_accumulation_steps=1 \
-      --set max_steps="${STEPS:-100}" --set log_interval=20 --set eval_interval=0 --set checkpoint_interval=0 \
-      --set keep_checkpoints=1 --set mixed_precision=bf16 --set device=cuda --set zero1="$3" --set compile_model="$4" \
+      "${nproc[@]}" "${GPT2_DP_ARGS[@]}" --set zero1="$3" --set compile_model="$4" \
       --set zero1_transport="$([ "$5" = 1 ] && echo copy_engines || echo nccl)" \
-      --set grad_reduce_dtype="$6" --set out_dir="$r" --set train_data="$data/train_*.bin" \
-      --set val_data="$data/val_*.bin" > "$OUT/$1.log" 2>&1
+      --set grad_reduce_dtype="$6" > "$OUT/$1.log" 2>&1
     echo "== $1 (rc $?): $(grep -m1 'done:' "$OUT/$1.log" | sed 's/.*loss [^,]*, //')"
     grep -E "step timing|reduce-scattered" "$OUT/$1.log" | sed 's/^flashtrain: /   /' | cut -c1-260
     python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if '\"loss\"' in l]; print('   losses', ' '.join('%.6f' % x['loss'] for x in r))" "$r/metrics.jsonl" 2>&1

@@ -22,17 +22,16 @@ cd "$(dirname "$0")/../../.."
 source scripts/gpu_unpack.sh
 gpu_unpack || exit 1
 data=${KJV_DIR:-.gpu/kjv}
+source bench/train/gpt2_dp_args.sh
 run() {  # LABEL NPROC ZERO1 [CUDA_VISIBLE_DEVICES] [--set KEY=VALUE ...]
   local r=/tmp/pair-$1-$RANDOM nproc=() gpu=()
   [ "$2" -gt 1 ] && nproc=(--nproc "$2")
   [ -n "${4:-}" ] && gpu=(CUDA_VISIBLE_DEVICES="$4")  # unset otherwise: an empty value hides every GPU
   local extra=("${@:5}")
-  env "${gpu[@]}" FLASHTRAIN_STEP_TIMING=1 timeout 200 build-gpu/flashtrain train \
-    configs/gpt2-small.yaml "${nproc[@]}" --set max_seq_len=1024 --set batch_size=16 \
-    --set gradient_accumulation_steps=1 --set max_steps="${STEPS:-150}" --set log_interval=50 --set eval_interval=0 \
-    --set checkpoint_interval=0 --set keep_checkpoints=1 --set mixed_precision=bf16 --set device=cuda \
-    --set compile_model=true --set zero1="$3" --set out_dir="$r" --set train_data="$data/train_*.bin" \
-    --set val_data="$data/val_*.bin" "${extra[@]}" 2>&1 | grep -E "step timing|rror" | sed "s/^flashtrain: /$1: /"
+  gpt2_dp_args "${STEPS:-150}" 50 "$r" "$data"
+  env "${gpu[@]}" FLASHTRAIN_STEP_TIMING=1 timeout 200 build-gpu/flashtrain train configs/gpt2-small.yaml \
+    "${nproc[@]}" "${GPT2_DP_ARGS[@]}" --set compile_model=true --set zero1="$3" "${extra[@]}" 2>&1 |
+    grep -E "step timing|rror" | sed "s/^flashtrain: /$1: /"
 }
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
 if [ "${PROBE:-pair}" = streams ]; then  # session 21: one copy stream against four (the default), interleaved
