@@ -83,11 +83,6 @@ void Zero1::send_ready(int64_t begin, int64_t end) {
     ops::cast_into(wire_.slice(0, begin, std::min(end, prefix())), arena_.grads().slice(0, begin, std::min(end, prefix())));
   const auto* g = static_cast<const char*>(from.data_ptr());
   exchange_->sends_wait_for_compute();
-  // EXPERIMENT (session 21, wrong sums on purpose): rank 1 sends nothing, so rank 0's memory takes no
-  // peer writes during its backward while rank 1's still does (the fork above stays: a captured step
-  // must fork the copy streams it later joins).
-  static const bool one_direction = std::getenv("FLASHTRAIN_EXP_ONE_DIRECTION") != nullptr;
-  if (one_direction && r == 1) return;
   // Rank q's chunk of round k is [(k W + q) c, + c); the parts of it in [begin, end) go to q.
   for (int64_t k = begin / (W * c); k < layout_.rounds && round_begin(k) < end; ++k)
     for (int64_t q = 0; q < W; ++q) {

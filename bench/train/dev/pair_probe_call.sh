@@ -15,9 +15,6 @@
 # default), 100 and 6.25 (about 20, 6 and 80 forks a step), with one copy stream instead of four,
 # and the default again.
 # PROBE=streams: one, two and four copy streams (FLASHTRAIN_PEER_COPY_STREAMS), interleaved, twice.
-# PROBE=onedir (an experiment build): rank 1 sends nothing, so rank 0's backward runs without
-# incoming peer writes; each rank's "to the end of the backward" against its card alone tells whether
-# the writes landing in a card's memory slow its compute.
 # Usage (repo root, .gpu carried): bench/train/dev/pair_probe_call.sh   (STEPS, default 150; PROBE)
 export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../../.."
@@ -37,15 +34,6 @@ run() {  # LABEL NPROC ZERO1 [CUDA_VISIBLE_DEVICES] [--set KEY=VALUE ...]
     grep -E "step timing|rror" | sed "s/^flashtrain: /$1: /"
 }
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
-if [ "${PROBE:-pair}" = onedir ]; then  # experiment build only (FLASHTRAIN_EXP_ONE_DIRECTION): wrong sums
-  for round in 1 2; do
-    run both-directions-$round 2 true ""
-    FLASHTRAIN_EXP_ONE_DIRECTION=1 run rank0-to-rank1-only-$round 2 true ""
-  done
-  run gpu0 1 false 0
-  run gpu1 1 false 1
-  exit 0
-fi
 if [ "${PROBE:-pair}" = streams ]; then  # session 21: one copy stream against four (the default), interleaved
   for round in 1 2; do
     run four-copy-streams-$round 2 true ""
