@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "ops/attention_checks.h"
-#include "ops/attention_keep_bits.h"
 #include "ops/attention_params.h"
 #include "ops/cpu/attention_reference.h"
 #include "ops/dispatch.h"
@@ -272,10 +271,6 @@ void cpu_backward(bool flash, const AttentionParams& cfg, const Tensor& q, const
 
 #if defined(FT_WITH_CUDA)
 void cuda_flash_forward(const AttentionParams& p, Stream s) { cuda::flash_attention_forward(p, s); }
-bool cuda_flash_keeps_bits(const AttentionParams& p, bool deterministic) {
-  return cuda::flash_keeps_dropout_bits(p, deterministic);
-}
-bool cuda_flash_keep_bits_store_only() { return cuda::flash_keep_bits_store_only(); }
 void cuda_flash_backward(const AttentionParams& p, Stream s, bool deterministic, int* dq_semaphore) {
   cuda::flash_attention_backward(p, s, {deterministic, dq_semaphore});
 }
@@ -302,8 +297,6 @@ struct NaiveAttentionBuffers {
 }  // namespace cuda
 [[noreturn]] void no_cuda(const char* op) { throw Error(str("[", op, "] flashtrain was built without CUDA")); }
 void cuda_flash_forward(const AttentionParams&, Stream) { no_cuda("flash_attention_forward"); }
-bool cuda_flash_keeps_bits(const AttentionParams&, bool) { return false; }
-bool cuda_flash_keep_bits_store_only() { return false; }
 void cuda_flash_backward(const AttentionParams&, Stream, bool, int*) { no_cuda("flash_attention_backward"); }
 std::pair<int64_t, int64_t> flash_dq_workspace(const AttentionParams&, bool) { return {0, 0}; }
 void cuda_naive_forward(const AttentionParams&, const cuda::NaiveAttentionBuffers&, Device, Stream) {
@@ -337,10 +330,6 @@ AttentionForward forward(const char* op, bool flash, const Tensor& q, const Tens
         r.lse = Tensor::empty({d.B, d.H, d.T}, DType::F32, q.device());       // (B, H, T)
         set_forward_pointers(p, q, k, v, r.out, r.lse);
         if (flash) {
-          if (opts.keep_dropout_bits && cuda_flash_keeps_bits(p, opts.deterministic)) {
-            r.keep_bits = Tensor::empty({keep_bits_bytes(d.B, d.H, d.T, opts.causal)}, DType::U8, q.device());
-            p.keep_bits = r.keep_bits.data<uint8_t>();
-          }
           cuda_flash_forward(p, s);
           return r;
         }
@@ -393,18 +382,10 @@ void run_backward_kernels(const char* op, bool flash, AttentionParams& p, const 
 
 void backward(const char* op, bool flash, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
               const Tensor& lse, const Tensor& probs, const Tensor& dout, const AttentionOptions& opts,
-              const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& keep_bits = Tensor()) {
+              const Tensor& dq, const Tensor& dk, const Tensor& dv) {
   const Dims d = check_inputs(op, flash, q, k, v, opts);
   check_gradients(op, q, out, lse, dout, dq, dk, dv, d);
   AttentionParams p = make_params(d, opts, q.dtype());
-  if (keep_bits.defined()) {
-    const int64_t bytes = keep_bits_bytes(d.B, d.H, d.T, opts.causal);
-    FT_CHECK_ARG(keep_bits.dtype() == DType::U8 && keep_bits.device() == q.device() && keep_bits.is_contiguous() &&
-                     keep_bits.numel() == bytes,
-                 "[", op, "] keep_bits must be the forward's: ", bytes, " contiguous u8 bytes on ", q.device(),
-                 ", got ", keep_bits.numel(), " ", keep_bits.dtype(), " on ", keep_bits.device(),
-                 keep_bits.is_contiguous() ? "" : ", not contiguous");
-  }
   dispatch(
       q.device(), [&] { cpu_backward(flash, p, q, k, v, out, lse, dout, dq, dk, dv); },
       [&](Stream s) {
@@ -417,10 +398,6 @@ void backward(const char* op, bool flash, const Tensor& q, const Tensor& k, cons
         const Tensor dv_part = grouped ? Tensor::empty(bthd, q.dtype(), q.device()) : dv;  // (B, T, H, D)
         set_forward_pointers(p, q, k, v, out, lse);
         set_backward_pointers(p, dout, dq, dk_part, dv_part);
-        // The stored keep bits only where the kernels that wrote them and read them both run (else
-        // the backward draws the mask again).
-        if (keep_bits.defined() && cuda_flash_keeps_bits(p, opts.deterministic) && !cuda_flash_keep_bits_store_only())
-          p.keep_bits = const_cast<uint8_t*>(keep_bits.data<uint8_t>());
         run_backward_kernels(op, flash, p, d, q, probs, opts, s);
         if (!grouped) return;
         sum_kv_groups(d, dk_part, dk, s);
@@ -437,8 +414,8 @@ AttentionForward flash_attention_forward(const Tensor& q, const Tensor& k, const
 
 void flash_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                               const Tensor& lse, const Tensor& dout, const AttentionOptions& opts,
-                              const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& keep_bits) {
-  backward("flash_attention_backward", true, q, k, v, out, lse, Tensor(), dout, opts, dq, dk, dv, keep_bits);
+                              const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+  backward("flash_attention_backward", true, q, k, v, out, lse, Tensor(), dout, opts, dq, dk, dv);
 }
 
 AttentionForward naive_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -62,12 +62,6 @@ struct AttentionOptions {
   // it). Checked in full on the CPU; on CUDA only the shape, dtype and device (a check would
   // cost a device sync per call), so a GPU caller must pass what document_starts made.
   Tensor doc_start;
-  // Flash on CUDA with dropout: the forward stores its keep bits (AttentionForward::keep_bits) for
-  // the backward to load instead of drawing them again, where the kernels can
-  // (cuda::flash_keeps_dropout_bits: D = 64, dense, on Hopper). One bit a score
-  // (ops/attention_keep_bits.h): 50 MB for B = 4, H = 12, T = 4096, causal. Autograd sets it when a
-  // backward will follow.
-  bool keep_dropout_bits = false;
 };
 
 // The head dims the CUDA flash kernels are built for (one translation unit each,
@@ -83,8 +77,6 @@ struct AttentionForward {
   Tensor lse;    // (B, H, T) natural-log log-sum-exp of the scaled, masked scores (before dropout)
   Tensor probs;  // naive on CUDA only: (B, H, T, T) undropped P, q's dtype (f32 for f32), which the naive
                  // backward reads; undefined for flash and on the CPU (the references recompute P)
-  Tensor keep_bits;  // flash on CUDA with opts.keep_dropout_bits where the kernels store them: the
-                     // dropout keep bits (u8, ops/attention_keep_bits.h), for the backward; else undefined
 };
 
 AttentionForward flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -93,11 +85,9 @@ AttentionForward flash_attention_forward(const Tensor& q, const Tensor& k, const
 // strided slices of one dqkv buffer). out and lse are the forward's; opts must equal the forward's.
 // On CUDA dq is accumulated with fp32 atomics: reproducible to rounding only unless
 // opts.deterministic (dk, dv are always exact).
-// keep_bits: the forward's AttentionForward::keep_bits (undefined: the backward draws the mask again).
 void flash_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                               const Tensor& lse, const Tensor& dout, const AttentionOptions& opts,
-                              const Tensor& dq, const Tensor& dk, const Tensor& dv,
-                              const Tensor& keep_bits = Tensor());
+                              const Tensor& dq, const Tensor& dk, const Tensor& dv);
 
 AttentionForward naive_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
                                          const AttentionOptions& opts);

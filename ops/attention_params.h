@@ -76,12 +76,6 @@ struct AttentionParams {
   // (a key after the row's document would need a document end as well), every value in [0, row],
   // and non-decreasing along each row of the batch -- the tile kinds below rely on that.
   const int* doc_start = nullptr;
-
-  // Stored dropout keep bits (ops/attention_keep_bits.h); nullptr = off. When set, the forward
-  // kernels that can write them (the wgmma forward) do, and the warp-specialised backward loads
-  // them instead of drawing the Philox numbers again. The front door sets it only where both of
-  // those kernels run (cuda::flash_keeps_dropout_bits).
-  uint8_t* keep_bits = nullptr;
 };
 
 // Sets the strides of a contiguous (B, T, H, D) tensor.

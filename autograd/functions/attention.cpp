@@ -33,7 +33,7 @@ struct AttentionBackward : Node {
     Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype(), qkv.device());  // (B, T, (H + 2 H_kv) D)
     const QkvViews d = split_heads(dqkv, n_heads, n_kv_heads);  // every element of dqkv is written below
     if (use_flash)
-      ops::flash_attention_backward(in.q, in.k, in.v, fwd.out, fwd.lse, dout, opts, d.q, d.k, d.v, fwd.keep_bits);
+      ops::flash_attention_backward(in.q, in.k, in.v, fwd.out, fwd.lse, dout, opts, d.q, d.k, d.v);
     else
       ops::naive_attention_backward(in.q, in.k, in.v, fwd, dout, opts, d.q, d.k, d.v);
     return {dqkv};
@@ -58,16 +58,13 @@ Tensor attention(const Tensor& qkv, int n_heads, const ops::AttentionOptions& op
   FT_CHECK_ARG(qkv.size(2) % width == 0, "[attention] qkv ", qkv.shape(), " has a last dim that is not (n_heads + ",
                "2 n_kv_heads) * D for n_heads = ", n_heads, ", n_kv_heads = ", n_kv_heads);
   const QkvViews in = split_heads(qkv, n_heads, n_kv_heads);
-  const bool backward_follows = needs_graph({qkv});
-  ops::AttentionOptions fwd_opts = opts;
-  fwd_opts.keep_dropout_bits = backward_follows && use_flash;  // one bit a score, for the backward
-  ops::AttentionForward fwd = use_flash ? ops::flash_attention_forward(in.q, in.k, in.v, fwd_opts)
+  ops::AttentionForward fwd = use_flash ? ops::flash_attention_forward(in.q, in.k, in.v, opts)
                                         : ops::naive_attention_forward(in.q, in.k, in.v, opts);
   Tensor y = fwd.out.view({qkv.size(0), qkv.size(1), n_heads * (qkv.size(2) / width)});  // (B, T, H D)
-  if (backward_follows) {
+  if (needs_graph({qkv})) {
     auto node = std::make_shared<AttentionBackward>();
     node->qkv = qkv.detach();
-    node->fwd = {fwd.out.detach(), fwd.lse, fwd.probs, fwd.keep_bits};
+    node->fwd = {fwd.out.detach(), fwd.lse, fwd.probs};
     node->opts = opts;
     node->n_heads = n_heads;
     node->n_kv_heads = n_kv_heads;

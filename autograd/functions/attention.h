@@ -7,11 +7,8 @@
 // this is GPT-2's (B, T, 3C)). q, k, v are taken as strided (B, T, H, D) and (B, T, H_kv, D) views
 // of it (no copies); the result is the attention output viewed as (B, T, H D).
 //
-// The node saves qkv, out, lse and the options (with their PhiloxState), and for flash never P --
-// the backward recomputes P tile by tile. The dropout mask it regenerates from the PhiloxState,
-// except where the kernels store the forward's keep bits (one bit a score, ops/attention_keep_bits.h:
-// D = 64 on Hopper, where loading them is cheaper than drawing them again); the node then saves
-// those. Naive
+// The node saves qkv, out, lse and the options (with their PhiloxState): never a mask, and for
+// flash never P -- the backward recomputes P tile by tile and regenerates the dropout mask. Naive
 // attention on CUDA additionally keeps its (B, H, T, T) P, which its backward kernel reads: that
 // is what the unfused baseline costs. The backward writes dq, dk, dv straight into the three
 // slices of one dqkv buffer shaped like qkv, so no concatenation follows.

@@ -24,7 +24,6 @@
 
 #include "core/cuda/check.h"
 #include "core/half.h"
-#include "ops/attention_keep_bits.h"
 #include "ops/cuda/attention/flash_attention.h"
 #include "ops/cuda/attention/flash_run.h"
 #include "ops/cuda/naive_attention.h"
@@ -697,67 +696,6 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
   EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(d256, atomic)) << "D = 256 is not built";
   cuda::set_flash_bwd_ws_min_t(-1);
   EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(p, atomic)) << "the default restored";
-}
-
-// Stored dropout keep bits (ops/attention_keep_bits.h): the wgmma forward writes them, the
-// warp-specialised backward loads them instead of drawing the Philox numbers again. Against the same
-// kernels drawing them (themselves checked against naive attention with the same mask above): o, lse
-// and the deterministic backward's dq, dk, dv bit for bit, over causal and full calls, T on and off
-// the 16- and 64-row tiles, and several heads and batches (the slice offsets).
-TEST(FlashCuda, StoredKeepBitsGiveTheSameGradients) {
-  SKIP_WITHOUT_CUDA();
-  if (!cuda::flash_wgmma_enabled()) GTEST_SKIP() << "the keep bits need the wgmma forward (sm_90a)";
-  cuda::set_flash_bwd_ws_min_t(0);  // the ws backward at every T here
-  for (int small_tile_max_t : {-1, 0})  // the default (64-row tiles here), then the 128-row tile
-    for (bool causal : {true, false})
-      for (int T : {17, 100, 1000, 1024, 2048}) {
-      cuda::set_flash_fwd_small_tile_max_t(small_tile_max_t);
-      const AttentionCase c{2, 3, T, 64, causal, 0.1f};
-      SCOPED_TRACE(case_name(c) + (small_tile_max_t == 0 ? " 128-row forward tile" : ""));
-      DeviceAttention dev(config_of(c, 77, 5), make_inputs(c, 11));
-      ASSERT_TRUE(cuda::flash_keeps_dropout_bits(dev.params(), true));
-      const Outputs drawn = dev.run_flash(true);
-      DeviceBuffer<uint8_t> bits(static_cast<size_t>(keep_bits_bytes(c.B, c.H, T, causal)));
-      CUDA_CHECK(cudaMemset(bits.ptr, 0xA5, bits.n));  // what no tile the kernels use may keep
-      dev.params().keep_bits = bits.ptr;
-      const Outputs stored = dev.run_flash(true);
-      dev.params().keep_bits = nullptr;
-      EXPECT_TRUE(same_bits(drawn.o, stored.o)) << "o";
-      EXPECT_TRUE(same_bits(drawn.lse, stored.lse)) << "lse";
-      EXPECT_TRUE(same_bits(drawn.dq, stored.dq)) << "dq";
-      EXPECT_TRUE(same_bits(drawn.dk, stored.dk)) << "dk";
-      EXPECT_TRUE(same_bits(drawn.dv, stored.dv)) << "dv";
-    }
-  cuda::set_flash_fwd_small_tile_max_t(-1);
-  cuda::set_flash_bwd_ws_min_t(-1);
-}
-
-// Which calls store keep bits: D = 64 with dropout, dense, where the wgmma forward and the ws backward
-// both run; and none once turned off.
-TEST(FlashCuda, KeepBitsOnlyWhereBothKernelsRun) {
-  SKIP_WITHOUT_CUDA();
-  const AttentionCase c{2, 3, 1024, 64, true, 0.1f};
-  DeviceAttention dev(config_of(c, 1, 1), make_inputs(c, 7));
-  const AttentionParams p = dev.params();
-  const bool hopper = cuda::flash_wgmma_enabled();
-  EXPECT_EQ(cuda::flash_keeps_dropout_bits(p, true), hopper);
-  EXPECT_EQ(cuda::flash_keeps_dropout_bits(p, false), hopper) << "atomic dq";
-  AttentionParams no_dropout = p;
-  no_dropout.dropout.threshold = 0;
-  EXPECT_FALSE(cuda::flash_keeps_dropout_bits(no_dropout, true)) << "no dropout";
-  AttentionParams d128 = p;
-  d128.D = 128;
-  EXPECT_FALSE(cuda::flash_keeps_dropout_bits(d128, true)) << "D = 128 is not built";
-  AttentionParams sparse = p;
-  sparse.block_size = 64, sparse.window_blocks = 2;
-  EXPECT_FALSE(cuda::flash_keeps_dropout_bits(sparse, true)) << "block-sparse";
-  AttentionParams short_t = p;
-  short_t.T = 512;  // below the ws backward's threshold: the other backwards draw the bits
-  EXPECT_FALSE(cuda::flash_keeps_dropout_bits(short_t, true)) << "T = 512";
-  cuda::set_flash_keep_dropout_bits(false);
-  EXPECT_FALSE(cuda::flash_keeps_dropout_bits(p, true)) << "turned off";
-  cuda::set_flash_keep_dropout_bits(true);
-  EXPECT_EQ(cuda::flash_keeps_dropout_bits(p, true), hopper) << "on again";
 }
 
 // Which calls the warp-specialised forward takes once its threshold allows: D = 64 and 128 without

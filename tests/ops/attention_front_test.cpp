@@ -9,14 +9,9 @@
 
 #include "core/dropout_mask.h"
 #include "ops/attention.h"
-#include "ops/attention_keep_bits.h"
 #include "ops/cpu/attention_reference.h"
 #include "ops/elementwise.h"
 #include "tests/test_util.h"
-
-#if defined(FT_WITH_CUDA)
-#include "ops/cuda/attention/flash_attention.h"
-#endif
 
 namespace ft::ops {
 namespace {
@@ -302,50 +297,6 @@ TEST(AttentionFrontCuda, FlashHeadDim256MatchesCpuOnStridedQkv) {
   FT_REQUIRE_CUDA();
   for (const int T : {77, 256})
     for (const float p : {0.f, 0.1f}) expect_cuda_matches_cpu(true, p, T, 256);
-}
-
-// The stored dropout keep bits through the front door, as autograd uses it (strided q, k, v of one
-// qkv buffer, a contiguous dout): the forward returns them where the kernels store them (Hopper, T at
-// the warp-specialised backward's threshold), and the backward given them writes the same bits as the
-// backward that draws the mask again. A wrong-sized buffer is refused, naming it.
-TEST(AttentionFrontCuda, StoredKeepBitsGiveTheSameGradients) {
-  FT_REQUIRE_CUDA();
-  const int B = 1, H = 2, T = 1024, D = 64;
-  const Device gpu = Device::cuda(0);
-  const Qkv in = fused_qkv(B, T, H, D, DType::BF16, 5);
-  const Tensor parts = in.buf.to(gpu).view({B, T, 3, H, D});
-  const Tensor q = parts.select(2, 0), k = parts.select(2, 1), v = parts.select(2, 2);
-  const Tensor dout = randn_tensor({B, T, H, D}, 6, DType::BF16).to(gpu);
-  AttentionOptions o;
-  o.dropout_p = 0.1f;
-  o.philox = {99, 7};
-  o.deterministic = true;
-  auto grads = [&](bool keep) {
-    AttentionOptions oo = o;
-    oo.keep_dropout_bits = keep;
-    const AttentionForward f = flash_attention_forward(q, k, v, oo);
-    const Tensor dqkv = Tensor::empty({B, T, 3 * H * D}, DType::BF16, gpu);
-    const Tensor g = dqkv.view({B, T, 3, H, D});
-    flash_attention_backward(q, k, v, f.out, f.lse, dout, oo, g.select(2, 0), g.select(2, 1), g.select(2, 2),
-                             f.keep_bits);
-    return std::make_pair(f, dqkv);
-  };
-  const auto [fa, ga] = grads(false);
-  const auto [fb, gb] = grads(true);
-  EXPECT_FALSE(fa.keep_bits.defined());
-#if defined(FT_WITH_CUDA)
-  if (!cuda::flash_wgmma_enabled()) GTEST_SKIP() << "no keep bits without the wgmma forward (sm_90a)";
-#endif
-  ASSERT_TRUE(fb.keep_bits.defined());
-  EXPECT_EQ(fb.keep_bits.numel(), keep_bits_bytes(B, H, T, true));
-  EXPECT_EQ(test::max_abs_diff(fa.out, fb.out), 0.0);
-  EXPECT_EQ(test::max_abs_diff(ga, gb), 0.0);
-  const Tensor wrong = Tensor::empty({fb.keep_bits.numel() - 1}, DType::U8, gpu);
-  const Tensor g = Tensor::empty({B, T, 3, H, D}, DType::BF16, gpu);
-  const std::string e = error_of([&] {
-    flash_attention_backward(q, k, v, fb.out, fb.lse, dout, o, g.select(2, 0), g.select(2, 1), g.select(2, 2), wrong);
-  });
-  EXPECT_NE(e.find("[flash_attention_backward] keep_bits must be the forward's"), std::string::npos) << e;
 }
 
 TEST(AttentionFrontCuda, NaiveMatchesCpuOnStridedQkv) {

@@ -142,41 +142,6 @@ void set_flash_bwd_wide_min_t(int T) {
   g_bwd_wide128_min_t.set(T);
 }
 
-namespace {
-std::atomic<int> g_keep_bits{-1};  // -1: not set by set_flash_keep_dropout_bits (then the environment)
-int keep_bits_mode() {
-  static const int mode = [] {
-    const char* v = std::getenv("FLASHTRAIN_ATTENTION_KEEP_BITS");
-    if (v == nullptr || *v == '\0' || std::strcmp(v, "1") == 0) return 1;
-    if (std::strcmp(v, "0") == 0) return 0;
-    if (std::strcmp(v, "2") == 0) return 2;
-    throw Error(str("FLASHTRAIN_ATTENTION_KEEP_BITS=", v, ": expected 1 (store the forward's dropout keep bits for the "
-                    "backward, the default), 0 (the backward draws them again) or 2 (store them, draw anyway: "
-                    "what the stores cost)"));
-  }();
-  return mode;
-}
-bool keep_bits_from_env() { return keep_bits_mode() != 0; }
-}  // namespace
-
-bool flash_keeps_dropout_bits(const AttentionParams& p, bool deterministic) {
-  static const bool from_env = keep_bits_from_env();
-  const int set = g_keep_bits.load(std::memory_order_relaxed);
-  if (!(set >= 0 ? set != 0 : from_env)) return false;
-  if (p.dropout.threshold == 0 || p.D != 64 || p.doc_start != nullptr || p.block_size != 0) return false;
-  // The wgmma forward writes them (flash_fwd_wgmma_kernel.cuh; the ws forward takes no dropout).
-  if (!flash_wgmma_enabled() || flash::flash_fwd_ws_applies(p)) return false;
-  // The forward asks before dout exists; the backward's dout is contiguous (B, T, H, D) like o.
-  AttentionParams bwd = p;
-  if (bwd.dout == nullptr) {
-    bwd.dout = bwd.o;
-    bwd.do_batch_stride = bwd.o_batch_stride, bwd.do_row_stride = bwd.o_row_stride, bwd.do_head_stride = bwd.o_head_stride;
-  }
-  return flash::flash_bwd_ws_applies(bwd, {deterministic, nullptr});
-}
-void set_flash_keep_dropout_bits(bool allowed) { g_keep_bits = allowed ? 1 : 0; }
-bool flash_keep_bits_store_only() { return g_keep_bits.load(std::memory_order_relaxed) < 0 && keep_bits_mode() == 2; }
-
 void set_flash_wgmma_allowed(bool allowed) { g_wgmma_allowed = allowed; }
 
 bool flash_wgmma_enabled() { return g_wgmma_allowed && flash_sm90a_device(); }

@@ -106,17 +106,6 @@ void set_flash_bwd_ws_min_t(int T);
 int flash_fwd_ws_min_t(int head_dim);
 void set_flash_fwd_ws_min_t(int T);
 
-// Whether a call's forward stores its dropout keep bits for the backward to load (p.keep_bits,
-// ops/attention_keep_bits.h) instead of the backward drawing them again: with dropout at D = 64,
-// without a document mask or block sparsity, where the wgmma forward (which writes them) and the
-// warp-specialised backward for `deterministic` (which reads them) both run. On by default;
-// FLASHTRAIN_ATTENTION_KEEP_BITS=0 (read once) or set_flash_keep_dropout_bits(false) turns it off
-// process-wide (the benchmark's A/B; the tests compare both).
-bool flash_keeps_dropout_bits(const AttentionParams& p, bool deterministic);
-void set_flash_keep_dropout_bits(bool allowed);
-// FLASHTRAIN_ATTENTION_KEEP_BITS=2 (measuring only): the forward stores them, the backward draws anyway.
-bool flash_keep_bits_store_only();
-
 // dq_accum: (B, H, flash::dq_accum_rows(T), D) fp32 in the layout of flash_dq_accum.cuh. The
 // deterministic mode's counters: one per (batch * head, 32-query tile, warp of the 4-warp backward
 // CTA); the backward's tile shape is static_asserted against these in flash_launch.cuh.

@@ -53,7 +53,6 @@
 
 #include "ops/attention_params.h"
 #include "ops/cuda/attention/flash_dq_accum.cuh"
-#include "ops/cuda/attention/flash_keep_bits.cuh"
 #include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 #include "ops/cuda/attention/flash_tile.cuh"
@@ -333,22 +332,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   mbarrier_wait<false>(kv_full, 0, "kv_full (consumer)", c);
 
   int it = 0;
-  // Stored keep bits (flash_keep_bits.cuh): this tile's eight bytes were loaded one tile ahead.
-  static_assert(!kDropout || BM == 64, "stored keep bits come in blocks of 64 queries");
-  const bool stored_keep = kDropout && p.keep_bits != nullptr;
-  uint64_t keep_next = 0;
-  if (stored_keep) {
-    const int m_first = blk.next_query_tile(p, blk.m_begin);
-    if (m_first < m_blocks) keep_next = load_keep_block(p, bh, m_first * BM, n0 + key_row0, lane);
-  }
   for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
     const int s = it % kStages;
-    uint64_t keep_bytes = 0;
-    if (stored_keep) {
-      keep_bytes = keep_next;
-      const int m_after = blk.next_query_tile(p, m + 1);
-      if (m_after < m_blocks) keep_next = load_keep_block(p, bh, m_after * BM, n0 + key_row0, lane);
-    }
     const int m0 = m * BM, m1 = min(m0 + BM, T);
     const uint32_t stage = s * kStageUnits;
     mbarrier_wait<false>(&q_full[s], (it / kStages) & 1, "q_full (consumer), tile", m);
@@ -363,9 +348,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     // Dropout keep bits of this warp's 16 keys x 64 queries (bit 4 nb + e: element [nb][e]), drawn
     // while the products run.
     uint32_t keep = 0;
-    if constexpr (kDropout)
-      keep = stored_keep ? decode_keep_block(keep_bytes, lane)
-                         : transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0, lane);
+    if constexpr (kDropout) keep = transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0, lane);
     // dV is issued as soon as P^T is ready and dS^T computed while it runs, except at D = 128 with
     // dropout, which has no registers for that (dK and dV are 64 each, the keep bits more; ptxas
     // spilled 148 bytes): it waits for both products, forms dS^T and then P^T o Z (each freeing its

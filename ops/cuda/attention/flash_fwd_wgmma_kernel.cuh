@@ -23,7 +23,6 @@
 #include <cmath>
 
 #include "ops/attention_params.h"
-#include "ops/cuda/attention/flash_keep_bits.cuh"
 #include "ops/cuda/attention/flash_launch_common.h"
 #include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
@@ -248,11 +247,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
       for (int kb = kEarlyCalls; kb < BN / 16; ++kb)
         drop_words[kb] = dropout_tile_bits(drop, bh, m0 + warp_row0, n0 + 16 * kb, lane);
       const uint32_t bound = dropout_bound(drop);
-      if (p.keep_bits != nullptr) {  // for the backward (flash_keep_bits.cuh)
-#pragma unroll
-        for (int kb = 0; kb < BN / 16; ++kb)
-          store_keep_byte(p, bh, m0 + warp_row0, n0 + 16 * kb, lane, drop_words[kb], bound);
-      }
 #pragma unroll
       for (int nb = 0; nb < BN / 8; ++nb)
 #pragma unroll
