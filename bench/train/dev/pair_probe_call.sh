@@ -15,12 +15,19 @@
 # default), 100 and 6.25 (about 20, 6 and 80 forks a step), with one copy stream instead of four,
 # and the default again.
 # PROBE=streams: one, two and four copy streams (FLASHTRAIN_PEER_COPY_STREAMS), interleaved, twice.
+# PROBE=nogather (an experiment build): ZeRO-1 with and without the working copy's gather (the
+# optimizer phase without its copies: what overlapping them with the next forward could hide), twice.
+# PROBE=rounds: ZeRO-1 (copy engines) in 4 (the default), 8 and 16 rounds (FLASHTRAIN_ZERO1_ROUNDS), twice.
+# PROBE=clocks: each card alone, ZeRO-1 and plain, twice, with both cards' SM clock, power and power-cap
+# flag sampled every 50 ms (bench/train/dev/clock_summary.py: means over the busy samples).
+# PROBE=onebucket: ZeRO-1 on the copy engines with buckets of 25 MiB (the default) against one bucket
+# of all the gradients (one fork, after the backward), and plain data parallelism, interleaved twice.
 # Usage (repo root, .gpu carried): bench/train/dev/pair_probe_call.sh   (STEPS, default 150; PROBE)
 export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../../.."
 [ -d .gpu/bpe ] && export FLASHTRAIN_BPE_DIR=$PWD/.gpu/bpe
 source scripts/gpu_unpack.sh
-gpu_unpack || exit 1
+[ -x build-gpu/flashtrain ] || gpu_unpack || exit 1  # a tree built on the device is used as it is
 data=${KJV_DIR:-.gpu/kjv}
 source bench/train/gpt2_dp_args.sh
 run() {  # LABEL NPROC ZERO1 [CUDA_VISIBLE_DEVICES] [--set KEY=VALUE ...]
@@ -34,6 +41,50 @@ run() {  # LABEL NPROC ZERO1 [CUDA_VISIBLE_DEVICES] [--set KEY=VALUE ...]
     grep -E "step timing|rror" | sed "s/^flashtrain: /$1: /"
 }
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
+if [ "${PROBE:-pair}" = nogather ]; then  # experiment build only (FLASHTRAIN_EXP_NO_GATHER): wrong parameters
+  for round in 1 2; do
+    run gather-$round 2 true ""
+    FLASHTRAIN_EXP_NO_GATHER=1 run no-gather-$round 2 true ""
+  done
+  run gpu0 1 false 0
+  exit 0
+fi
+if [ "${PROBE:-pair}" = rounds ]; then  # session 22: finer ZeRO-1 rounds expose less of the last round's copies
+  for round in 1 2; do
+    for k in 4 8 16; do FLASHTRAIN_ZERO1_ROUNDS=$k run rounds-$k-$round 2 true ""; done
+  done
+  run gpu0 1 false 0
+  exit 0
+fi
+if [ "${PROBE:-pair}" = clocks ]; then  # session 22: is the coupled rank's slower backward a lower clock?
+  clocked() {  # LABEL then run()'s arguments: the run, with both cards' clocks sampled every 50 ms
+    local log=/tmp/clocks-$1.csv
+    nvidia-smi --query-gpu=index,utilization.gpu,clocks.sm,power.draw,$capq \
+      --format=csv,noheader,nounits -lms 50 > "$log" & local smi=$!
+    run "$@"; kill $smi; wait $smi 2>/dev/null
+    python3 bench/train/dev/clock_summary.py "$1" "$log"
+  }
+  capq=clocks_event_reasons.sw_power_cap  # older drivers: clocks_throttle_reasons
+  nvidia-smi --query-gpu=$capq --format=csv,noheader >/dev/null 2>&1 || capq=clocks_throttle_reasons.sw_power_cap
+  nvidia-smi --query-gpu=index,power.limit,clocks.max.sm --format=csv,noheader
+  for round in 1 2; do
+    clocked gpu0-$round 1 false 0
+    clocked gpu1-$round 1 false 1
+    clocked zero1-$round 2 true ""
+    clocked plain-$round 2 false ""
+  done
+  exit 0
+fi
+if [ "${PROBE:-pair}" = onebucket ]; then  # session 22: do forks during the backward slow it? one bucket forks once, at its end
+  for round in 1 2; do
+    run buckets-25-$round 2 true ""
+    run one-bucket-$round 2 true "" --set allreduce_bucket_mb=4000
+    run plain-$round 2 false ""
+  done
+  run gpu0 1 false 0
+  run gpu1 1 false 1
+  exit 0
+fi
 if [ "${PROBE:-pair}" = streams ]; then  # session 21: one copy stream against four (the default), interleaved
   for round in 1 2; do
     run four-copy-streams-$round 2 true ""
