@@ -163,12 +163,7 @@ void Zero1::step(double lr, int64_t step, double grad_scale, const Tensor& grad_
     // other rank's working copy on the copy engines, or all-gathered by NCCL.
     if (working.defined() && rg.begin < prefix()) {
       const int64_t k = rg.state_offset / layout_.chunk;
-      // EXPERIMENT (session 22, wrong parameters on purpose): no working-copy gather at all, so the
-      // optimizer phase shows what the gather's exposed copies cost (the barrier stays).
-      static const bool no_gather = std::getenv("FLASHTRAIN_EXP_NO_GATHER") != nullptr;
-      if (gather_ && no_gather) {
-        gather_->sends_wait_for_compute();
-      } else if (gather_) {
+      if (gather_) {
         const int64_t elem = static_cast<int64_t>(dtype_size(working.dtype()));
         const char* mine = static_cast<const char*>(working.data_ptr()) + rg.begin * elem;
         gather_->sends_wait_for_compute();
