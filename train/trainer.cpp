@@ -106,13 +106,6 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
     model_->generator().set_lane(static_cast<uint64_t>(dp_->rank()));  // dropout masks differ per rank
   }
   step_timer_ = std::make_unique<StepTimer>(device_);
-  // EXPERIMENT (session 22, issue 20): FLASHTRAIN_EXP_PAD_MB=X allocates X MiB here and keeps it, so
-  // everything allocated after (the activations) sits elsewhere, as buffers of a multi-rank process
-  // would move it. Does where the step's memory lies change its time on one GPU?
-  if (const char* pad_mb = std::getenv("FLASHTRAIN_EXP_PAD_MB")) {
-    static Tensor pad;
-    pad = Tensor::zeros({std::atoll(pad_mb) * 262144}, DType::F32, device_);
-  }
   if (!(dp_ && dp_->zero1())) optimizer_ = std::make_unique<AdamW>(*arena_, ac);  // ZeRO-1 keeps its own shard
 
   LoaderOptions train_lo = loader_options(cfg, cfg.train_data, "train", cfg.shuffle);

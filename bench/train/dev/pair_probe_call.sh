@@ -15,8 +15,6 @@
 # default), 100 and 6.25 (about 20, 6 and 80 forks a step), with one copy stream instead of four,
 # and the default again.
 # PROBE=streams: one, two and four copy streams (FLASHTRAIN_PEER_COPY_STREAMS), interleaved, twice.
-# PROBE=pad (an experiment build, one GPU is enough): 0, 250 and 700 MiB allocated before the
-# activations (FLASHTRAIN_EXP_PAD_MB): does where the step's memory lies change its time?
 # PROBE=nogather (an experiment build): ZeRO-1 with and without the working copy's gather (the
 # optimizer phase without its copies: what overlapping them with the next forward could hide), twice.
 # PROBE=rounds: ZeRO-1 (copy engines) in 4 (the default), 8 and 16 rounds (FLASHTRAIN_ZERO1_ROUNDS), twice.
@@ -43,15 +41,6 @@ run() {  # LABEL NPROC ZERO1 [CUDA_VISIBLE_DEVICES] [--set KEY=VALUE ...]
     grep -E "step timing|rror" | sed "s/^flashtrain: /$1: /"
 }
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
-if [ "${PROBE:-pair}" = pad ]; then  # experiment build only (FLASHTRAIN_EXP_PAD_MB): one GPU, memory moved
-  for round in 1 2; do
-    for mb in 0 250 700; do FLASHTRAIN_EXP_PAD_MB=$mb run pad-$mb-gpu0-$round 1 false 0; done
-  done
-  if [ "$(nvidia-smi -L | wc -l)" -gt 1 ]; then
-    for mb in 0 250 700; do FLASHTRAIN_EXP_PAD_MB=$mb run pad-$mb-gpu1 1 false 1; done
-  fi
-  exit 0
-fi
 if [ "${PROBE:-pair}" = nogather ]; then  # experiment build only (FLASHTRAIN_EXP_NO_GATHER): wrong parameters
   for round in 1 2; do
     run gather-$round 2 true ""
