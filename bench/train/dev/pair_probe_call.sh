@@ -15,7 +15,7 @@
 # default), 100 and 6.25 (about 20, 6 and 80 forks a step), with one copy stream instead of four,
 # and the default again.
 # PROBE=streams: one, two and four copy streams (FLASHTRAIN_PEER_COPY_STREAMS), interleaved, twice.
-# PROBE=nogather (an experiment build): ZeRO-1 with and without the working copy's gather (the
+# PROBE=nogather (the experiment build 8c85237): ZeRO-1 with and without the working copy's gather (the
 # optimizer phase without its copies: what overlapping them with the next forward could hide), twice.
 # PROBE=rounds: ZeRO-1 (copy engines) in 4 (the default), 8 and 16 rounds (FLASHTRAIN_ZERO1_ROUNDS), twice.
 # PROBE=clocks: each card alone, ZeRO-1 and plain, twice, with both cards' SM clock, power and power-cap
@@ -27,7 +27,8 @@ export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../../.."
 [ -d .gpu/bpe ] && export FLASHTRAIN_BPE_DIR=$PWD/.gpu/bpe
 source scripts/gpu_unpack.sh
-[ -x build-gpu/flashtrain ] || gpu_unpack || exit 1  # a tree built on the device is used as it is
+# The carried binaries, unless flashtrain was built on the device after they came (a build there).
+if [ ! -x build-gpu/flashtrain ] || [ .gpu/bins.tar.xz -nt build-gpu/flashtrain ]; then gpu_unpack || exit 1; fi
 data=${KJV_DIR:-.gpu/kjv}
 source bench/train/gpt2_dp_args.sh
 run() {  # LABEL NPROC ZERO1 [CUDA_VISIBLE_DEVICES] [--set KEY=VALUE ...]
