@@ -15,6 +15,8 @@
 # default), 100 and 6.25 (about 20, 6 and 80 forks a step), with one copy stream instead of four,
 # and the default again.
 # PROBE=streams: one, two and four copy streams (FLASHTRAIN_PEER_COPY_STREAMS), interleaved, twice.
+# PROBE=trace: per-kernel durations (bench/profile/kernel_trace.cpp) of each card alone and of each
+# rank of ZeRO-1 and of plain data parallelism, each rank against its card alone.
 # PROBE=nogather (the experiment build 8c85237): ZeRO-1 with and without the working copy's gather (the
 # optimizer phase without its copies: what overlapping them with the next forward could hide), twice.
 # PROBE=rounds: ZeRO-1 (copy engines) in 4 (the default), 8 and 16 rounds (FLASHTRAIN_ZERO1_ROUNDS), twice.
@@ -42,6 +44,34 @@ run() {  # LABEL NPROC ZERO1 [CUDA_VISIBLE_DEVICES] [--set KEY=VALUE ...]
     grep -E "step timing|rror" | sed "s/^flashtrain: /$1: /"
 }
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
+if [ "${PROBE:-pair}" = trace ]; then  # session 22 (not yet run): which kernels run slower on a coupled rank?
+  # bench/profile/kernel_trace.cpp's per-kernel durations of each card alone, of two ZeRO-1 ranks and
+  # of two plain ranks (STEPS 60 by default here: the traces hold every kernel), then each rank's
+  # kernels against its card's alone (kernel_trace_summary.py compare). Needs the tracer built
+  # (cmake --build build-gpu --target ft_kernel_trace) or carried in build-gpu/bench/profile/.
+  lib=$(realpath build-gpu/bench/profile/libft_kernel_trace.so) || exit 1
+  traced() {  # LABEL then run()'s arguments; the run's traces in /tmp/trace-LABEL/
+    rm -rf "/tmp/trace-$1"
+    CUDA_INJECTION64_PATH=$lib FT_KERNEL_TRACE_DIR=/tmp/trace-$1 STEPS=${STEPS:-60} run "$@"
+  }
+  rank_trace() {  # DIR DEVICE: the trace file of the process that ran on DEVICE
+    for f in "$1"/trace-*.tsv; do
+      [ "$(awk -F'\t' 'NR > 1 {c[$1]++} END {m = -1; for (d in c) if (c[d] > m) {m = c[d]; b = d}; print b}' "$f")" = "$2" ] && echo "$f"
+    done | head -1
+  }
+  traced gpu0 1 false 0
+  traced gpu1 1 false 1
+  traced zero1 2 true ""
+  traced plain 2 false ""
+  for mode in zero1 plain; do
+    for d in 0 1; do
+      echo "== $mode rank $d against GPU $d alone"
+      python3 bench/profile/kernel_trace_summary.py compare "$(rank_trace /tmp/trace-$mode $d):$d" \
+        "$(ls /tmp/trace-gpu$d/trace-*.tsv | head -1)" --top 15 | tee "${OUT:-/tmp}/trace-$mode-rank$d.md"
+    done
+  done
+  exit 0
+fi
 if [ "${PROBE:-pair}" = nogather ]; then  # experiment build only (FLASHTRAIN_EXP_NO_GATHER): wrong parameters
   for round in 1 2; do
     run gather-$round 2 true ""

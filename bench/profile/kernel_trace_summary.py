@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Tables from bench/profile/kernel_trace.cpp's traces (trace-<pid>.tsv).
+
+  kernel_trace_summary.py summary TRACE[:DEVICE] [--skip N] [--top K]
+      Per kernel (and copy kind) of the graph replays of one device: calls per replay, mean us a
+      call, ms per replay, and the replays' sum. The first N replays (default 10: capture, warm-up)
+      are left out. Without graph replays (an eager program) it reports per call over the whole run.
+  kernel_trace_summary.py compare A[:DEVICE] B[:DEVICE] [--skip N] [--top K]
+      The same for two traces side by side (e.g. a coupled rank against the same card alone):
+      ms per replay in A and B, the difference, the ratio, sorted by the difference; and how much of
+      the total difference the kernels that are uniformly slower by the median ratio explain.
+
+A replay is one graph launch: its kernel nodes share the launch's correlation id. DEVICE picks the
+device of a trace with several (default: the device with the most records). Only the records of
+the graph with the most records are used when the trace has graphs (flashtrain's compiled
+micro-step); the eager optimizer and the warm-up steps are then left out by construction.
+"""
+import argparse
+import collections
+import re
+import statistics
+import sys
+
+
+def short(name, width=90):
+    # Template arguments say which instantiation; keep them but cut very long names.
+    name = re.sub(r"\s+", " ", name)
+    return name if len(name) <= width else name[: width - 3] + "..."
+
+
+def load(spec):
+    path, _, dev = spec.partition(":")
+    rows = []
+    with open(path) as f:
+        header = f.readline().rstrip("\n").split("\t")
+        if header[:3] != ["device", "kind", "graph"]:
+            sys.exit(f"{path}: not a kernel_trace.cpp trace (header {header[:3]})")
+        for line in f:
+            d, kind, graph, corr, start, end, nbytes, name = line.rstrip("\n").split("\t", 7)
+            rows.append((int(d), kind, int(graph), int(corr), int(start), int(end), int(nbytes), name))
+    if not rows:
+        sys.exit(f"{path}: no records")
+    if dev:
+        device = int(dev)
+    else:
+        device = collections.Counter(r[0] for r in rows).most_common(1)[0][0]
+    rows = [r for r in rows if r[0] == device]
+    if not rows:
+        sys.exit(f"{path}: no records on device {device}")
+    return path, device, rows
+
+
+def per_replay(rows, skip):
+    """{name: (calls per replay, mean us, ms per replay)}, replays counted, and the mode used."""
+    graph_rows = [r for r in rows if r[2] != 0]
+    if graph_rows:
+        # The graph with the most records (flashtrain's micro-step); others are reported, not mixed in.
+        counts = collections.Counter(r[2] for r in graph_rows)
+        main_graph = counts.most_common(1)[0][0]
+        others = {g: c for g, c in counts.items() if g != main_graph}
+        if others:
+            print(f"# graph {main_graph} used; other graphs left out (records): {others}")
+        graph_rows = [r for r in graph_rows if r[2] == main_graph]
+        first = {}
+        for r in graph_rows:
+            first[r[3]] = min(first.get(r[3], r[4]), r[4])
+        order = sorted(first, key=first.get)
+        if len(order) <= skip:
+            sys.exit(f"only {len(order)} graph replays, fewer than --skip {skip}")
+        keep = set(order[skip:])
+        used = [r for r in graph_rows if r[3] in keep]
+        n = len(keep)
+        mode = "graph replays"
+    else:
+        used, n, mode = rows, 1, "whole run (no graph replays)"
+    durations = collections.defaultdict(list)
+    for r in used:
+        durations[r[7]].append((r[5] - r[4]) / 1e3)  # us
+    table = {name: (len(d) / n, statistics.fmean(d), sum(d) / n / 1e3) for name, d in durations.items()}
+    return table, n, mode
+
+
+def print_summary(spec, skip, top):
+    path, device, rows = load(spec)
+    table, n, mode = per_replay(rows, skip)
+    total = sum(v[2] for v in table.values())
+    print(f"# {path}, device {device}: {n} {mode} (after {skip} left out); {total:.3f} ms of kernels and copies a replay")
+    print()
+    print("| kernel | calls / replay | mean us | ms / replay | % |")
+    print("|---|---|---|---|---|")
+    for name, (calls, mean, ms) in sorted(table.items(), key=lambda kv: -kv[1][2])[:top]:
+        print(f"| `{short(name)}` | {calls:.2f} | {mean:.2f} | {ms:.4f} | {100 * ms / total:.1f} |")
+
+
+def print_compare(spec_a, spec_b, skip, top):
+    path_a, dev_a, rows_a = load(spec_a)
+    path_b, dev_b, rows_b = load(spec_b)
+    a, na, mode_a = per_replay(rows_a, skip)
+    b, nb, mode_b = per_replay(rows_b, skip)
+    names = set(a) | set(b)
+    ta, tb = sum(v[2] for v in a.values()), sum(v[2] for v in b.values())
+    print(f"# A: {path_a} device {dev_a}, {na} {mode_a}; B: {path_b} device {dev_b}, {nb} {mode_b}")
+    print(f"# ms of kernels and copies a replay: A {ta:.3f}, B {tb:.3f}, A - B {ta - tb:+.3f} ({100 * (ta / tb - 1):+.2f}%)")
+    both = [n for n in names if n in a and n in b and b[n][2] > 0]
+    ratios = [a[n][2] / b[n][2] for n in both]
+    weights = [b[n][2] for n in both]
+    if ratios:
+        med = statistics.median(ratios)
+        uniform = sum(w * (med - 1) for w in weights)
+        print(f"# median ratio A / B over {len(both)} kernels in both: {med:.4f}; a uniform slow-down by it "
+              f"explains {uniform:+.3f} of the {ta - tb:+.3f} ms")
+    only = [n for n in names if n not in a or n not in b]
+    if only:
+        print(f"# in one trace only: {len(only)} kernels, A {sum(a[n][2] for n in only if n in a):.3f} ms, "
+              f"B {sum(b[n][2] for n in only if n in b):.3f} ms")
+    print()
+    print("| kernel | calls / replay A, B | ms / replay A | B | A - B | A / B |")
+    print("|---|---|---|---|---|---|")
+    rows = []
+    for n in names:
+        ma, mb = a.get(n, (0, 0, 0.0)), b.get(n, (0, 0, 0.0))
+        rows.append((ma[2] - mb[2], n, ma, mb))
+    for diff, n, ma, mb in sorted(rows, key=lambda r: -abs(r[0]))[:top]:
+        ratio = f"{ma[2] / mb[2]:.3f}" if mb[2] > 0 else "-"
+        print(f"| `{short(n)}` | {ma[0]:.2f}, {mb[0]:.2f} | {ma[2]:.4f} | {mb[2]:.4f} | {diff:+.4f} | {ratio} |")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("summary")
+    s.add_argument("trace")
+    c = sub.add_parser("compare")
+    c.add_argument("a")
+    c.add_argument("b")
+    for q in (s, c):
+        q.add_argument("--skip", type=int, default=10, help="graph replays left out at the start")
+        q.add_argument("--top", type=int, default=30, help="rows printed")
+    args = p.parse_args()
+    if args.cmd == "summary":
+        print_summary(args.trace, args.skip, args.top)
+    else:
+        print_compare(args.a, args.b, args.skip, args.top)
+
+
+if __name__ == "__main__":
+    main()
