@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Tables from bench/profile/kernel_trace.cpp's traces (trace-<pid>.tsv).
 
-  kernel_trace_summary.py summary TRACE[:DEVICE] [--skip N] [--top K]
+  kernel_trace_summary.py summary TRACE[:DEVICE] [--skip N] [--top K] [--parts]
       Per kernel (and copy kind) of the graph replays of one device: calls per replay, mean us a
       call, ms per replay, and the replays' sum. The first N replays (default 10: capture, warm-up)
       are left out. Without graph replays (an eager program) it reports per call over the whole run.
-  kernel_trace_summary.py compare A[:DEVICE] B[:DEVICE] [--skip N] [--top K]
+  kernel_trace_summary.py compare A[:DEVICE] B[:DEVICE] [--skip N] [--top K] [--parts]
       The same for two traces side by side (e.g. a coupled rank against the same card alone):
       ms per replay in A and B, the difference, the ratio, sorted by the difference; and how much of
       the total difference the kernels that are uniformly slower by the median ratio explain.
+  --parts groups the kernels by part of the training step first, as bench/train/step_profile.py does
+      for Nsight Compute's serialised timings (its rules; copies on the copy engines as their own part).
 
 A replay is one graph launch: its kernel nodes share the launch's correlation id. DEVICE picks the
 device of a trace with several (default: the device with the most records). Only the records of
@@ -17,9 +19,26 @@ micro-step); the eager optimizer and the warm-up steps are then left out by cons
 """
 import argparse
 import collections
+import os
 import re
 import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "train"))
+from step_profile import classify  # noqa: E402  (the step profile's part rules)
+
+
+def part_of(name):
+    return "copies (copy engines)" if name.startswith("copy ") else classify(name)
+
+
+def by_part(table):
+    """{part: (calls per replay, mean us, ms per replay)} from a per-kernel table."""
+    acc = collections.defaultdict(lambda: [0.0, 0.0])
+    for name, (calls, _, ms) in table.items():
+        acc[part_of(name)][0] += calls
+        acc[part_of(name)][1] += ms
+    return {p: (c, 1e3 * ms / c if c else 0.0, ms) for p, (c, ms) in acc.items()}
 
 
 def short(name, width=90):
@@ -80,23 +99,27 @@ def per_replay(rows, skip):
     return table, n, mode
 
 
-def print_summary(spec, skip, top):
+def print_summary(spec, skip, top, parts=False):
     path, device, rows = load(spec)
     table, n, mode = per_replay(rows, skip)
+    if parts:
+        table = by_part(table)
     total = sum(v[2] for v in table.values())
     print(f"# {path}, device {device}: {n} {mode} (after {skip} left out); {total:.3f} ms of kernels and copies a replay")
     print()
-    print("| kernel | calls / replay | mean us | ms / replay | % |")
+    print(f"| {'part' if parts else 'kernel'} | calls / replay | mean us | ms / replay | % |")
     print("|---|---|---|---|---|")
     for name, (calls, mean, ms) in sorted(table.items(), key=lambda kv: -kv[1][2])[:top]:
         print(f"| `{short(name)}` | {calls:.2f} | {mean:.2f} | {ms:.4f} | {100 * ms / total:.1f} |")
 
 
-def print_compare(spec_a, spec_b, skip, top):
+def print_compare(spec_a, spec_b, skip, top, parts=False):
     path_a, dev_a, rows_a = load(spec_a)
     path_b, dev_b, rows_b = load(spec_b)
     a, na, mode_a = per_replay(rows_a, skip)
     b, nb, mode_b = per_replay(rows_b, skip)
+    if parts:
+        a, b = by_part(a), by_part(b)
     names = set(a) | set(b)
     ta, tb = sum(v[2] for v in a.values()), sum(v[2] for v in b.values())
     print(f"# A: {path_a} device {dev_a}, {na} {mode_a}; B: {path_b} device {dev_b}, {nb} {mode_b}")
@@ -114,7 +137,7 @@ def print_compare(spec_a, spec_b, skip, top):
         print(f"# in one trace only: {len(only)} kernels, A {sum(a[n][2] for n in only if n in a):.3f} ms, "
               f"B {sum(b[n][2] for n in only if n in b):.3f} ms")
     print()
-    print("| kernel | calls / replay A, B | ms / replay A | B | A - B | A / B |")
+    print(f"| {'part' if parts else 'kernel'} | calls / replay A, B | ms / replay A | B | A - B | A / B |")
     print("|---|---|---|---|---|---|")
     rows = []
     for n in names:
@@ -136,11 +159,12 @@ def main():
     for q in (s, c):
         q.add_argument("--skip", type=int, default=10, help="graph replays left out at the start")
         q.add_argument("--top", type=int, default=30, help="rows printed")
+        q.add_argument("--parts", action="store_true", help="group the kernels by part of the step")
     args = p.parse_args()
     if args.cmd == "summary":
-        print_summary(args.trace, args.skip, args.top)
+        print_summary(args.trace, args.skip, args.top, args.parts)
     else:
-        print_compare(args.a, args.b, args.skip, args.top)
+        print_compare(args.a, args.b, args.skip, args.top, args.parts)
 
 
 if __name__ == "__main__":

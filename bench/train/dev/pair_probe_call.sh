@@ -68,6 +68,8 @@ if [ "${PROBE:-pair}" = trace ]; then  # session 22 (not yet run): which kernels
       echo "== $mode rank $d against GPU $d alone"
       python3 bench/profile/kernel_trace_summary.py compare "$(rank_trace /tmp/trace-$mode $d):$d" \
         "$(ls /tmp/trace-gpu$d/trace-*.tsv | head -1)" --top 15 | tee "${OUT:-/tmp}/trace-$mode-rank$d.md"
+      python3 bench/profile/kernel_trace_summary.py compare "$(rank_trace /tmp/trace-$mode $d):$d" \
+        "$(ls /tmp/trace-gpu$d/trace-*.tsv | head -1)" --parts | tee -a "${OUT:-/tmp}/trace-$mode-rank$d.md"
     done
   done
   exit 0
