@@ -88,19 +88,20 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
+    // A copy record, within a device or between two (their structs share these fields).
+    auto add_copy = [](const auto* m) {
+      g_records.push_back({m->start, m->end, m->bytes, m->deviceId, m->graphId, m->correlationId,
+                           intern(std::string("copy ") + copy_kind(m->copyKind)), 'C'});
+    };
     CUpti_Activity* rec = nullptr;
     while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
       if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
         g_records.push_back({k->start, k->end, 0, k->deviceId, k->graphId, k->correlationId, intern(demangle(k->name)), 'K'});
       } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
-        g_records.push_back({m->start, m->end, m->bytes, m->deviceId, m->graphId, m->correlationId,
-                             intern(std::string("copy ") + copy_kind(m->copyKind)), 'C'});
+        add_copy(reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec));
       } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(rec);
-        g_records.push_back({m->start, m->end, m->bytes, m->deviceId, m->graphId, m->correlationId,
-                             intern(std::string("copy ") + copy_kind(m->copyKind)), 'C'});
+        add_copy(reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(rec));
       }
     }
     size_t dropped = 0;

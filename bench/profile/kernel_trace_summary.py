@@ -36,8 +36,9 @@ def by_part(table):
     """{part: (calls per replay, mean us, ms per replay)} from a per-kernel table."""
     acc = collections.defaultdict(lambda: [0.0, 0.0])
     for name, (calls, _, ms) in table.items():
-        acc[part_of(name)][0] += calls
-        acc[part_of(name)][1] += ms
+        part = acc[part_of(name)]
+        part[0] += calls
+        part[1] += ms
     return {p: (c, 1e3 * ms / c if c else 0.0, ms) for p, (c, ms) in acc.items()}
 
 

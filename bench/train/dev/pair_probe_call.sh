@@ -66,10 +66,13 @@ if [ "${PROBE:-pair}" = trace ]; then  # session 22 (not yet run): which kernels
   for mode in zero1 plain; do
     for d in 0 1; do
       echo "== $mode rank $d against GPU $d alone"
-      python3 bench/profile/kernel_trace_summary.py compare "$(rank_trace /tmp/trace-$mode $d):$d" \
-        "$(ls /tmp/trace-gpu$d/trace-*.tsv | head -1)" --top 15 | tee "${OUT:-/tmp}/trace-$mode-rank$d.md"
-      python3 bench/profile/kernel_trace_summary.py compare "$(rank_trace /tmp/trace-$mode $d):$d" \
-        "$(ls /tmp/trace-gpu$d/trace-*.tsv | head -1)" --parts | tee -a "${OUT:-/tmp}/trace-$mode-rank$d.md"
+      coupled=$(rank_trace /tmp/trace-$mode $d) alone=$(ls /tmp/trace-gpu$d/trace-*.tsv | head -1)
+      : > "${OUT:-/tmp}/trace-$mode-rank$d.md"
+      for view in "--top 15" --parts; do  # per kernel, then per part of the step
+        # shellcheck disable=SC2086
+        python3 bench/profile/kernel_trace_summary.py compare "$coupled:$d" "$alone" $view |
+          tee -a "${OUT:-/tmp}/trace-$mode-rank$d.md"
+      done
     done
   done
   exit 0
