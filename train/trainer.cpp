@@ -149,6 +149,7 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
     metrics_ = std::make_unique<MetricsLog>((std::filesystem::path(cfg.out_dir) / "metrics.jsonl").string(), step_);
   if (cfg.compile_model && device_.is_cuda()) {
     graph_step_ = std::make_unique<CapturedMicroStep>(*model_, device_, options_.out);
+    graph_step_->zero_gradients_in_step(arena_->grads());  // beside the first micro-step's forward
     // FLASHTRAIN_GRAPH_ALLREDUCE=1 (experimental): the last micro-step's graph holds the
     // all-reduces, overlapped with its backward pass. Off by default: on 2 and 4 H100s (session 12)
     // the overlapped backward ran 2-3 ms slower, as much as the overlap hid, so by default every
@@ -199,8 +200,8 @@ void Trainer::restore(const std::string& dir) {
 double Trainer::train_step() {
   const int64_t A = cfg_.gradient_accumulation_steps;
   step_timer_->mark(StepTimer::kStart);
-  arena_->zero_grads();
-  if (graph_step_) graph_step_->begin_step();
+  if (graph_step_) graph_step_->begin_step();  // its first micro-step zeroes the gradients
+  else arena_->zero_grads();
   const Tensor loss_sum = graph_step_ ? graph_step_->loss_sum() : Tensor::zeros({1}, DType::F32, device_);
   for (int64_t a = 0; a < A; ++a) {
     if (graph_step_) {  // compile_model: the same micro-step, replayed from a CUDA graph
@@ -225,10 +226,14 @@ double Trainer::train_step() {
   if (dp_ && !(graph_step_ && graph_step_->reduces())) dp_->after_backward(loss_sum);
   step_timer_->mark(StepTimer::kReduced);
   const double W = world_size();
-  const double loss = loss_sum.item() / (static_cast<double>(A) * W);
+  // The loss goes to the host while the gradient norm runs: the host checks it (a non-finite loss
+  // stops the run before the weights change) and queues AdamW before the norm ends, instead of the
+  // GPU idling from the last micro-step's end until the host has read the loss and queued the rest.
+  loss_readback_.request(loss_sum);
+  const ops::GradNorm norm = dp_ ? dp_->grad_norm() : ops::grad_norm(arena_->grads());
+  const double loss = loss_readback_.value() / (static_cast<double>(A) * W);
   if (!std::isfinite(loss)) throw Error(stop_message(loss));
 
-  const ops::GradNorm norm = dp_ ? dp_->grad_norm() : ops::grad_norm(arena_->grads());
   last_lr_ = schedule_.at(step_);
   const double grad_scale = 1.0 / (static_cast<double>(A) * scaler_.scale() * W);
   if (optimizer_) optimizer_->step(last_lr_, step_ + 1, grad_scale, norm.norm);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/pinned_transfer.h"
 #include "data/loader.h"
 #include "nn/gpt.h"
 #include "train/adamw.h"
@@ -106,6 +107,7 @@ class Trainer {
   LossScaler scaler_;
   std::unique_ptr<Loader> train_loader_, val_loader_;
   std::unique_ptr<CapturedMicroStep> graph_step_;  // compile_model on a GPU, else null (eager)
+  PinnedReadback loss_readback_;                   // each step's loss, read while its norm runs
   LrSchedule schedule_;
   std::unique_ptr<MetricsLog> metrics_;  // null on ranks other than 0
   std::unique_ptr<DataParallel> dp_;     // after what it references, so destroyed first

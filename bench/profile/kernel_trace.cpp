@@ -15,7 +15,8 @@
 // /tmp/ft-kernel-trace), one line a record:
 //   device  kind  graph  correlation  start_ns  end_ns  bytes  name
 // kind is K (kernel) or C (copy; name "copy <DtoD|HtoD|...>"), graph is 0 outside graphs, names are
-// demangled. bench/profile/kernel_trace_summary.py reads these files (per kernel: calls, time per
+// demangled. Memsets are kind M, name "memset" (cudaMemsetAsync: Tensor::zero_, the gradient
+// buffer's zeroing). bench/profile/kernel_trace_summary.py reads these files (per kernel: calls, time per
 // graph replay; and one trace against another). bench/profile/selftest.sh checks the tracer
 // against a program whose kernels it knows.
 #include <cupti.h>
@@ -102,6 +103,9 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         add_copy(reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec));
       } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {
         add_copy(reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(rec));
+      } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
+        g_records.push_back({m->start, m->end, m->bytes, m->deviceId, m->graphId, m->correlationId, intern("memset"), 'M'});
       }
     }
     size_t dropped = 0;
@@ -151,6 +155,7 @@ extern "C" int InitializeInjection(void) {
   if (!check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enabling kernel records")) return 0;
   check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "enabling copy records");
   check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2), "enabling peer copy records");
+  check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "enabling memset records");
   // Registered after the CUDA runtime's own teardown (which ran before the first context), so it
   // runs before it: the context is still there to flush.
   std::atexit(write_trace);

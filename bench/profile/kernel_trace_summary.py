@@ -9,6 +9,12 @@
       The same for two traces side by side (e.g. a coupled rank against the same card alone):
       ms per replay in A and B, the difference, the ratio, sorted by the difference; and how much of
       the total difference the kernels that are uniformly slower by the median ratio explain.
+  kernel_trace_summary.py gaps A[:DEVICE] [B[:DEVICE]] [--skip N] [--top K]
+      Where a step's time goes besides the kernels themselves: per graph replay its span, the time
+      kernels and memsets cover, the idle rest (launch gaps, a copy the stream waits for, a wait in
+      a collective kernel counts as busy), and the time between replays (the eager optimizer phase,
+      the host's own latency) split the same way; then the K largest idle gaps inside a replay
+      (mean over replays, by position) and what runs between replays. With B, both side by side.
   --parts groups the kernels by part of the training step first, as bench/train/step_profile.py does
       for Nsight Compute's serialised timings (its rules; copies on the copy engines as their own part).
 
@@ -149,6 +155,97 @@ def print_compare(spec_a, spec_b, skip, top, parts=False):
         print(f"| `{short(n)}` | {ma[0]:.2f}, {mb[0]:.2f} | {ma[2]:.4f} | {mb[2]:.4f} | {diff:+.4f} | {ratio} |")
 
 
+def union_us(intervals):
+    """Microseconds covered by [(start_ns, end_ns)]."""
+    total, cur = 0, None
+    for s0, e0 in sorted(intervals):
+        if cur is None or s0 > cur[1]:
+            if cur:
+                total += cur[1] - cur[0]
+            cur = [s0, e0]
+        else:
+            cur[1] = max(cur[1], e0)
+    return (total + (cur[1] - cur[0] if cur else 0)) / 1e3
+
+
+def replay_gaps(rows, skip):
+    """Per-replay means (us) of span, busy, idle and of the interval to the next replay, the mean
+    idle gap before each position of a replay, and the mean time per name between replays."""
+    graph_rows = [r for r in rows if r[2] != 0]
+    if not graph_rows:
+        sys.exit("gaps: the trace has no graph replays")
+    main_graph = collections.Counter(r[2] for r in graph_rows).most_common(1)[0][0]
+    reps = collections.defaultdict(list)
+    for r in graph_rows:
+        if r[2] == main_graph:
+            reps[r[3]].append(r)
+    order = sorted(reps, key=lambda c: min(r[4] for r in reps[c]))
+    if len(order) <= skip + 1:
+        sys.exit(f"gaps: only {len(order)} graph replays, too few after --skip {skip}")
+    order = order[skip:]
+    span, busy, between, between_busy = [], [], [], []
+    at_position = collections.defaultdict(list)
+    names = {}
+    between_names = collections.defaultdict(float)
+    others = sorted((r for r in rows if r[2] != main_graph), key=lambda r: r[4])
+    for i, c in enumerate(order):
+        rs = sorted(reps[c], key=lambda r: r[4])
+        start, end = rs[0][4], max(r[5] for r in rs)
+        work = [(r[4], r[5]) for r in rs if r[1] in "KM"]
+        span.append((end - start) / 1e3)
+        busy.append(union_us(work))
+        reach = rs[0][5]
+        for k, r in enumerate(rs[1:], 1):  # the idle time before each record, by its position
+            at_position[k].append(max(0, r[4] - reach) / 1e3)
+            names[k] = (rs[k - 1][7], r[7])
+            reach = max(reach, r[5])
+        if i + 1 < len(order):
+            nxt = min(r[4] for r in reps[order[i + 1]])
+            mid = [r for r in others if end <= r[4] < nxt]
+            between.append((nxt - end) / 1e3)
+            between_busy.append(union_us([(r[4], min(r[5], nxt)) for r in mid]))
+            for r in mid:
+                between_names[r[7]] += (r[5] - r[4]) / 1e3
+    n = len(between)
+    stats = {"replay span": statistics.fmean(span), "  kernels + memsets busy": statistics.fmean(busy)}
+    stats["  idle inside the replay"] = stats["replay span"] - stats["  kernels + memsets busy"]
+    stats["between replays"] = statistics.fmean(between)
+    stats["  busy between"] = statistics.fmean(between_busy)
+    stats["  idle between"] = stats["between replays"] - stats["  busy between"]
+    stats["step (span + between)"] = stats["replay span"] + stats["between replays"]
+    gaps = {k: (statistics.fmean(v), names[k]) for k, v in at_position.items()}
+    return stats, gaps, {k: v / n for k, v in between_names.items()}, len(order)
+
+
+def print_gaps(spec_a, spec_b, skip, top):
+    specs = [spec_a] + ([spec_b] if spec_b else [])
+    results = []
+    for spec in specs:
+        path, device, rows = load(spec)
+        results.append((path, device) + replay_gaps(rows, skip))
+    for path, device, _, _, _, n in results:
+        print(f"# {path}, device {device}: {n} graph replays after {skip} left out")
+    print()
+    head = " | ".join(f"{'A' if i == 0 else 'B'} us" for i in range(len(results)))
+    print(f"| per step | {head} |" + (" A - B |" if len(results) == 2 else ""))
+    print("|---|" + "---|" * (len(results) + (len(results) == 2)))
+    for key in results[0][2]:
+        vals = [r[2][key] for r in results]
+        diff = f" {vals[0] - vals[1]:+.1f} |" if len(vals) == 2 else ""
+        print(f"| {key} | " + " | ".join(f"{v:.1f}" for v in vals) + " |" + diff)
+    for path, device, _, gaps, between, _ in results:
+        print(f"\n{path}: largest idle gaps inside a replay (mean us, by position)\n")
+        print("| position | idle us | after | before |")
+        print("|---|---|---|---|")
+        for k, (us, (a, b)) in sorted(gaps.items(), key=lambda kv: -kv[1][0])[:top]:
+            print(f"| {k} | {us:.1f} | `{short(a, 60)}` | `{short(b, 60)}` |")
+        print(f"\n{path}: between replays (mean us a step)\n")
+        print("| work | us |")
+        print("|---|---|")
+        for name, us in sorted(between.items(), key=lambda kv: -kv[1])[:top]:
+            print(f"| `{short(name, 80)}` | {us:.1f} |")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -157,12 +254,18 @@ def main():
     c = sub.add_parser("compare")
     c.add_argument("a")
     c.add_argument("b")
-    for q in (s, c):
+    g = sub.add_parser("gaps")
+    g.add_argument("a")
+    g.add_argument("b", nargs="?")
+    for q in (s, c, g):
         q.add_argument("--skip", type=int, default=10, help="graph replays left out at the start")
         q.add_argument("--top", type=int, default=30, help="rows printed")
+    for q in (s, c):
         q.add_argument("--parts", action="store_true", help="group the kernels by part of the step")
     args = p.parse_args()
-    if args.cmd == "summary":
+    if args.cmd == "gaps":
+        print_gaps(args.a, args.b, args.skip, min(args.top, 12))
+    elif args.cmd == "summary":
         print_summary(args.trace, args.skip, args.top, args.parts)
     else:
         print_compare(args.a, args.b, args.skip, args.top, args.parts)
