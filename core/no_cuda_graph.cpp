@@ -1,7 +1,5 @@
-// Built instead of core/cuda/graph.cpp, core/cuda/side_stream.cpp and the allocator's pools when
-// FT_CUDA is off.
+// Built instead of core/cuda/graph.cpp and the allocator's pools when FT_CUDA is off.
 #include "core/cuda/graph.h"
-#include "core/cuda/side_stream.h"
 #include "core/error.h"
 
 namespace ft::cuda {
@@ -24,10 +22,5 @@ Graph::~Graph() = default;
 void Graph::reset() {}
 void Graph::capture(const std::function<void()>&) { no_cuda("cuda_graph"); }
 void Graph::replay() const { no_cuda("cuda_graph"); }
-
-SideStream::SideStream(int device) : device_(device) { no_cuda("side_stream"); }
-SideStream::~SideStream() = default;
-void SideStream::fork() { no_cuda("side_stream"); }
-void SideStream::join() { no_cuda("side_stream"); }
 
 }  // namespace ft::cuda

@@ -5,9 +5,7 @@
 #include "autograd/variable.h"
 #include "core/allocator.h"
 #include "core/cuda/allocator_pool.h"
-#include "core/cuda/copy.h"
 #include "core/cuda/graph.h"
-#include "core/cuda/side_stream.h"
 #include "ops/elementwise.h"
 
 namespace ft {
@@ -29,29 +27,14 @@ void CapturedMicroStep::drop_graphs() {
 }
 
 void CapturedMicroStep::set_reduction(MicroStepReduction reduction) {
-  FT_CHECK_ARG(!started(), "[compile_model] set_reduction after the first micro-step");
+  FT_CHECK_ARG(!variants_[kPlain].warmed_up && !variants_[kReducing].warmed_up,
+               "[compile_model] set_reduction after the first micro-step");
   FT_CHECK_ARG(reduction.before_backward && reduction.after_backward,
                "[compile_model] a reduction needs before_backward and after_backward");
   reduction_ = std::move(reduction);
 }
 
-void CapturedMicroStep::zero_gradients_in_step(const Tensor& grads) {
-  FT_CHECK_ARG(!started(), "[compile_model] zero_gradients_in_step after the first micro-step");
-  FT_CHECK_ARG(grads.defined() && grads.device() == device_ && grads.is_contiguous(),
-               "[compile_model] the gradients to zero must be one contiguous buffer on ", device_);
-  grads_to_zero_ = grads;
-}
-
-void CapturedMicroStep::begin_step() {
-  loss_sum_.zero_();
-  step_begun_ = true;
-}
-
-bool CapturedMicroStep::started() const {
-  for (const Variant& v : variants_)
-    if (v.warmed_up) return true;
-  return false;
-}
+void CapturedMicroStep::begin_step() { loss_sum_.zero_(); }
 
 bool CapturedMicroStep::captured() const {
   for (const Variant& v : variants_)
@@ -71,13 +54,7 @@ void CapturedMicroStep::load_batch(const Batch& batch) {
   batch_upload_.upload(windows_, batch.tokens);  // (B, T+1) int32, as the batch holds them
 }
 
-void CapturedMicroStep::body(double eager_seed, int kind) {
-  const bool zero = kind & kZeroing;
-  if (zero) {  // beside the forward, which does not touch the gradients (joined below)
-    if (!side_) side_ = std::make_unique<cuda::SideStream>(device_.index);
-    side_->fork();
-    cuda::fill(grads_to_zero_.data_ptr(), grads_to_zero_.numel(), grads_to_zero_.dtype(), 0.0, side_->stream());
-  }
+void CapturedMicroStep::body(double eager_seed, bool reduce) {
   const Tensor inputs = windows_.slice(1, 0, T_).contiguous();       // (B, T)
   const Tensor targets = windows_.slice(1, 1, T_ + 1).contiguous();  // (B, T)
   // The seed (the loss is an f32 scalar) is made by the first, eager run, outside any graph pool.
@@ -92,13 +69,12 @@ void CapturedMicroStep::body(double eager_seed, int kind) {
     autograd::NoGradGuard no_grad;
     ops::add_(loss_sum_, ops::cast(out.loss.detach(), DType::F32).reshape({1}));
   }
-  if (zero) side_->join();  // the backward adds into the zeroed gradients
-  if (kind & kReducing) reduction_.before_backward();
+  if (reduce) reduction_.before_backward();
   autograd::backward(out.loss, seed_);
-  if (kind & kReducing) reduction_.after_backward(loss_sum_);
+  if (reduce) reduction_.after_backward(loss_sum_);
 }
 
-void CapturedMicroStep::capture(int kind) {
+void CapturedMicroStep::capture(Kind kind) {
   // The warm-up's activations sit in the general cache; the graph gets its own copy of them.
   allocator_for(device_).empty_cache();
   if (!pool_) pool_ = cuda::create_pool(device_.index);
@@ -107,7 +83,7 @@ void CapturedMicroStep::capture(int kind) {
   Generator& gen = model_.generator();
   gen.begin_capture(reinterpret_cast<const uint64_t*>(philox_base_.data_ptr()));
   try {
-    v.graph->capture([&] { body(-1.0, kind); });
+    v.graph->capture([&] { body(-1.0, kind == kReducing); });
   } catch (...) {
     gen.end_capture();
     throw;
@@ -119,11 +95,10 @@ void CapturedMicroStep::capture(int kind) {
   philox_per_step_ = consumed;
   last_kernels_ = v.graph->num_kernels();
   if (log_)
-    *log_ << "flashtrain: compile_model: "
-          << (kind & kReducing ? "last micro-step (with the gradient all-reduces)" : "micro-step")
+    *log_ << "flashtrain: compile_model: " << (kind == kReducing ? "last micro-step (with the gradient all-reduces)"
+                                                                 : "micro-step")
           << " captured in a CUDA graph (" << v.graph->num_kernels() << " kernels, " << v.graph->num_nodes()
-          << " nodes; B = " << B_ << ", T = " << T_ << (kind & kZeroing ? "; it zeroes the gradients beside its forward" : "")
-          << ")\n"
+          << " nodes; B = " << B_ << ", T = " << T_ << ")\n"
           << std::flush;
 }
 
@@ -131,11 +106,10 @@ void CapturedMicroStep::run(const Batch& batch, double loss_scale, bool last) {
   FT_CHECK_ARG(loss_scale > 0, "[compile_model] loss scale must be positive, got ", loss_scale);
   FT_CHECK_ARG(model_.is_training(), "[compile_model] the model must be in training mode");
   load_batch(batch);
-  const int kind = (last && reduces() ? kReducing : kPlain) | (step_begun_ && grads_to_zero_.defined() ? kZeroing : 0);
-  step_begun_ = false;
+  const Kind kind = last && reduces() ? kReducing : kPlain;
   Variant& v = variants_[kind];
   if (!v.warmed_up) {
-    body(loss_scale, kind);
+    body(loss_scale, kind == kReducing);
     v.warmed_up = true;
     return;
   }

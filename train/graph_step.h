@@ -8,18 +8,14 @@
 //   loss_sum += f32(loss)
 //   backward(loss, seed)
 // with the gradients adding into the parameters' gradient views (the trainer's arena), so
-// gradient accumulation is A replays between one zeroing and one optimizer step. The zeroing is
-// the first micro-step's when zero_gradients_in_step() handed it the gradient buffer (the
-// trainer does): a memset on a side stream (core/cuda/side_stream.h) while the forward runs,
-// joined before the backward adds into the gradients, instead of a memset of its own between the
-// optimizer and the next forward (GPT-2-small's 0.5 GB of fp32 gradients: 0.17 ms of an H100's
-// step, bench/profile's trace). The batch and the Philox word go up through pinned buffers
-// (core/pinned_transfer.h), so queuing them does not wait for the optimizer's kernels to finish.
+// gradient accumulation is A replays between one zeroing and one optimizer step, both outside.
 // It issues the same kernels with the same arguments as the trainer's eager micro-step, so a
 // replay gives bit-identical losses and gradients (tests/train/graph_step_test.cpp).
 //
 // What varies from replay to replay lives in device memory that run() rewrites, in stream order,
-// before the launch: the batch (windows, (B, T+1) int32), the backward seed (so fp16's loss scale
+// before the launch (through pinned buffers, core/pinned_transfer.h: from pageable memory a copy
+// would first wait for the optimizer's kernels queued before it, and the GPU would idle until the
+// host had staged it): the batch (windows, (B, T+1) int32), the backward seed (so fp16's loss scale
 // is not frozen into the graph), and the Philox base word: while capturing, the model's Generator
 // hands out offsets relative to the capture start plus that word (core/random.h), and before each
 // replay run() stores the generator's logical offset there and advances the generator by what one
@@ -41,8 +37,7 @@
 // it (the remaining buckets, the loss all-reduce, the event join back into the compute stream).
 // The replayed graph thus overlaps every bucket's all-reduce with the rest of the backward pass,
 // as the eager pass does, and the loss and gradients the trainer reads next are sums over ranks.
-// With gradient_accumulation_steps = 1 only the reducing graph exists (the zeroing one of it);
-// with more, the first micro-step's graph is a third (zeroing), the middle ones' the plain one. The two graphs share one
+// With gradient_accumulation_steps = 1 only the reducing graph exists. The two graphs share one
 // allocator pool (cuda::Graph's shared-pool form): they replay one after another on one stream
 // and keep nothing in the pool between replays (the batch, seed, loss and gradients live outside
 // it), so two graphs cost the memory of one. reduction.after_replay() runs after every replay
@@ -64,7 +59,6 @@ namespace ft {
 
 namespace cuda {
 class Graph;
-class SideStream;
 }
 
 // The gradient sum over ranks, as CapturedMicroStep calls it inside the last micro-step (above).
@@ -88,10 +82,6 @@ class CapturedMicroStep {
   void set_reduction(MicroStepReduction reduction);
   bool reduces() const { return static_cast<bool>(reduction_.after_backward); }
 
-  // Before the first run(): the first micro-step after each begin_step() zeroes `grads` (the
-  // flat gradient buffer every parameter's gradient is a view of) beside its forward (above).
-  // Without it the caller zeroes the gradients before the step.
-  void zero_gradients_in_step(const Tensor& grads);
   // Zeroes loss_sum(); call before the first micro-step of an optimizer step.
   void begin_step();
   // One micro-step on `batch` with the backward seeded by loss_scale (see above); `last`: the
@@ -100,30 +90,28 @@ class CapturedMicroStep {
   // The summed micro-step losses since begin_step(), (1) f32 on the device.
   const Tensor& loss_sum() const { return loss_sum_; }
 
-  bool captured() const;                 // any of the (at most three) graphs
+  bool captured() const;                 // any of the (at most two) graphs
   int64_t num_kernels() const;           // kernel nodes of the graph captured last, 0 before capture
   uint64_t philox_per_micro_step() const { return philox_per_step_; }
   int64_t replays() const { return replays_; }
 
  private:
-  // A variant's bits: kReducing (the last micro-step, data parallel), kZeroing (the first).
-  enum Kind { kPlain = 0, kReducing = 1, kZeroing = 2 };
+  enum Kind { kPlain = 0, kReducing = 1 };
   struct Variant {
     std::unique_ptr<cuda::Graph> graph;
     bool warmed_up = false;
   };
   void load_batch(const Batch& batch);
   void drop_graphs();
-  bool started() const;  // any micro-step has run
-  // The micro-step; eager_seed < 0: capturing (seed filled outside). kind: Kind's bits.
-  void body(double eager_seed, int kind);
-  void capture(int kind);
+  // The micro-step; eager_seed < 0: capturing (seed filled outside). reduce: the reducing kind.
+  void body(double eager_seed, bool reduce);
+  void capture(Kind kind);
 
   nn::GPT& model_;
   Device device_;
   std::ostream* log_;
   MicroStepReduction reduction_;
-  std::array<Variant, 4> variants_;  // by Kind's bits
+  std::array<Variant, 2> variants_;
   uint64_t pool_ = 0;  // cuda::PoolId shared by the variants' graphs; 0 before the first capture
   int64_t last_kernels_ = 0;
   Tensor windows_;     // (B, T+1) int32, read by the graph
@@ -131,9 +119,6 @@ class CapturedMicroStep {
   Tensor loss_sum_;    // (1) f32
   Tensor philox_base_; // (1) i64: the logical generator offset of the current replay
   PinnedUpload batch_upload_, philox_upload_;
-  Tensor grads_to_zero_;                    // zero_gradients_in_step's buffer
-  std::unique_ptr<cuda::SideStream> side_;  // where the first micro-step zeroes it
-  bool step_begun_ = false;                 // begin_step() since the last run()
   int64_t B_ = 0, T_ = 0;
   uint64_t philox_per_step_ = 0;
   int64_t replays_ = 0;

@@ -149,7 +149,6 @@ Trainer::Trainer(const TrainConfig& cfg, const TrainerOptions& options)
     metrics_ = std::make_unique<MetricsLog>((std::filesystem::path(cfg.out_dir) / "metrics.jsonl").string(), step_);
   if (cfg.compile_model && device_.is_cuda()) {
     graph_step_ = std::make_unique<CapturedMicroStep>(*model_, device_, options_.out);
-    graph_step_->zero_gradients_in_step(arena_->grads());  // beside the first micro-step's forward
     // FLASHTRAIN_GRAPH_ALLREDUCE=1 (experimental): the last micro-step's graph holds the
     // all-reduces, overlapped with its backward pass. Off by default: on 2 and 4 H100s (session 12)
     // the overlapped backward ran 2-3 ms slower, as much as the overlap hid, so by default every
@@ -200,8 +199,8 @@ void Trainer::restore(const std::string& dir) {
 double Trainer::train_step() {
   const int64_t A = cfg_.gradient_accumulation_steps;
   step_timer_->mark(StepTimer::kStart);
-  if (graph_step_) graph_step_->begin_step();  // its first micro-step zeroes the gradients
-  else arena_->zero_grads();
+  arena_->zero_grads();
+  if (graph_step_) graph_step_->begin_step();
   const Tensor loss_sum = graph_step_ ? graph_step_->loss_sum() : Tensor::zeros({1}, DType::F32, device_);
   for (int64_t a = 0; a < A; ++a) {
     if (graph_step_) {  // compile_model: the same micro-step, replayed from a CUDA graph
