@@ -6,6 +6,7 @@
 # kernel_trace_summary.py gaps: where the time between and inside the graph replays went.
 #   BASE=build-base/flashtrain NEW=build-gpu/flashtrain TRACE_LIB=build-gpu/bench/profile/libft_kernel_trace.so \
 #     bench/train/dev/step_ab_call.sh        (ROUNDS, default 2; STEPS, default 100; .gpu/kjv carried)
+# BASE_ENV / NEW_ENV: VAR=VALUE words added to that side's environment (one binary, two settings).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")/../../.."
@@ -26,17 +27,17 @@ run() {  # LABEL BINARY NPROC [env ...]: one run, its step timing and last token
 }
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for which in base new; do
-    bin=$BASE; [ $which = new ] && bin=$NEW
-    run "$which-1gpu-$round" "$bin" 1 CUDA_VISIBLE_DEVICES=0
-    [ "$gpus" -ge 2 ] && run "$which-2gpu-zero1-$round" "$bin" 2
+    bin=$BASE side_env=(${BASE_ENV:-}); [ $which = new ] && bin=$NEW side_env=(${NEW_ENV:-})
+    run "$which-1gpu-$round" "$bin" 1 CUDA_VISIBLE_DEVICES=0 "${side_env[@]}"
+    [ "$gpus" -ge 2 ] && run "$which-2gpu-zero1-$round" "$bin" 2 "${side_env[@]}"
   done
 done
 if [ -n "${TRACE_LIB:-}" ]; then
   lib=$(realpath "$TRACE_LIB")
   for which in base new; do
-    bin=$BASE; [ $which = new ] && bin=$NEW
+    bin=$BASE side_env=(${BASE_ENV:-}); [ $which = new ] && bin=$NEW side_env=(${NEW_ENV:-})
     rm -rf "/tmp/trace-$which"
-    STEPS=60 run "$which-traced" "$bin" 1 CUDA_VISIBLE_DEVICES=0 CUDA_INJECTION64_PATH="$lib" FT_KERNEL_TRACE_DIR=/tmp/trace-$which
+    STEPS=60 run "$which-traced" "$bin" 1 CUDA_VISIBLE_DEVICES=0 CUDA_INJECTION64_PATH="$lib" FT_KERNEL_TRACE_DIR=/tmp/trace-$which "${side_env[@]}"
   done
   python3 bench/profile/kernel_trace_summary.py gaps /tmp/trace-base/trace-*.tsv /tmp/trace-new/trace-*.tsv --top 8 |
     tee "$out/gaps-base-vs-new.md"
