@@ -7,9 +7,7 @@
 // cuBLASLt's "A" is our b and its "B" is our a, with the same transpose flags, and its (m, n, k)
 // is our (n, m, k). The bias epilogue adds a vector of length "rows of D" = our n to every
 // column-major column = every one of our rows, which is the nn.Linear bias.
-#include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -122,11 +120,7 @@ std::unique_ptr<Plan> build_plan(const Context& ctx, const MatmulParams& p, cons
   // The preference only lives through the heuristic query; destroy it on every path.
   std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, void (*)(cublasLtMatmulPreference_t)>
       pref_guard(pref, [](cublasLtMatmulPreference_t q) { (void)cublasLtMatmulPreferenceDestroy(q); });
-  uint64_t ws = ctx.workspace_bytes;
-  // EXPERIMENT (session 23): FLASHTRAIN_EXP_LT_WORKSPACE=<bytes> caps the workspace the heuristic may
-  // plan for: do the algorithms that need none (no 4-byte memset of a tile counter before each
-  // launch, 99 a GPT-2-small step) run as fast?
-  if (const char* env = std::getenv("FLASHTRAIN_EXP_LT_WORKSPACE")) ws = std::min<uint64_t>(ws, std::strtoull(env, nullptr, 10));
+  const uint64_t ws = ctx.workspace_bytes;
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
   const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
