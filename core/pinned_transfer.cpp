@@ -39,8 +39,10 @@ struct PinnedUpload::Impl {
   Tensor pinned;  // U8 bytes, grown as needed
   cudaEvent_t copied = nullptr;  // after the last device copy out of `pinned`
   int device = -1;
-  ~Impl() {
-    if (copied) (void)cudaEventDestroy(copied);
+  ~Impl() {  // a copy still in flight finishes before its pinned buffer goes
+    if (!copied) return;
+    (void)cudaEventSynchronize(copied);
+    (void)cudaEventDestroy(copied);
   }
 };
 
@@ -50,8 +52,10 @@ struct PinnedReadback::Impl {
   int device = -1;
   bool pending = false, on_device = false;
   double cpu_value = 0;  // a CPU tensor's value, read at request()
-  ~Impl() {
-    if (copied) (void)cudaEventDestroy(copied);
+  ~Impl() {  // a copy still in flight finishes before its pinned buffer goes
+    if (!copied) return;
+    (void)cudaEventSynchronize(copied);
+    (void)cudaEventDestroy(copied);
   }
 };
 #else

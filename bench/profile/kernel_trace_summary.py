@@ -264,7 +264,7 @@ def main():
         q.add_argument("--parts", action="store_true", help="group the kernels by part of the step")
     args = p.parse_args()
     if args.cmd == "gaps":
-        print_gaps(args.a, args.b, args.skip, min(args.top, 12))
+        print_gaps(args.a, args.b, args.skip, args.top)
     elif args.cmd == "summary":
         print_summary(args.trace, args.skip, args.top, args.parts)
     else:
