@@ -128,7 +128,7 @@ ops::GradNorm Zero1::grad_norm() {
     mine.push_back(g.slice(0, rg.begin, rg.end));
     received.emplace_back();
     if (!exchange_ || rg.begin >= prefix()) continue;
-    const int64_t k = rg.state_offset / c;
+    const int64_t k = round_of(rg);
     for (int64_t slot = 0; slot + 1 < W; ++slot)
       received.back().push_back(exchange_->inbox().slice(0, inbox_offset(slot, k), inbox_offset(slot, k) + c));
   }
@@ -162,7 +162,7 @@ void Zero1::step(double lr, int64_t step, double grad_scale, const Tensor& grad_
     // while AdamW updates the next round (the tail, last, is every rank's own): copied into every
     // other rank's working copy on the copy engines, or all-gathered by NCCL.
     if (working.defined() && rg.begin < prefix()) {
-      const int64_t k = rg.state_offset / layout_.chunk;
+      const int64_t k = round_of(rg);
       if (gather_) {
         const int64_t elem = static_cast<int64_t>(dtype_size(working.dtype()));
         const char* mine = static_cast<const char*>(working.data_ptr()) + rg.begin * elem;

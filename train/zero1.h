@@ -122,6 +122,8 @@ class Zero1 {
     int64_t state_offset;    // where the range starts in m_ / v_
   };
   std::vector<Range> update_ranges() const;  // the owned chunks in round order, then the tail
+  // An owned chunk's round: m_ and v_ hold the owned chunks one after another in round order.
+  int64_t round_of(const Range& rg) const { return rg.state_offset / layout_.chunk; }
   int64_t round_begin(int64_t k) const { return k * comm_.world_size() * layout_.chunk; }
   int64_t owned_begin(int64_t k) const { return (k * comm_.world_size() + comm_.rank()) * layout_.chunk; }
   int64_t prefix() const { return round_begin(layout_.rounds); }  // K W c: where the tail starts
