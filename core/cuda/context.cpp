@@ -1,9 +1,7 @@
 #include "core/cuda/context.h"
 
-#include <cstdlib>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <vector>
 
 #include "core/allocator.h"
@@ -37,18 +35,6 @@ Context& context(int device) {
     fresh->workspace_bytes = kWorkspaceBytes;
     fresh->workspace = cuda_allocator(device).allocate(kWorkspaceBytes);
     CUBLAS_CHECK(cublasSetWorkspace(fresh->blas, fresh->workspace, fresh->workspace_bytes));
-    // EXPERIMENT (session 23, issue 20): FLASHTRAIN_EXP_PEER_ACCESS=1 enables peer access to every
-    // other GPU, as a data-parallel process's peer mappings do: do launch gaps grow with it alone?
-    if (const char* env = std::getenv("FLASHTRAIN_EXP_PEER_ACCESS"); env && std::string(env) == "1") {
-      for (int p = 0; p < cuda_device_count(); ++p) {
-        int ok = 0;
-        if (p == device || cudaDeviceCanAccessPeer(&ok, device, p) != cudaSuccess || !ok) continue;
-        const cudaError_t e = cudaDeviceEnablePeerAccess(p, 0);
-        if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) CUDA_CHECK(e);
-        (void)cudaGetLastError();
-      }
-      CUDA_CHECK(cudaSetDevice(device));
-    }
     c = fresh.release();
   }
   return *c;
