@@ -16,47 +16,50 @@ namespace ft {
 
 #if FT_WITH_CUDA
 namespace {
-// A pinned buffer's event, made ready for its next copy on `device`: created there at first use
-// (an event is recorded only on its own device's streams), else waited for, so the buffer's
-// previous copy has finished.
-void ready_event(cudaEvent_t& e, int& on, int device) {
-  if (e && on != device) {
-    CUDA_CHECK(cudaEventSynchronize(e));
-    CUDA_CHECK(cudaEventDestroy(e));
-    e = nullptr;
+// The event after the last device copy in or out of a pinned buffer. It lives on that copy's
+// device (an event is recorded only on its own device's streams) and is waited for before the
+// buffer is written, read or freed again.
+struct CopyEvent {
+  cudaEvent_t event = nullptr;
+  int device = -1;
+
+  // Ready for a copy on `device`: created there at first use (or when the device changes), else
+  // waited for, so the buffer's previous copy has finished.
+  void ready(int on) {
+    if (event && device != on) {
+      wait();
+      CUDA_CHECK(cudaEventDestroy(event));
+      event = nullptr;
+    }
+    if (event) {
+      wait();
+      return;
+    }
+    cuda::context(on);  // makes the device current
+    CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    device = on;
   }
-  if (e) {
-    CUDA_CHECK(cudaEventSynchronize(e));
-    return;
+  void record(cudaStream_t stream) { CUDA_CHECK(cudaEventRecord(event, stream)); }
+  void wait() const { CUDA_CHECK(cudaEventSynchronize(event)); }
+  ~CopyEvent() {  // a copy still in flight finishes before its pinned buffer goes
+    if (!event) return;
+    (void)cudaEventSynchronize(event);
+    (void)cudaEventDestroy(event);
   }
-  cuda::context(device);  // makes the device current
-  CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  on = device;
-}
+};
 }  // namespace
 
+// `pinned` before `copied`: members go in reverse order, so the event is waited for first.
 struct PinnedUpload::Impl {
   Tensor pinned;  // U8 bytes, grown as needed
-  cudaEvent_t copied = nullptr;  // after the last device copy out of `pinned`
-  int device = -1;
-  ~Impl() {  // a copy still in flight finishes before its pinned buffer goes
-    if (!copied) return;
-    (void)cudaEventSynchronize(copied);
-    (void)cudaEventDestroy(copied);
-  }
+  CopyEvent copied;
 };
 
 struct PinnedReadback::Impl {
   Tensor pinned;  // one element of the requested dtype
-  cudaEvent_t copied = nullptr;
-  int device = -1;
+  CopyEvent copied;
   bool pending = false, on_device = false;
   double cpu_value = 0;  // a CPU tensor's value, read at request()
-  ~Impl() {  // a copy still in flight finishes before its pinned buffer goes
-    if (!copied) return;
-    (void)cudaEventSynchronize(copied);
-    (void)cudaEventDestroy(copied);
-  }
 };
 #else
 struct PinnedUpload::Impl {};
@@ -79,12 +82,12 @@ void PinnedUpload::upload(const Tensor& dst, const void* src) {
   }
 #if FT_WITH_CUDA
   Impl& m = *impl_;
-  ready_event(m.copied, m.device, dst.device().index);  // the previous copy has read the buffer
+  m.copied.ready(dst.device().index);  // the previous copy has read the buffer
   if (!m.pinned.defined() || m.pinned.nbytes() < n) m.pinned = Tensor::empty_pinned({static_cast<int64_t>(n)}, DType::U8);
   std::memcpy(m.pinned.data_ptr(), src, n);
   const cudaStream_t stream = stream_for(dst.device());
   CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), m.pinned.data_ptr(), n, cudaMemcpyHostToDevice, stream));
-  CUDA_CHECK(cudaEventRecord(m.copied, stream));
+  m.copied.record(stream);
 #else
   FT_CHECK_ARG(false, "[PinnedUpload] a CUDA tensor in a build without CUDA");
 #endif
@@ -104,11 +107,11 @@ void PinnedReadback::request(const Tensor& t) {
     return;
   }
 #if FT_WITH_CUDA
-  ready_event(m.copied, m.device, t.device().index);  // an unread earlier request's copy has landed
+  m.copied.ready(t.device().index);  // an unread earlier request's copy has landed
   if (!m.pinned.defined() || m.pinned.dtype() != t.dtype()) m.pinned = Tensor::empty_pinned({1}, t.dtype());
   const cudaStream_t stream = stream_for(t.device());
   CUDA_CHECK(cudaMemcpyAsync(m.pinned.data_ptr(), t.data_ptr(), t.nbytes(), cudaMemcpyDeviceToHost, stream));
-  CUDA_CHECK(cudaEventRecord(m.copied, stream));
+  m.copied.record(stream);
 #else
   FT_CHECK_ARG(false, "[PinnedReadback] a CUDA tensor in a build without CUDA");
 #endif
@@ -120,7 +123,7 @@ double PinnedReadback::value() {
   m.pending = false;
 #if FT_WITH_CUDA
   if (m.on_device) {
-    CUDA_CHECK(cudaEventSynchronize(m.copied));
+    m.copied.wait();
     return m.pinned.item();
   }
 #endif
