@@ -24,6 +24,7 @@ the graph with the most records are used when the trace has graphs (flashtrain's
 micro-step); the eager optimizer and the warm-up steps are then left out by construction.
 """
 import argparse
+import bisect
 import collections
 import os
 import re
@@ -76,26 +77,31 @@ def load(spec):
     return path, device, rows
 
 
+def graph_replays(rows):
+    """The graph with the most records, its records by replay ({correlation id: records in start
+    order}), and the replays in the order they ran; (None, {}, []) for a trace without graphs."""
+    counts = collections.Counter(r[2] for r in rows if r[2] != 0)
+    if not counts:
+        return None, {}, []
+    main_graph = counts.most_common(1)[0][0]
+    reps = collections.defaultdict(list)
+    for r in sorted((r for r in rows if r[2] == main_graph), key=lambda r: r[4]):
+        reps[r[3]].append(r)
+    return main_graph, reps, sorted(reps, key=lambda c: reps[c][0][4])
+
+
 def per_replay(rows, skip):
     """{name: (calls per replay, mean us, ms per replay)}, replays counted, and the mode used."""
-    graph_rows = [r for r in rows if r[2] != 0]
-    if graph_rows:
+    main_graph, reps, order = graph_replays(rows)
+    if reps:
         # The graph with the most records (flashtrain's micro-step); others are reported, not mixed in.
-        counts = collections.Counter(r[2] for r in graph_rows)
-        main_graph = counts.most_common(1)[0][0]
-        others = {g: c for g, c in counts.items() if g != main_graph}
+        others = collections.Counter(r[2] for r in rows if r[2] not in (0, main_graph))
         if others:
-            print(f"# graph {main_graph} used; other graphs left out (records): {others}")
-        graph_rows = [r for r in graph_rows if r[2] == main_graph]
-        first = {}
-        for r in graph_rows:
-            first[r[3]] = min(first.get(r[3], r[4]), r[4])
-        order = sorted(first, key=first.get)
+            print(f"# graph {main_graph} used; other graphs left out (records): {dict(others)}")
         if len(order) <= skip:
             sys.exit(f"only {len(order)} graph replays, fewer than --skip {skip}")
-        keep = set(order[skip:])
-        used = [r for r in graph_rows if r[3] in keep]
-        n = len(keep)
+        used = [r for c in order[skip:] for r in reps[c]]
+        n = len(order) - skip
         mode = "graph replays"
     else:
         used, n, mode = rows, 1, "whole run (no graph replays)"
@@ -171,15 +177,9 @@ def union_us(intervals):
 def replay_gaps(rows, skip):
     """Per-replay means (us) of span, busy, idle and of the interval to the next replay, the mean
     idle gap before each position of a replay, and the mean time per name between replays."""
-    graph_rows = [r for r in rows if r[2] != 0]
-    if not graph_rows:
+    main_graph, reps, order = graph_replays(rows)
+    if not reps:
         sys.exit("gaps: the trace has no graph replays")
-    main_graph = collections.Counter(r[2] for r in graph_rows).most_common(1)[0][0]
-    reps = collections.defaultdict(list)
-    for r in graph_rows:
-        if r[2] == main_graph:
-            reps[r[3]].append(r)
-    order = sorted(reps, key=lambda c: min(r[4] for r in reps[c]))
     if len(order) <= skip + 1:
         sys.exit(f"gaps: only {len(order)} graph replays, too few after --skip {skip}")
     order = order[skip:]
@@ -188,8 +188,9 @@ def replay_gaps(rows, skip):
     names = {}
     between_names = collections.defaultdict(float)
     others = sorted((r for r in rows if r[2] != main_graph), key=lambda r: r[4])
+    other_starts = [r[4] for r in others]
     for i, c in enumerate(order):
-        rs = sorted(reps[c], key=lambda r: r[4])
+        rs = reps[c]
         start, end = rs[0][4], max(r[5] for r in rs)
         work = [(r[4], r[5]) for r in rs if r[1] in "KM"]
         span.append((end - start) / 1e3)
@@ -201,7 +202,7 @@ def replay_gaps(rows, skip):
             reach = max(reach, r[5])
         if i + 1 < len(order):
             nxt = min(r[4] for r in reps[order[i + 1]])
-            mid = [r for r in others if end <= r[4] < nxt]
+            mid = others[bisect.bisect_left(other_starts, end):bisect.bisect_left(other_starts, nxt)]
             between.append((nxt - end) / 1e3)
             between_busy.append(union_us([(r[4], min(r[5], nxt)) for r in mid]))
             for r in mid:
