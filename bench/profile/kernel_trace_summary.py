@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """Tables from bench/profile/kernel_trace.cpp's traces (trace-<pid>.tsv).
 
-  kernel_trace_summary.py summary TRACE[:DEVICE] [--skip N] [--top K] [--parts]
+  kernel_trace_summary.py summary TRACE[:DEVICE] [--skip N] [--top K] [--parts] [--step-marker RE]
       Per kernel (and copy kind) of the graph replays of one device: calls per replay, mean us a
       call, ms per replay, and the replays' sum. The first N replays (default 10: capture, warm-up)
       are left out. Without graph replays (an eager program) it reports per call over the whole run.
-  kernel_trace_summary.py compare A[:DEVICE] B[:DEVICE] [--skip N] [--top K] [--parts]
+      --step-marker RE counts per training step instead, graph or not: a step starts at each kernel
+      whose name matches RE (one that runs once a step, e.g. the token embedding's forward), the
+      first N steps and whatever follows the last marker are left out, and everything in between
+      (replays, the eager optimizer) is divided by the steps counted. This puts an eager program
+      (llm.c) and flashtrain's graph replays plus its optimizer phase on the same footing.
+  kernel_trace_summary.py compare A[:DEVICE] B[:DEVICE] [--skip N] [--top K] [--parts] [--step-marker RE [RE_B]]
       The same for two traces side by side (e.g. a coupled rank against the same card alone):
       ms per replay in A and B, the difference, the ratio, sorted by the difference; and how much of
       the total difference the kernels that are uniformly slower by the median ratio explain.
+      With --step-marker, per step (a second RE for B when the two programs' markers differ).
   kernel_trace_summary.py gaps A[:DEVICE] [B[:DEVICE]] [--skip N] [--top K]
       Where a step's time goes besides the kernels themselves: per graph replay its span, the time
       kernels and memsets cover, the idle rest (launch gaps, a copy the stream waits for, a wait in
@@ -90,8 +96,31 @@ def graph_replays(rows):
     return main_graph, reps, sorted(reps, key=lambda c: reps[c][0][4])
 
 
-def per_replay(rows, skip):
+def per_step(rows, skip, marker):
+    """per_replay's table per training step: steps start at the records whose name matches the
+    regex `marker`; the first `skip` steps and the records after the last marker are left out."""
+    rx = re.compile(marker)
+    rows = sorted(rows, key=lambda r: r[4])
+    starts = [r[4] for r in rows if r[1] == "K" and rx.search(r[7])]
+    if len(starts) <= skip + 1:
+        sys.exit(f"--step-marker {marker!r}: {len(starts)} marker kernels, too few for a step after --skip {skip}")
+    lo, hi = starts[skip], starts[-1]
+    used = [r for r in rows if lo <= r[4] < hi]
+    n = len(starts) - 1 - skip
+    return table_of(used, n), n, f"steps (marker {marker!r})"
+
+
+def table_of(used, n):
+    durations = collections.defaultdict(list)
+    for r in used:
+        durations[r[7]].append((r[5] - r[4]) / 1e3)  # us
+    return {name: (len(d) / n, statistics.fmean(d), sum(d) / n / 1e3) for name, d in durations.items()}
+
+
+def per_replay(rows, skip, marker=None):
     """{name: (calls per replay, mean us, ms per replay)}, replays counted, and the mode used."""
+    if marker:
+        return per_step(rows, skip, marker)
     main_graph, reps, order = graph_replays(rows)
     if reps:
         # The graph with the most records (flashtrain's micro-step); others are reported, not mixed in.
@@ -105,16 +134,12 @@ def per_replay(rows, skip):
         mode = "graph replays"
     else:
         used, n, mode = rows, 1, "whole run (no graph replays)"
-    durations = collections.defaultdict(list)
-    for r in used:
-        durations[r[7]].append((r[5] - r[4]) / 1e3)  # us
-    table = {name: (len(d) / n, statistics.fmean(d), sum(d) / n / 1e3) for name, d in durations.items()}
-    return table, n, mode
+    return table_of(used, n), n, mode
 
 
-def print_summary(spec, skip, top, parts=False):
+def print_summary(spec, skip, top, parts=False, marker=None):
     path, device, rows = load(spec)
-    table, n, mode = per_replay(rows, skip)
+    table, n, mode = per_replay(rows, skip, marker)
     if parts:
         table = by_part(table)
     total = sum(v[2] for v in table.values())
@@ -126,11 +151,13 @@ def print_summary(spec, skip, top, parts=False):
         print(f"| `{short(name)}` | {calls:.2f} | {mean:.2f} | {ms:.4f} | {100 * ms / total:.1f} |")
 
 
-def print_compare(spec_a, spec_b, skip, top, parts=False):
+def print_compare(spec_a, spec_b, skip, top, parts=False, markers=()):
     path_a, dev_a, rows_a = load(spec_a)
     path_b, dev_b, rows_b = load(spec_b)
-    a, na, mode_a = per_replay(rows_a, skip)
-    b, nb, mode_b = per_replay(rows_b, skip)
+    marker_a = markers[0] if markers else None
+    marker_b = markers[-1] if markers else None
+    a, na, mode_a = per_replay(rows_a, skip, marker_a)
+    b, nb, mode_b = per_replay(rows_b, skip, marker_b)
     if parts:
         a, b = by_part(a), by_part(b)
     names = set(a) | set(b)
@@ -263,13 +290,17 @@ def main():
         q.add_argument("--top", type=int, default=30, help="rows printed")
     for q in (s, c):
         q.add_argument("--parts", action="store_true", help="group the kernels by part of the step")
+    s.add_argument("--step-marker", help="count per training step, a step starting at each kernel matching this regex")
+    c.add_argument("--step-marker", nargs="+", metavar="RE", help="the same; a second regex for B")
     args = p.parse_args()
     if args.cmd == "gaps":
         print_gaps(args.a, args.b, args.skip, args.top)
     elif args.cmd == "summary":
-        print_summary(args.trace, args.skip, args.top, args.parts)
+        print_summary(args.trace, args.skip, args.top, args.parts, args.step_marker)
     else:
-        print_compare(args.a, args.b, args.skip, args.top, args.parts)
+        if args.step_marker and len(args.step_marker) > 2:
+            p.error("--step-marker takes one regex, or two (A's, then B's)")
+        print_compare(args.a, args.b, args.skip, args.top, args.parts, args.step_marker or ())
 
 
 if __name__ == "__main__":

@@ -56,6 +56,18 @@ class KnownAnswers(unittest.TestCase):
         self.assertAlmostEqual(ms, 0.008, places=9)
         self.assertAlmostEqual(table["memset"][2], 0.001, places=9)
 
+    def test_per_step_table(self):
+        # Steps start at kernel_A: 12 markers, 2 steps left out, the tail after the last marker (one
+        # replay and its eager E) dropped, so 9 whole steps, each one A..C replay and one E.
+        _, _, rows = kts.load(self.a)
+        table, n, mode = kts.per_replay(rows, skip=2, marker=r"kernel_A")
+        self.assertEqual(n, 9)
+        self.assertTrue(mode.startswith("steps"))
+        self.assertEqual(table["eager_E(float*)"][0], 1.0, "the eager work between replays is part of a step")
+        self.assertAlmostEqual(table["eager_E(float*)"][2], 0.050, places=9)
+        self.assertEqual(table["kernel_B(int)"][0], 1.0)
+        self.assertAlmostEqual(sum(v[2] for v in table.values()), 0.028 + 0.050, places=9)
+
     def test_gaps(self):
         _, _, rows = kts.load(self.a)
         stats, gaps, between, n = kts.replay_gaps(rows, skip=2)

@@ -35,22 +35,24 @@ UNIT_MS = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 
 
 # (part, regex on the kernel name); the first match wins, so our own kernels come before the
 # library patterns (a template argument could mention anything).
+# llm.c's kernels (karpathy/llm.c's llmc/*.cuh) and cuDNN's attention are named too, so that a
+# trace of llm.c groups the same way (bench/profile/kernel_trace_summary.py --parts).
 RULES = [
-    ("attention backward", r"flash_bwd_|naive_softmax_bwd"),
-    ("attention forward", r"flash_fwd_|naive_softmax_fwd"),
+    ("attention backward", r"flash_bwd_|naive_softmax_bwd|sdpa.*(bprop|dgrad|bwd)|softmax_autoregressive_backward"),
+    ("attention forward", r"flash_fwd_|naive_softmax_fwd|sdpa.*(fprop|fwd)|softmax_forward_kernel5"),
     ("LayerNorm backward", r"layernorm_backward|residual_layernorm_backward|resln_backward"),
-    ("LayerNorm forward", r"layernorm_forward|residual_layernorm_forward|resln_forward"),
-    ("GELU backward", r"activation_kernel<[^,<>]+,\s*\d+,\s*(true|\(bool\)1|1)\s*,"),
-    ("GELU forward", r"activation_kernel"),
+    ("LayerNorm forward", r"layernorm_forward|residual_layernorm_forward|resln_forward|fused_residual_forward"),
+    ("GELU backward", r"activation_kernel<[^,<>]+,\s*\d+,\s*(true|\(bool\)1|1)\s*,|gelu_backward"),
+    ("GELU forward", r"activation_kernel|gelu_forward"),
     ("dropout", r"dropout_kernel"),
-    ("cross-entropy / head", r"cross_entropy_"),
+    ("cross-entropy / head", r"cross_entropy_|fused_classifier"),
     ("softmax", r"softmax_(forward|backward)_"),
-    ("embedding", r"embedding_|DeviceRadixSort|cub::|RadixSort"),
+    ("embedding", r"embedding_|DeviceRadixSort|cub::|RadixSort|encoder_(forward|backward)|wte_backward|wpe_backward"),
     ("AdamW", r"adamw_kernel"),
-    ("grad norm", r"grad_norm_"),
-    ("bias grads / reductions", r"reduce_(rows|cols|splits|backward)|sum_rows_"),
-    ("residual adds / elementwise", r"binary_kernel|axpby_kernel"),
-    ("copies / casts / fills", r"cast_kernel|strided_copy_kernel|fill_kernel|memcpy|memset"),
+    ("grad norm", r"grad_norm_|global_norm_|global_sum_single_block"),
+    ("bias grads / reductions", r"reduce_(rows|cols|splits|backward)|sum_rows_|matmul_backward_bias|reduce_add_sum"),
+    ("residual adds / elementwise", r"binary_kernel|axpby_kernel|residual_forward_kernel"),
+    ("copies / casts / fills", r"cast_kernel|strided_copy_kernel|fill_kernel|memcpy|memset|permute_kernel|copy_and_cast|init_from_master"),
     ("matmuls", r"gemm|xmma|cutlass|nvjet|sm90_|sm80_|cublas|splitKreduce|ampere_|hopper_"),
 ]
 RULES = [(part, re.compile(rx)) for part, rx in RULES]
