@@ -1,6 +1,7 @@
 #include "core/cuda/check.h"
 #include "ops/cuda/dtype_dispatch.cuh"
 #include "ops/cuda/elementwise.h"
+#include "ops/cuda/row_utils.cuh"
 
 namespace ft::cuda {
 namespace {
@@ -16,6 +17,25 @@ __global__ void binary_kernel(const T* __restrict__ a, const T* __restrict__ b, 
     const float y = to_f32(b[nb == n ? i : i % nb]);
     const float r = kind == BinaryKind::Add ? x + y : (kind == BinaryKind::Sub ? x - y : x * y);
     out[i] = from_f32<T>(r);
+  }
+}
+
+// binary_kernel with 16-byte loads and stores, kVec elements a thread (n and nb multiples of kVec,
+// every pointer 16-byte aligned): the same arithmetic element by element, so the same bits. The
+// scalar kernel moved 2 bytes a load and took a 64-bit modulo per element for a broadcast b; the
+// embedding sum (16384 x 768 bf16 plus the position table) took 56 us that way.
+template <class T, int kVec>
+__global__ void binary_vec_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
+                                  int64_t nvec, int64_t nbvec, BinaryKind kind) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < nvec; v += stride) {
+    float x[kVec], y[kVec], r[kVec];
+    load_vec<kVec>(a + v * kVec, x);
+    load_vec<kVec>(b + (nbvec == nvec ? v : v % nbvec) * kVec, y);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j)
+      r[j] = kind == BinaryKind::Add ? x[j] + y[j] : (kind == BinaryKind::Sub ? x[j] - y[j] : x[j] * y[j]);
+    store_vec<kVec>(out + v * kVec, r);
   }
 }
 
@@ -72,8 +92,14 @@ void dispatch_any(DType t, Fn&& fn) {
 void binary(const BinaryParams& p, Stream s) {
   dispatch_cuda_float(p.dtype, "[binary]", [&](auto tag) {
     using T = decltype(tag);
-    binary_kernel<T><<<grid_1d(p.n, kBlock), kBlock, 0, s>>>(static_cast<const T*>(p.a), static_cast<const T*>(p.b),
-                                                             static_cast<T*>(p.out), p.n, p.nb, p.kind);
+    constexpr int kVec = kVecOf<T>;
+    if (p.n % kVec == 0 && p.nb % kVec == 0 && aligned16(p.a) && aligned16(p.b) && aligned16(p.out)) {
+      binary_vec_kernel<T, kVec><<<grid_1d(p.n / kVec, kBlock), kBlock, 0, s>>>(
+          static_cast<const T*>(p.a), static_cast<const T*>(p.b), static_cast<T*>(p.out), p.n / kVec, p.nb / kVec, p.kind);
+    } else {
+      binary_kernel<T><<<grid_1d(p.n, kBlock), kBlock, 0, s>>>(static_cast<const T*>(p.a), static_cast<const T*>(p.b),
+                                                               static_cast<T*>(p.out), p.n, p.nb, p.kind);
+    }
   });
   CUDA_CHECK_LAUNCH();
 }

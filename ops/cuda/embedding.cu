@@ -48,12 +48,17 @@ __global__ void embedding_sort_keys_kernel(const int32_t* ids, int64_t n, int64_
 // Frequent tokens make long runs (a few percent of a GPT-2 batch is "the" or ","), so the
 // block splits a run over kSegGroups row groups (rows b + y, b + y + kSegGroups, ...) and then
 // adds the groups in order through shared memory: a fixed order, hence a deterministic sum.
-constexpr int kSegCols = 32, kSegGroups = 8;
+// The longest run decides the kernel's time (about 1,000 rows of 16,384 in a batch of English
+// text), so a thread loads all its kSegPer vectors of a row at once -- up to 32 * kSegPer * kVec
+// columns (768 bf16 columns: 3 vectors a lane) in one sweep over the run's rows, kSegPer loads in
+// flight a row where one sweep per 32 vectors had one. Each element is still added in the same
+// order (its group's rows in turn, then the groups in order).
+constexpr int kSegCols = 32, kSegGroups = 8, kSegPer = 3;
 
 template <class T, int kVec>
 __global__ void __launch_bounds__(kSegCols * kSegGroups) embedding_backward_segment_kernel(
     EmbeddingBackwardParams p, const uint32_t* keys, const uint32_t* rows) {
-  __shared__ float partial[kSegGroups][kVec][kSegCols];
+  __shared__ float partial[kSegGroups][kSegPer][kVec][kSegCols];
   __shared__ int64_t seg_end;
   const int64_t b = blockIdx.x;
   const uint32_t id = keys[b];
@@ -75,30 +80,43 @@ __global__ void __launch_bounds__(kSegCols * kSegGroups) embedding_backward_segm
   const T* dout = static_cast<const T*>(p.dout);
   float* dw = p.dweight + static_cast<int64_t>(id) * p.cols;  // (C)
   const int64_t nvec = p.cols / kVec;
-  for (int64_t v0 = 0; v0 < nvec; v0 += kSegCols) {
-    const int64_t v = v0 + threadIdx.x;
-    float acc[kVec];
+  for (int64_t v0 = 0; v0 < nvec; v0 += kSegCols * kSegPer) {
+    float acc[kSegPer][kVec];
 #pragma unroll
-    for (int j = 0; j < kVec; ++j) acc[j] = 0.f;
-    if (v < nvec) {
-#pragma unroll 4
-      for (int64_t s = b + threadIdx.y; s < end; s += kSegGroups) {
-        float g[kVec];
-        load_vec<kVec>(dout + static_cast<int64_t>(rows[s]) * p.cols + v * kVec, g);
+    for (int q = 0; q < kSegPer; ++q)
 #pragma unroll
-        for (int j = 0; j < kVec; ++j) acc[j] += g[j];
+      for (int j = 0; j < kVec; ++j) acc[q][j] = 0.f;
+#pragma unroll 2
+    for (int64_t s = b + threadIdx.y; s < end; s += kSegGroups) {
+      const T* row = dout + static_cast<int64_t>(rows[s]) * p.cols;
+#pragma unroll
+      for (int q = 0; q < kSegPer; ++q) {
+        const int64_t v = v0 + q * kSegCols + threadIdx.x;
+        if (v < nvec) {
+          float g[kVec];
+          load_vec<kVec>(row + v * kVec, g);
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) acc[q][j] += g[j];
+        }
       }
     }
 #pragma unroll
-    for (int j = 0; j < kVec; ++j) partial[threadIdx.y][j][threadIdx.x] = acc[j];
+    for (int q = 0; q < kSegPer; ++q)
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) partial[threadIdx.y][q][j][threadIdx.x] = acc[q][j];
     __syncthreads();
-    if (threadIdx.y == 0 && v < nvec) {
+    if (threadIdx.y == 0) {
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) {
-        float total = 0.f;
+      for (int q = 0; q < kSegPer; ++q) {
+        const int64_t v = v0 + q * kSegCols + threadIdx.x;
+        if (v >= nvec) continue;
 #pragma unroll
-        for (int g = 0; g < kSegGroups; ++g) total += partial[g][j][threadIdx.x];
-        dw[v * kVec + j] += total;
+        for (int j = 0; j < kVec; ++j) {
+          float total = 0.f;
+#pragma unroll
+          for (int g = 0; g < kSegGroups; ++g) total += partial[g][q][j][threadIdx.x];
+          dw[v * kVec + j] += total;
+        }
       }
     }
     __syncthreads();

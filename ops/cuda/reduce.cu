@@ -140,13 +140,29 @@ __global__ void __launch_bounds__(256) sum_rows_partial_kernel(SumRowsIntoParams
   }
 }
 
-// sum_rows_into, stage 2: out[c] += the slices' sums, in slice order.
-__global__ void sum_rows_finish_kernel(SumRowsIntoParams p) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= p.cols) return;
+// sum_rows_into, stage 2: out[c] += the slices' sums. A block of (32, 32) threads covers 32
+// columns: thread row y sums slices y, y + 32, ... (each step a coalesced 128-byte load, 32 chains
+// in flight a column), then the 32 part sums are added in order through shared memory -- a fixed
+// order, so still bitwise reproducible. One thread a column summing every slice in turn was a
+// chain of `splits` dependent loads (342 for a 768-column bias gradient of 16384 rows): about
+// 7 us a call, 0.33 ms of a GPT-2-small step over its 48 bias gradients.
+constexpr int kFinishCols = 32, kFinishGroups = 32;
+
+__global__ void __launch_bounds__(kFinishCols * kFinishGroups) sum_rows_finish_kernel(SumRowsIntoParams p) {
+  __shared__ float part[kFinishGroups][kFinishCols + 1];
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kFinishCols + threadIdx.x;
   float sum = 0.f;
-  for (int s = 0; s < p.splits; ++s) sum += p.partial[s * p.cols + c];
-  p.out[c] += sum;
+  if (c < p.cols) {
+#pragma unroll 4
+    for (int s = threadIdx.y; s < p.splits; s += kFinishGroups) sum += p.partial[s * p.cols + c];
+  }
+  part[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= p.cols) return;
+  float total = 0.f;
+#pragma unroll
+  for (int g = 0; g < kFinishGroups; ++g) total += part[g][threadIdx.x];
+  p.out[c] += total;
 }
 
 }  // namespace
@@ -168,7 +184,8 @@ void sum_rows_into(const SumRowsIntoParams& p, Stream s) {
       sum_rows_partial_kernel<T, 1><<<grid, block, 0, s>>>(p, rows_per_split);
     }
     CUDA_CHECK_LAUNCH();
-    sum_rows_finish_kernel<<<static_cast<unsigned>((p.cols + 255) / 256), 256, 0, s>>>(p);
+    sum_rows_finish_kernel<<<static_cast<unsigned>((p.cols + kFinishCols - 1) / kFinishCols),
+                             dim3(kFinishCols, kFinishGroups), 0, s>>>(p);
     CUDA_CHECK_LAUNCH();
   });
 }

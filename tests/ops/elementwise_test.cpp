@@ -92,12 +92,20 @@ TEST(Cast, AllPairsOnCpuAgreeWithScalarConversions) {
 
 TEST(ElementwiseCuda, MatchesCpu) {
   FT_REQUIRE_CUDA();
+  // Shapes for the scalar kernel (129 columns) and for the 16-byte one (64: whole vectors), with b
+  // broadcast over the leading dimensions and b of a's own shape.
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{3, 7, 129}, {129}}, {{5, 6, 64}, {6, 64}}, {{5, 6, 64}, {5, 6, 64}}};
   for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
-    const Tensor a = randn_tensor({3, 7, 129}, 10, dt), b = randn_tensor({129}, 11, dt);
-    const Tensor ga = a.to(Device::cuda()), gb = b.to(Device::cuda());
-    // Both sides compute in fp32 and round once: results agree exactly.
-    EXPECT_EQ(ops::add(ga, gb).to_floats(), ops::add(a, b).to_floats()) << dt;
-    EXPECT_EQ(ops::mul(ga, gb).to_floats(), ops::mul(a, b).to_floats()) << dt;
+    for (const auto& [sa, sb] : shapes) {
+      const Tensor a = randn_tensor(sa, 13, dt), b = randn_tensor(sb, 14, dt);
+      const Tensor ga = a.to(Device::cuda()), gb = b.to(Device::cuda());
+      // Both sides compute in fp32 and round once: results agree exactly.
+      EXPECT_EQ(ops::add(ga, gb).to_floats(), ops::add(a, b).to_floats()) << dt << " " << sb.size();
+      EXPECT_EQ(ops::sub(ga, gb).to_floats(), ops::sub(a, b).to_floats()) << dt << " " << sb.size();
+      EXPECT_EQ(ops::mul(ga, gb).to_floats(), ops::mul(a, b).to_floats()) << dt << " " << sb.size();
+    }
+    const Tensor a = randn_tensor({3, 7, 129}, 10, dt);
+    const Tensor ga = a.to(Device::cuda());
     EXPECT_EQ(ops::sub(ga, ga).to_floats(), ops::sub(a, a).to_floats()) << dt;
     EXPECT_EQ(ops::scale(ga, 0.37).to_floats(), ops::scale(a, 0.37).to_floats()) << dt;
     Tensor acc = ga.clone();

@@ -100,7 +100,7 @@ TEST(EmbeddingCuda, MatchesCpuAndIsDeterministic) {
   FT_REQUIRE_CUDA();
   const int64_t V = 1000;
   for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
-    for (int64_t C : {int64_t{768}, int64_t{37}}) {  // vector path and scalar path
+    for (int64_t C : {int64_t{768}, int64_t{37}, int64_t{1032}}) {  // vector path, scalar path, two sweeps
       const int64_t n = 3000;
       const Tensor w = randn_tensor({V, C}, 5, dt);
       const Tensor ids = Tensor::from_vector(make_ids(n, V), {3, n / 3});
