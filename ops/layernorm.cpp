@@ -70,8 +70,29 @@ LayerNormOut layernorm_forward(const Tensor& x0, const Tensor& weight0, const Te
   return out;
 }
 
+void check_param_sinks(const char* op, const LayerNormParamSinks& into, int64_t C, DType x_dtype, Device dev) {
+  for (const Tensor* t : {&into.dweight, &into.dbias}) {
+    if (!t->defined()) continue;
+    FT_CHECK_ARG(x_dtype != DType::F64, "[", op, "] parameter-gradient sinks are fp32; f64 x returns its own f64 sums");
+    FT_CHECK_ARG(t->dtype() == DType::F32 && t->numel() == C && t->is_contiguous() && t->device() == dev, "[", op,
+                 "] a parameter-gradient sink must be a contiguous f32 tensor of ", C, " elements on ", dev, ", got ",
+                 t->shape(), " ", t->dtype(), " on ", t->device());
+  }
+}
+
+void add_into_param_sinks(const LayerNormParamSinks& into, Tensor& dweight, Tensor& dbias) {
+  if (into.dweight.defined()) {
+    add_(into.dweight, dweight.view(into.dweight.shape()));
+    dweight = into.dweight;
+  }
+  if (into.dbias.defined()) {
+    add_(into.dbias, dbias.view(into.dbias.shape()));
+    dbias = into.dbias;
+  }
+}
+
 LayerNormGrads layernorm_backward(const Tensor& dy0, const Tensor& x0, const Tensor& weight0, const Tensor& mean0,
-                                  const Tensor& rstd0) {
+                                  const Tensor& rstd0, const LayerNormParamSinks& into) {
   const int64_t C = check_x_and_weight("layernorm_backward", x0, weight0);
   FT_CHECK_ARG(dy0.shape() == x0.shape() && dy0.dtype() == x0.dtype() && dy0.device() == x0.device(),
                "[layernorm_backward] dy ", dy0.shape(), " ", dy0.dtype(), " on ", dy0.device(), " does not match x ",
@@ -86,6 +107,7 @@ LayerNormGrads layernorm_backward(const Tensor& dy0, const Tensor& x0, const Ten
   const Tensor dy = dy0.contiguous(), x = x0.contiguous(), weight = weight0.contiguous();
   const Tensor mean = mean0.contiguous(), rstd = rstd0.contiguous();
   const Device dev = x.device();
+  check_param_sinks("layernorm_backward", into, C, x.dtype(), dev);
   LayerNormGrads g{Tensor::empty(x.shape(), x.dtype(), dev), Tensor::empty({C}, sd, dev), Tensor::empty({C}, sd, dev)};
   dispatch(
       dev,
@@ -98,8 +120,11 @@ LayerNormGrads layernorm_backward(const Tensor& dy0, const Tensor& x0, const Ten
                                      dxf.tensor().data<T>(), g.dweight.data<T>(), g.dbias.data<T>(), rows, C);
         });
         dxf.round_into_output();
+        add_into_param_sinks(into, g.dweight, g.dbias);
       },
       [&](Stream s) {
+        if (into.dweight.defined()) g.dweight = into.dweight;
+        if (into.dbias.defined()) g.dbias = into.dbias;
         cuda::LayerNormBackwardParams p;
         p.dy = dy.data_ptr();
         p.x = x.data_ptr();
@@ -109,6 +134,8 @@ LayerNormGrads layernorm_backward(const Tensor& dy0, const Tensor& x0, const Ten
         p.dx = g.dx.data_ptr();
         p.dweight = g.dweight.data<float>();
         p.dbias = g.dbias.data<float>();
+        p.add_dweight = into.dweight.defined();
+        p.add_dbias = into.dbias.defined();
         p.rows = rows;
         p.cols = C;
         p.dtype = x.dtype();

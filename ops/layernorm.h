@@ -28,8 +28,21 @@ struct LayerNormGrads {
   Tensor dbias;    // (C), fp32 (f64 for f64 x)
 };
 
-// dy and x (..., C); mean and rstd as returned by layernorm_forward.
+// Where the backward adds dweight and dbias (+=) instead of returning new tensors: fp32 (C) tensors
+// on x's device, either or both undefined (a new tensor then). The trainer's gradient arena: no
+// rounding to the weight's dtype, no cast and add afterwards (autograd::direct_grad). Not for f64 x.
+struct LayerNormParamSinks {
+  Tensor dweight, dbias;
+};
+
+// dy and x (..., C); mean and rstd as returned by layernorm_forward. With sinks, g.dweight / g.dbias
+// are those tensors, the sums added into them.
 LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
-                                  const Tensor& rstd);
+                                  const Tensor& rstd, const LayerNormParamSinks& into = {});
+
+// The checks on `into` shared with residual_layernorm_backward (op: its name in errors).
+void check_param_sinks(const char* op, const LayerNormParamSinks& into, int64_t C, DType x_dtype, Device dev);
+// The CPU side of the sinks: `into`'s defined tensors += the fresh sums in g, and g then names them.
+void add_into_param_sinks(const LayerNormParamSinks& into, Tensor& dweight, Tensor& dbias);
 
 }  // namespace ft::ops

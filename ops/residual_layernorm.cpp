@@ -98,7 +98,7 @@ ResidualLayerNormOut residual_layernorm_forward(const Tensor& x0, const Tensor& 
 
 ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy0, const Tensor& gz0, const Tensor& y0,
                                                    const Tensor& weight0, const Tensor& mean0, const Tensor& rstd0,
-                                                   float p, PhiloxState state) {
+                                                   float p, PhiloxState state, const LayerNormParamSinks& into) {
   const char* op = "residual_layernorm_backward";
   const int64_t C = check_rows_and_param(op, y0, weight0, "weight", p);
   check_like(op, "gz", gz0, "y", y0);
@@ -113,6 +113,7 @@ ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy0, const Tens
   const Tensor gy = gy0.defined() ? gy0.contiguous() : Tensor();
   const Tensor mean = mean0.contiguous(), rstd = rstd0.contiguous();
   const Device dev = y.device();
+  check_param_sinks(op, into, C, y.dtype(), dev);
   const DropoutParams mask = make_dropout_params(state, p);
   const bool dropout = mask.threshold != 0;
   ResidualLayerNormGrads g{Tensor::empty(y.shape(), y.dtype(), dev), Tensor(), Tensor::empty({C}, sd, dev),
@@ -133,8 +134,11 @@ ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy0, const Tens
         });
         dyf.round_into_output();
         if (dropout) dhf.round_into_output();
+        add_into_param_sinks(into, g.dweight, g.dbias);
       },
       [&](Stream s) {
+        if (into.dweight.defined()) g.dweight = into.dweight;
+        if (into.dbias.defined()) g.dbias = into.dbias;
         cuda::ResidualLayerNormBackwardParams kp;
         kp.gy = gy.defined() ? gy.data_ptr() : nullptr;
         kp.gz = gz.data_ptr();
@@ -146,6 +150,8 @@ ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy0, const Tens
         kp.dh = dropout ? g.dh.data_ptr() : nullptr;
         kp.dweight = g.dweight.data<float>();
         kp.dbias = g.dbias.data<float>();
+        kp.add_dweight = into.dweight.defined();
+        kp.add_dbias = into.dbias.defined();
         kp.rows = rows;
         kp.cols = C;
         kp.dtype = y.dtype();

@@ -26,6 +26,7 @@
 
 #include "core/philox.h"
 #include "core/tensor.h"
+#include "ops/layernorm.h"
 
 namespace ft::ops {
 
@@ -47,9 +48,10 @@ struct ResidualLayerNormGrads {
 };
 
 // gy (may be undefined) and gz (..., C) in y's dtype; y, mean and rstd as the forward returned
-// them; p and state those of the forward call.
+// them; p and state those of the forward call. `into`: as ops::layernorm_backward's (the sums added
+// into those fp32 tensors, which g.dweight / g.dbias then are).
 ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy, const Tensor& gz, const Tensor& y,
                                                    const Tensor& weight, const Tensor& mean, const Tensor& rstd,
-                                                   float p, PhiloxState state);
+                                                   float p, PhiloxState state, const LayerNormParamSinks& into = {});
 
 }  // namespace ft::ops

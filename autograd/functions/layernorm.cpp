@@ -5,15 +5,35 @@
 #include "ops/layernorm.h"
 
 namespace ft::autograd {
+
+ops::LayerNormParamSinks param_sinks(const Node& node, size_t w_input, const Tensor& x, int64_t C) {
+  ops::LayerNormParamSinks into;
+  if (x.dtype() == DType::F64) return into;  // f64 sums stay f64
+  auto usable = [&](const Tensor& t) { return t.defined() && t.is_contiguous() && t.device() == x.device() ? t : Tensor(); };
+  if (node.needs_grad[w_input]) into.dweight = usable(direct_grad(node, w_input, {C}));
+  if (node.needs_grad[w_input + 1]) into.dbias = usable(direct_grad(node, w_input + 1, {C}));
+  return into;
+}
+
+Tensor param_grad(const Node& node, size_t input, const Tensor& sink, const Tensor& sum, DType param_dtype) {
+  if (!node.needs_grad[input]) return Tensor();
+  if (sink.defined()) {
+    mark_delivered(node, input);
+    return Tensor();
+  }
+  return ops::cast(sum, param_dtype);
+}
+
 namespace {
 
 struct LayerNormBackward : Node {
   Tensor x, weight, mean, rstd;  // x (..., C), weight (C), mean and rstd (...)
   std::vector<Tensor> backward(const std::vector<Tensor>& go) override {
     if (!go[0].defined()) return {Tensor(), Tensor(), Tensor()};
-    ops::LayerNormGrads g = ops::layernorm_backward(go[0], x, weight, mean, rstd);
-    return {needs_grad[0] ? g.dx : Tensor(), needs_grad[1] ? ops::cast(g.dweight, weight.dtype()) : Tensor(),
-            needs_grad[2] ? ops::cast(g.dbias, weight.dtype()) : Tensor()};
+    const ops::LayerNormParamSinks into = param_sinks(*this, 1, x, weight.numel());
+    ops::LayerNormGrads g = ops::layernorm_backward(go[0], x, weight, mean, rstd, into);
+    return {needs_grad[0] ? g.dx : Tensor(), param_grad(*this, 1, into.dweight, g.dweight, weight.dtype()),
+            param_grad(*this, 2, into.dbias, g.dbias, weight.dtype())};
   }
   void release() override { x = weight = mean = rstd = Tensor(); }
   const char* name() const override { return "LayerNormBackward"; }

@@ -1,6 +1,7 @@
 #include "autograd/functions/residual_layernorm.h"
 
 #include "autograd/function.h"
+#include "autograd/functions/layernorm.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/residual_layernorm.h"
@@ -20,10 +21,11 @@ struct ResidualLayerNormBackward : Node {
       if (needs_grad[1]) dh = p > 0.f ? ops::dropout_backward(gy, p, state) : gy;
       return {needs_grad[0] ? gy : Tensor(), dh, Tensor(), Tensor()};
     }
-    ops::ResidualLayerNormGrads g = ops::residual_layernorm_backward(gy, go[1], y, weight, mean, rstd, p, state);
+    const ops::LayerNormParamSinks into = param_sinks(*this, 2, y, weight.numel());
+    ops::ResidualLayerNormGrads g = ops::residual_layernorm_backward(gy, go[1], y, weight, mean, rstd, p, state, into);
     return {needs_grad[0] ? g.dy : Tensor(), needs_grad[1] ? g.dh : Tensor(),
-            needs_grad[2] ? ops::cast(g.dweight, weight.dtype()) : Tensor(),
-            needs_grad[3] ? ops::cast(g.dbias, weight.dtype()) : Tensor()};
+            param_grad(*this, 2, into.dweight, g.dweight, weight.dtype()),
+            param_grad(*this, 3, into.dbias, g.dbias, weight.dtype())};
   }
   void release() override { y = weight = mean = rstd = Tensor(); }
   const char* name() const override { return "ResidualLayerNormBackward"; }

@@ -279,9 +279,9 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks)
 #pragma unroll
       for (int g = 0; g < kGroups; ++g) total += tile[g * kTileCols + col];
       if (c < C) {
-        p.dweight[c] = total;
+        p.dweight[c] = p.add_dweight ? p.dweight[c] + total : total;
       } else {
-        p.dbias[c - C] = total;
+        p.dbias[c - C] = p.add_dbias ? p.dbias[c - C] + total : total;
       }
     }
     __syncthreads();
@@ -406,9 +406,9 @@ void launch_backward_fused(const LayerNormBackwardParams& p, Stream stream) {
 
 void layernorm_backward(const LayerNormBackwardParams& p, Stream stream) {
   const int64_t C = p.cols;
-  if (p.rows == 0) {
-    CUDA_CHECK(cudaMemsetAsync(p.dweight, 0, C * sizeof(float), stream));
-    CUDA_CHECK(cudaMemsetAsync(p.dbias, 0, C * sizeof(float), stream));
+  if (p.rows == 0) {  // sums of no rows: zero, or nothing to add
+    if (!p.add_dweight) CUDA_CHECK(cudaMemsetAsync(p.dweight, 0, C * sizeof(float), stream));
+    if (!p.add_dbias) CUDA_CHECK(cudaMemsetAsync(p.dbias, 0, C * sizeof(float), stream));
     return;
   }
   dispatch_cuda_float(p.dtype, "[layernorm_backward]", [&](auto tag) {
@@ -427,7 +427,8 @@ void layernorm_backward(const LayerNormBackwardParams& p, Stream stream) {
       Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
       layernorm_backward_loop_kernel<T><<<blocks, kLoopThreads, 0, stream>>>(p, static_cast<float*>(partial.ptr));
       CUDA_CHECK_LAUNCH();
-      sum_layernorm_param_grads(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, stream);
+      sum_layernorm_param_grads(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
+                                p.add_dbias, stream);
     }
   });
 }

@@ -33,6 +33,7 @@ struct LayerNormBackwardParams {
   void* dx = nullptr;            // (N, C)
   float* dweight = nullptr;      // (C)
   float* dbias = nullptr;        // (C)
+  bool add_dweight = false, add_dbias = false;  // add the sums into dweight / dbias (+=) instead of storing
   int64_t rows = 0, cols = 0;
   DType dtype = DType::BF16;
   int device = 0;  // where the launcher takes its (blocks, 2, C) fp32 partial-sum scratch

@@ -116,10 +116,12 @@ __device__ __forceinline__ void layernorm_grad_row_dx(const R& x, const R& dy, c
 
 // Sums the (blocks, 2C) partials over blocks into dweight (columns < C) and dbias: kCols columns
 // per block, kGroups row groups summed in a fixed order through shared memory. Deterministic for a
-// given number of blocks.
+// given number of blocks. add_w / add_b: added to what dweight / dbias hold (the trainer's fp32
+// gradient arena) instead of stored.
 template <int kCols, int kGroups>
 __global__ void __launch_bounds__(kCols * kGroups)
-    layernorm_param_grad_sum_kernel(const float* partial, int blocks, int64_t C, float* dweight, float* dbias) {
+    layernorm_param_grad_sum_kernel(const float* partial, int blocks, int64_t C, float* dweight, float* dbias,
+                                    bool add_w, bool add_b) {
   __shared__ float sums[kGroups][kCols + 1];
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kCols + threadIdx.x;  // in [0, 2C)
   float s = 0.f;
@@ -133,19 +135,19 @@ __global__ void __launch_bounds__(kCols * kGroups)
     float total = 0.f;
     for (int g = 0; g < kGroups; ++g) total += sums[g][threadIdx.x];
     if (c < C) {
-      dweight[c] = total;
+      dweight[c] = add_w ? dweight[c] + total : total;
     } else {
-      dbias[c - C] = total;
+      dbias[c - C] = add_b ? dbias[c - C] + total : total;
     }
   }
 }
 
 inline void sum_layernorm_param_grads(const float* partial, int blocks, int64_t C, float* dweight, float* dbias,
-                                      Stream stream) {
+                                      bool add_w, bool add_b, Stream stream) {
   constexpr int kCols = 32, kGroups = 32;
   const int64_t grid = (2 * C + kCols - 1) / kCols;
-  layernorm_param_grad_sum_kernel<kCols, kGroups>
-      <<<static_cast<unsigned>(grid), dim3(kCols, kGroups), 0, stream>>>(partial, blocks, C, dweight, dbias);
+  layernorm_param_grad_sum_kernel<kCols, kGroups><<<static_cast<unsigned>(grid), dim3(kCols, kGroups), 0, stream>>>(
+      partial, blocks, C, dweight, dbias, add_w, add_b);
   CUDA_CHECK_LAUNCH();
 }
 

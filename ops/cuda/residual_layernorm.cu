@@ -406,9 +406,9 @@ void residual_layernorm_forward(const ResidualLayerNormForwardParams& p, Stream 
 
 void residual_layernorm_backward(const ResidualLayerNormBackwardParams& p, Stream stream) {
   const int64_t C = p.cols;
-  if (p.rows == 0) {
-    CUDA_CHECK(cudaMemsetAsync(p.dweight, 0, C * sizeof(float), stream));
-    CUDA_CHECK(cudaMemsetAsync(p.dbias, 0, C * sizeof(float), stream));
+  if (p.rows == 0) {  // sums of no rows: zero, or nothing to add
+    if (!p.add_dweight) CUDA_CHECK(cudaMemsetAsync(p.dweight, 0, C * sizeof(float), stream));
+    if (!p.add_dbias) CUDA_CHECK(cudaMemsetAsync(p.dbias, 0, C * sizeof(float), stream));
     return;
   }
   dispatch_cuda_float(p.dtype, "[residual_layernorm_backward]", [&](auto tag) {
@@ -437,7 +437,8 @@ void residual_layernorm_backward(const ResidualLayerNormBackwardParams& p, Strea
           Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
           kernel<<<blocks, kThreads, smem, stream>>>(p, pairs, static_cast<float*>(partial.ptr));
           CUDA_CHECK_LAUNCH();
-          sum_layernorm_param_grads(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, stream);
+          sum_layernorm_param_grads(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
+                                  p.add_dbias, stream);
         });
       });
       if (!done) {
@@ -446,7 +447,8 @@ void residual_layernorm_backward(const ResidualLayerNormBackwardParams& p, Strea
         residual_layernorm_backward_scalar_kernel<T, kDropout>
             <<<blocks, kScalarThreads, 0, stream>>>(p, static_cast<float*>(partial.ptr));
         CUDA_CHECK_LAUNCH();
-        sum_layernorm_param_grads(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, stream);
+        sum_layernorm_param_grads(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
+                                  p.add_dbias, stream);
       }
     });
   });

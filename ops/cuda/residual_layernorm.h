@@ -42,6 +42,7 @@ struct ResidualLayerNormBackwardParams {
   void* dh = nullptr;            // (N, C), written only with dropout
   float* dweight = nullptr;      // (C)
   float* dbias = nullptr;        // (C)
+  bool add_dweight = false, add_dbias = false;  // add the sums into dweight / dbias (+=) instead of storing
   int64_t rows = 0, cols = 0;
   DType dtype = DType::BF16;
   bool dropout = false;
