@@ -38,7 +38,8 @@ UNIT_MS = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 
 # llm.c's kernels (karpathy/llm.c's llmc/*.cuh) and cuDNN's attention are named too, so that a
 # trace of llm.c groups the same way (bench/profile/kernel_trace_summary.py --parts).
 RULES = [
-    ("attention backward", r"flash_bwd_|naive_softmax_bwd|sdpa.*(bprop|dgrad|bwd)|softmax_autoregressive_backward"),
+    ("attention backward", r"flash_bwd_|naive_softmax_bwd|sdpa.*(bprop|dgrad|bwd)|softmax_autoregressive_backward|"
+     r"cudnn::fusion::(matmul_dq|compute_dot_do_o)"),
     ("attention forward", r"flash_fwd_|naive_softmax_fwd|sdpa.*(fprop|fwd)|softmax_forward_kernel5"),
     ("LayerNorm backward", r"layernorm_backward|residual_layernorm_backward|resln_backward"),
     ("LayerNorm forward", r"layernorm_forward|residual_layernorm_forward|resln_forward|fused_residual_forward"),
