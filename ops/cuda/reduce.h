@@ -61,7 +61,8 @@ struct SumRowsIntoParams {
   int splits = 1;  // sum_rows_splits(rows, cols)
 };
 
-// out += sum over rows of x, in fp32: slices of rows summed per column, then the slices in order.
+// out += sum over rows of x, in fp32: slices of rows summed per column, then the slices' sums in a
+// fixed order (bitwise reproducible for a given shape).
 FT_CUDA_LAUNCHER(void sum_rows_into(const SumRowsIntoParams& p, Stream stream));
 
 // y = scale * sum over r of x, accumulated in fp32.
