@@ -51,14 +51,18 @@ __global__ void embedding_sort_keys_kernel(const int32_t* ids, int64_t n, int64_
 // The longest run decides the kernel's time (about 1,000 rows of 16,384 in a batch of English
 // text), so a thread loads all its kSegPer vectors of a row at once -- up to 32 * kSegPer * kVec
 // columns (768 bf16 columns: 3 vectors a lane) in one sweep over the run's rows, kSegPer loads in
-// flight a row where one sweep per 32 vectors had one. Each element is still added in the same
-// order (its group's rows in turn, then the groups in order).
-constexpr int kSegCols = 32, kSegGroups = 8, kSegPer = 3;
+// flight a row where one sweep per 32 vectors had one. The run's row numbers are staged in shared
+// memory, kSegIdx at a time (coalesced), so a row's loads do not wait for a global load of its
+// number first. Each element is still added in the same order (its group's rows in turn, then the
+// groups in order).
+constexpr int kSegCols = 32, kSegGroups = 8, kSegPer = 3, kSegIdx = 1024;
+static_assert(kSegIdx % kSegGroups == 0, "a chunk of staged rows keeps each group's rows in order");
 
 template <class T, int kVec>
 __global__ void __launch_bounds__(kSegCols * kSegGroups) embedding_backward_segment_kernel(
     EmbeddingBackwardParams p, const uint32_t* keys, const uint32_t* rows) {
   __shared__ float partial[kSegGroups][kSegPer][kVec][kSegCols];
+  __shared__ uint32_t staged[kSegIdx];
   __shared__ int64_t seg_end;
   const int64_t b = blockIdx.x;
   const uint32_t id = keys[b];
@@ -86,17 +90,24 @@ __global__ void __launch_bounds__(kSegCols * kSegGroups) embedding_backward_segm
     for (int q = 0; q < kSegPer; ++q)
 #pragma unroll
       for (int j = 0; j < kVec; ++j) acc[q][j] = 0.f;
-#pragma unroll 2
-    for (int64_t s = b + threadIdx.y; s < end; s += kSegGroups) {
-      const T* row = dout + static_cast<int64_t>(rows[s]) * p.cols;
+    const int tid = threadIdx.y * kSegCols + threadIdx.x;
+    for (int64_t c0 = b; c0 < end; c0 += kSegIdx) {
+      const int n = static_cast<int>(end - c0 < kSegIdx ? end - c0 : kSegIdx);
+      __syncthreads();  // the chunk before is read
+      for (int i = tid; i < n; i += kSegCols * kSegGroups) staged[i] = rows[c0 + i];
+      __syncthreads();
+#pragma unroll 4
+      for (int i = threadIdx.y; i < n; i += kSegGroups) {
+        const T* row = dout + static_cast<int64_t>(staged[i]) * p.cols;
 #pragma unroll
-      for (int q = 0; q < kSegPer; ++q) {
-        const int64_t v = v0 + q * kSegCols + threadIdx.x;
-        if (v < nvec) {
-          float g[kVec];
-          load_vec<kVec>(row + v * kVec, g);
+        for (int q = 0; q < kSegPer; ++q) {
+          const int64_t v = v0 + q * kSegCols + threadIdx.x;
+          if (v < nvec) {
+            float g[kVec];
+            load_vec<kVec>(row + v * kVec, g);
 #pragma unroll
-          for (int j = 0; j < kVec; ++j) acc[q][j] += g[j];
+            for (int j = 0; j < kVec; ++j) acc[q][j] += g[j];
+          }
         }
       }
     }
