@@ -6,7 +6,8 @@
       call, ms per replay, and the replays' sum. The first N replays (default 10: capture, warm-up)
       are left out. Without graph replays (an eager program) it reports per call over the whole run.
       --step-marker RE counts per training step instead, graph or not: a step starts at each kernel
-      whose name matches RE (one that runs once a step, e.g. the token embedding's forward), the
+      whose name matches RE (one that runs once a step: llm.c's encoder_forward_kernel3, our
+      cross_entropy_loss_and_grad; our embedding_forward_kernel runs twice, wte and wpe), the
       first N steps and whatever follows the last marker are left out, and everything in between
       (replays, the eager optimizer) is divided by the steps counted. This puts an eager program
       (llm.c) and flashtrain's graph replays plus its optimizer phase on the same footing.
