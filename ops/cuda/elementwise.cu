@@ -8,6 +8,10 @@ namespace {
 
 constexpr int kBlock = 256;
 
+__device__ __forceinline__ float binary_op(BinaryKind kind, float x, float y) {
+  return kind == BinaryKind::Add ? x + y : (kind == BinaryKind::Sub ? x - y : x * y);
+}
+
 template <class T>
 __global__ void binary_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
                               int64_t n, int64_t nb, BinaryKind kind) {
@@ -15,8 +19,7 @@ __global__ void binary_kernel(const T* __restrict__ a, const T* __restrict__ b, 
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     const float x = to_f32(a[i]);
     const float y = to_f32(b[nb == n ? i : i % nb]);
-    const float r = kind == BinaryKind::Add ? x + y : (kind == BinaryKind::Sub ? x - y : x * y);
-    out[i] = from_f32<T>(r);
+    out[i] = from_f32<T>(binary_op(kind, x, y));
   }
 }
 
@@ -33,8 +36,7 @@ __global__ void binary_vec_kernel(const T* __restrict__ a, const T* __restrict__
     load_vec<kVec>(a + v * kVec, x);
     load_vec<kVec>(b + (nbvec == nvec ? v : v % nbvec) * kVec, y);
 #pragma unroll
-    for (int j = 0; j < kVec; ++j)
-      r[j] = kind == BinaryKind::Add ? x[j] + y[j] : (kind == BinaryKind::Sub ? x[j] - y[j] : x[j] * y[j]);
+    for (int j = 0; j < kVec; ++j) r[j] = binary_op(kind, x[j], y[j]);
     store_vec<kVec>(out + v * kVec, r);
   }
 }
