@@ -427,7 +427,7 @@ void layernorm_backward(const LayerNormBackwardParams& p, Stream stream) {
       Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
       layernorm_backward_loop_kernel<T><<<blocks, kLoopThreads, 0, stream>>>(p, static_cast<float*>(partial.ptr));
       CUDA_CHECK_LAUNCH();
-      sum_layernorm_param_grads(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
+      sum_partial_rows_split(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
                                 p.add_dbias, stream);
     }
   });

@@ -4,10 +4,11 @@
 // FMAs). A warp holds a row as kIters raw vectors R per lane -- vector lane + 32k, each R holding
 // sizeof(R) / sizeof(T) consecutive elements (uint4, or Vec<T, 8>) -- and works in fp32.
 //
-// Also the second stage of the dweight/dbias sums both backward passes use: (blocks, 2C) fp32
-// partial rows summed over blocks in a fixed order.
+// The second stage of the dweight/dbias sums both backward passes use -- (blocks, 2C) fp32 partial
+// rows summed over blocks in a fixed order -- is ops/cuda/partial_sums.cuh's, included here.
 #pragma once
 
+#include "ops/cuda/partial_sums.cuh"
 #include "ops/cuda/row_utils.cuh"
 
 namespace ft::cuda {
@@ -112,43 +113,6 @@ __device__ __forceinline__ void layernorm_grad_row_dx(const R& x, const R& dy, c
   unpack_vec<T>(w, wv);
 #pragma unroll
   for (int j = 0; j < kN; ++j) out[j] = rs * (dv[j] * wv[j] - mean_g - (xv[j] - mu) * rs * mean_gx);
-}
-
-// Sums the (blocks, 2C) partials over blocks into dweight (columns < C) and dbias: kCols columns
-// per block, kGroups row groups summed in a fixed order through shared memory. Deterministic for a
-// given number of blocks. add_w / add_b: added to what dweight / dbias hold (the trainer's fp32
-// gradient arena) instead of stored.
-template <int kCols, int kGroups>
-__global__ void __launch_bounds__(kCols * kGroups)
-    layernorm_param_grad_sum_kernel(const float* partial, int blocks, int64_t C, float* dweight, float* dbias,
-                                    bool add_w, bool add_b) {
-  __shared__ float sums[kGroups][kCols + 1];
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * kCols + threadIdx.x;  // in [0, 2C)
-  float s = 0.f;
-  if (c < 2 * C) {
-#pragma unroll 4
-    for (int b = threadIdx.y; b < blocks; b += kGroups) s += partial[static_cast<int64_t>(b) * 2 * C + c];
-  }
-  sums[threadIdx.y][threadIdx.x] = s;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < 2 * C) {
-    float total = 0.f;
-    for (int g = 0; g < kGroups; ++g) total += sums[g][threadIdx.x];
-    if (c < C) {
-      dweight[c] = add_w ? dweight[c] + total : total;
-    } else {
-      dbias[c - C] = add_b ? dbias[c - C] + total : total;
-    }
-  }
-}
-
-inline void sum_layernorm_param_grads(const float* partial, int blocks, int64_t C, float* dweight, float* dbias,
-                                      bool add_w, bool add_b, Stream stream) {
-  constexpr int kCols = 32, kGroups = 32;
-  const int64_t grid = (2 * C + kCols - 1) / kCols;
-  layernorm_param_grad_sum_kernel<kCols, kGroups><<<static_cast<unsigned>(grid), dim3(kCols, kGroups), 0, stream>>>(
-      partial, blocks, C, dweight, dbias, add_w, add_b);
-  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace ft::cuda

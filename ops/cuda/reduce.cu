@@ -1,5 +1,6 @@
 #include "core/cuda/check.h"
 #include "ops/cuda/dtype_dispatch.cuh"
+#include "ops/cuda/partial_sums.cuh"
 #include "ops/cuda/reduce.h"
 #include "ops/cuda/row_utils.cuh"
 
@@ -140,31 +141,6 @@ __global__ void __launch_bounds__(256) sum_rows_partial_kernel(SumRowsIntoParams
   }
 }
 
-// sum_rows_into, stage 2: out[c] += the slices' sums. A block of (32, 32) threads covers 32
-// columns: thread row y sums slices y, y + 32, ... (each step a coalesced 128-byte load, 32 chains
-// in flight a column), then the 32 part sums are added in order through shared memory -- a fixed
-// order, so still bitwise reproducible. One thread a column adding every slice in turn (342
-// slices for a 768-column bias gradient of 16384 rows, three blocks in all) took about 7 us a
-// call, 0.33 ms of a GPT-2-small step over its 48 bias gradients.
-constexpr int kFinishCols = 32, kFinishGroups = 32;
-
-__global__ void __launch_bounds__(kFinishCols * kFinishGroups) sum_rows_finish_kernel(SumRowsIntoParams p) {
-  __shared__ float part[kFinishGroups][kFinishCols + 1];
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * kFinishCols + threadIdx.x;
-  float sum = 0.f;
-  if (c < p.cols) {
-#pragma unroll 4
-    for (int s = threadIdx.y; s < p.splits; s += kFinishGroups) sum += p.partial[s * p.cols + c];
-  }
-  part[threadIdx.y][threadIdx.x] = sum;
-  __syncthreads();
-  if (threadIdx.y != 0 || c >= p.cols) return;
-  float total = 0.f;
-#pragma unroll
-  for (int g = 0; g < kFinishGroups; ++g) total += part[g][threadIdx.x];
-  p.out[c] += total;
-}
-
 }  // namespace
 
 void sum_rows_into(const SumRowsIntoParams& p, Stream s) {
@@ -184,9 +160,7 @@ void sum_rows_into(const SumRowsIntoParams& p, Stream s) {
       sum_rows_partial_kernel<T, 1><<<grid, block, 0, s>>>(p, rows_per_split);
     }
     CUDA_CHECK_LAUNCH();
-    sum_rows_finish_kernel<<<static_cast<unsigned>((p.cols + kFinishCols - 1) / kFinishCols),
-                             dim3(kFinishCols, kFinishGroups), 0, s>>>(p);
-    CUDA_CHECK_LAUNCH();
+    sum_partial_rows(p.partial, p.splits, p.cols, p.out, /*add=*/true, s);  // stage 2: out += the slices' sums
   });
 }
 

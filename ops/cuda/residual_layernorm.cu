@@ -437,7 +437,7 @@ void residual_layernorm_backward(const ResidualLayerNormBackwardParams& p, Strea
           Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
           kernel<<<blocks, kThreads, smem, stream>>>(p, pairs, static_cast<float*>(partial.ptr));
           CUDA_CHECK_LAUNCH();
-          sum_layernorm_param_grads(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
+          sum_partial_rows_split(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
                                   p.add_dbias, stream);
         });
       });
@@ -447,7 +447,7 @@ void residual_layernorm_backward(const ResidualLayerNormBackwardParams& p, Strea
         residual_layernorm_backward_scalar_kernel<T, kDropout>
             <<<blocks, kScalarThreads, 0, stream>>>(p, static_cast<float*>(partial.ptr));
         CUDA_CHECK_LAUNCH();
-        sum_layernorm_param_grads(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
+        sum_partial_rows_split(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
                                   p.add_dbias, stream);
       }
     });
