@@ -10,7 +10,7 @@ namespace {
 
 struct LinearCrossEntropyBackward : Node {
   Tensor x;        // (..., C)
-  Tensor w_used;   // (Vp, C): w, zero-padded to Vp rows on CUDA
+  HeadWeights w;   // w in the products' two parts (see HeadWeights)
   Tensor full;     // (..., Vp): the logits buffer, padded rows; becomes dlogits
   Tensor targets;  // (...)
   Tensor lse;      // (...) fp32
@@ -21,10 +21,13 @@ struct LinearCrossEntropyBackward : Node {
     if (!go[0].defined()) return {Tensor(), Tensor(), Tensor()};
     const Tensor logits = full.size(-1) == vocab ? full : full.slice(-1, 0, vocab);  // (..., V)
     ops::cross_entropy_backward_(go[0], logits, targets, lse, ignore_index);      // full := dlogits, zero padding
-    const HeadGrads g = head_backward_products(*this, x, w_used, full, vocab);
+    const HeadGrads g = head_backward_products(*this, x, w, full, vocab);
     return {g.dx, g.dw, Tensor()};
   }
-  void release() override { x = w_used = full = targets = lse = Tensor(); }
+  void release() override {
+    x = full = targets = lse = Tensor();
+    w = HeadWeights();
+  }
   const char* name() const override { return "LinearCrossEntropyBackward"; }
 };
 
@@ -43,21 +46,44 @@ HeadProduct head_product(const char* op, const Tensor& x, const Tensor& w) {
   // On CUDA, logits rows padded to 16 bytes: see MatmulOptions::align_rows for why.
   const int64_t Vp = x.is_cuda() ? ops::aligned_cols(V, x.dtype()) : V;
   HeadProduct h;
-  h.w_used = Vp == V ? w : ops::pad_rows(w, Vp);  // (Vp, C)
   ops::MatmulOptions o;
   o.trans_b = true;
-  h.full = ops::matmul(x, h.w_used, o);                      // (..., Vp)
-  h.logits = Vp == V ? h.full : h.full.slice(-1, 0, V);  // (..., V)
+  if (Vp == V) {
+    h.w.head = w;
+    h.full = ops::matmul(x, w, o);  // (..., V)
+    h.logits = h.full;
+    return h;
+  }
+  const int64_t Vm = V / 64 * 64;
+  h.w.head = w.slice(0, 0, Vm);
+  h.w.tail = ops::pad_rows(w.slice(0, Vm, V), Vp - Vm);  // (Vp - Vm, C): a few rows
+  Shape shape = x.shape();
+  shape.back() = Vp;
+  h.full = Tensor::empty(shape, x.dtype(), x.device());  // (..., Vp)
+  if (Vm > 0) ops::matmul_out(x, h.w.head, h.full.slice(-1, 0, Vm), o);
+  ops::matmul_out(x, h.w.tail, h.full.slice(-1, Vm, Vp), o);  // the padded columns: x . 0 = 0
+  h.logits = h.full.slice(-1, 0, V);                            // (..., V)
   return h;
 }
 
-HeadGrads head_backward_products(const Node& node, const Tensor& x, const Tensor& w_used, const Tensor& full,
+HeadGrads head_backward_products(const Node& node, const Tensor& x, const HeadWeights& w, const Tensor& full,
                                  int64_t vocab, const Tensor& alpha_scale) {
   HeadGrads g;
   if (node.needs_grad[0]) {
     ops::MatmulOptions o;
     o.alpha_scale = alpha_scale;
-    g.dx = ops::matmul(full, w_used, o);  // (..., Vp) (Vp, C): the padding adds zeros
+    if (!w.tail.defined()) {
+      g.dx = ops::matmul(full, w.head, o);  // (..., V) (V, C)
+    } else {
+      // (..., Vm) (Vm, C), then + (..., Vp - Vm) (Vp - Vm, C): the padding's dlogits and rows are zero.
+      const int64_t Vm = w.head.size(0), Vp = full.size(-1);
+      if (Vm > 0) {
+        g.dx = ops::matmul(full.slice(-1, 0, Vm), w.head, o);
+        ops::matmul_out(full.slice(-1, Vm, Vp), w.tail, g.dx, o, /*accumulate=*/true);
+      } else {
+        g.dx = ops::matmul(full, w.tail, o);
+      }
+    }
   }
   // dw = dlogits^T x over the V real columns, (V, C); straight into a preset fp32 gradient when
   // there is one (the tied wte's arena view in training).
@@ -75,7 +101,7 @@ LinearCrossEntropyOut linear_cross_entropy(const Tensor& x, const Tensor& w, con
   if (needs_graph({x, w})) {
     auto node = std::make_shared<LinearCrossEntropyBackward>();
     node->x = x.detach();
-    node->w_used = h.w_used.detach();
+    node->w = {h.w.head.detach(), h.w.tail.defined() ? h.w.tail.detach() : Tensor()};
     node->full = h.full;
     node->targets = targets.detach();
     node->lse = ce.lse;

@@ -4,9 +4,11 @@
 // It computes what autograd::cross_entropy(autograd::matmul(x, w, {trans_b}), targets) does, but
 // the logits buffer is also the gradient's: the backward writes dlogits over the logits in place
 // (ops::cross_entropy_backward_), so a training step holds one (rows, V) buffer, not three. On CUDA
-// the rows are padded to 16 bytes (MatmulOptions::align_rows; V = 50257 is odd) and both backward
-// products run over the padded vocabulary against a zero-padded copy of w, as the padding of
-// dlogits is zero: no operand has an odd contiguous dimension and nothing is copied.
+// the rows are padded to 16 bytes (MatmulOptions::align_rows; V = 50257 is odd). The products then
+// run in two parts: w's first Vm = V rounded down to 64 rows in place, and its last V - Vm rows in
+// a small zero-padded copy (HeadWeights::tail: 24 rows for GPT-2's vocabulary) that makes the
+// padded columns, and their zero dlogits' share of dx, exact zeros. No operand has an odd
+// contiguous dimension, and no (Vp, C) copy of w is made (77 MB for GPT-2-small in bf16).
 #pragma once
 
 #include <cstdint>
@@ -30,24 +32,33 @@ LinearCrossEntropyOut linear_cross_entropy(const Tensor& x, const Tensor& w, con
 
 // ---- Shared with linear_cross_entropy_mean (autograd/functions/linear_cross_entropy_mean.h) ----
 
-// The head's product: x and w validated (`op` names the caller), w zero-padded to Vp rows on
-// CUDA, the (..., Vp) logits buffer and its (..., V) view.
+// w as the head's products use it: `head`, w's first rows (a view of w; all of w when no padding
+// is needed), and `tail`, the rest of w's rows followed by zero rows up to Vp (a copy; undefined
+// when head is all of w). Vm = head's rows is a multiple of 64 (cuBLASLt's fast tiles).
+struct HeadWeights {
+  Tensor head;  // (Vm, C)
+  Tensor tail;  // (Vp - Vm, C) or undefined
+};
+
+// The head's product: x and w validated (`op` names the caller), the (..., Vp) logits buffer
+// (Vp = V rounded up to 16 bytes on CUDA, its extra columns zero) and its (..., V) view.
 struct HeadProduct {
-  Tensor w_used;  // (Vp, C)
+  HeadWeights w;
   Tensor full;    // (..., Vp)
   Tensor logits;  // (..., V)
 };
 HeadProduct head_product(const char* op, const Tensor& x, const Tensor& w);
 
 // The head's backward products from dlogits lying in the logits' buffer `full` (..., Vp), padding
-// zero: dx = dlogits w (over the padded vocabulary) and dw = dlogits^T x over the V real columns,
+// zero: dx = dlogits w (over the padded vocabulary, in HeadWeights' two parts, the tail's added
+// into the head's) and dw = dlogits^T x over the V real columns,
 // the latter straight into a preset fp32 gradient when there is one (then undefined; see
 // linear_weight_grad). Each only where node.needs_grad says so (inputs 0 and 1 are x and w);
 // both times alpha_scale's value when it is given (MatmulOptions::alpha_scale).
 struct HeadGrads {
   Tensor dx, dw;
 };
-HeadGrads head_backward_products(const Node& node, const Tensor& x, const Tensor& w_used, const Tensor& full,
+HeadGrads head_backward_products(const Node& node, const Tensor& x, const HeadWeights& w, const Tensor& full,
                                  int64_t vocab, const Tensor& alpha_scale = Tensor());
 
 }  // namespace ft::autograd

@@ -10,7 +10,7 @@ namespace {
 
 struct LinearCrossEntropyMeanBackward : Node {
   Tensor x;       // (..., C)
-  Tensor w_used;  // (Vp, C): w, zero-padded to Vp rows on CUDA
+  HeadWeights w;   // w in the products' two parts (see HeadWeights)
   Tensor full;    // (..., Vp): dlogits for an upstream gradient of `hint`, padding zero
   Tensor hint;    // (1) or undefined (1)
   int64_t vocab = 0;
@@ -20,10 +20,13 @@ struct LinearCrossEntropyMeanBackward : Node {
     // dlogits were made for an upstream gradient of hint; the products rescale them to go[0].
     // Both factors stay on the device: no host read, and a graph replay reads their new values.
     const Tensor alpha = hint.defined() ? ops::scalar_ratio(go[0], hint) : go[0];
-    const HeadGrads g = head_backward_products(*this, x, w_used, full, vocab, alpha);
+    const HeadGrads g = head_backward_products(*this, x, w, full, vocab, alpha);
     return {g.dx, g.dw};
   }
-  void release() override { x = w_used = full = hint = Tensor(); }
+  void release() override {
+    x = full = hint = Tensor();
+    w = HeadWeights();
+  }
   const char* name() const override { return "LinearCrossEntropyMeanBackward"; }
 };
 
@@ -49,7 +52,7 @@ LinearCrossEntropyMeanOut linear_cross_entropy_mean(const Tensor& x, const Tenso
   const Tensor loss = mean_over_rows(losses, valid_rows);  // ()
   auto node = std::make_shared<LinearCrossEntropyMeanBackward>();
   node->x = x.detach();
-  node->w_used = h.w_used.detach();
+  node->w = {h.w.head.detach(), h.w.tail.defined() ? h.w.tail.detach() : Tensor()};
   node->full = h.full;
   node->hint = grad_scale_hint.defined() ? grad_scale_hint.detach() : Tensor();
   node->vocab = w.size(0);

@@ -61,34 +61,38 @@ TEST(LinearCrossEntropyGrad, MatchesUnfusedHeadAndLogitsBecomeDlogits) {
   EXPECT_GT(test::max_abs_diff(out.logits, logits_before), 0.0);
 }
 
-// CUDA, bf16, V = 67 (rows padded to 72), and the trainer's arrangement: w a bf16 leaf whose
-// fp32 gradient is preset and already holds a value (accumulation), so the weight gradient goes
-// straight into it (autograd::direct_grad). Against the float64 unfused head.
+// CUDA, bf16, V = 67 (rows padded to 72: w's first 64 rows in place and a padded copy of the last
+// 3; see HeadWeights) and V = 37 (padded to 40, all of it in the copy), and the trainer's
+// arrangement: w a bf16 leaf whose fp32 gradient is preset and already holds a value
+// (accumulation), so the weight gradient goes straight into it (autograd::direct_grad). Against
+// the float64 unfused head.
 TEST(LinearCrossEntropyGradCuda, PaddedRowsAndPresetFp32GradMatchF64) {
   FT_REQUIRE_CUDA();
-  const int64_t V = 67, C = 64;
-  std::vector<int32_t> t(4 * 33);
-  for (size_t i = 0; i < t.size(); ++i) t[i] = i % 9 == 4 ? -1 : static_cast<int32_t>((i * 37) % V);
-  const Tensor targets = Tensor::from_vector(t, {4, 33});
-  const Tensor x = randn_tensor({4, 33, C}, 31, DType::BF16), w = randn_tensor({V, C}, 32, DType::BF16, Device::cpu(), 0.2f);
-  const Tensor up = randn_tensor({4, 33}, 33);
-  const Tensor preset = randn_tensor({V, C}, 34);
-  const HeadGrads ref = unfused_f64(x, w, targets, up);
+  for (const auto& [V, Vp] : {std::pair<int64_t, int64_t>{67, 72}, {37, 40}}) {
+    const int64_t C = 64;
+    std::vector<int32_t> t(4 * 33);
+    for (size_t i = 0; i < t.size(); ++i) t[i] = i % 9 == 4 ? -1 : static_cast<int32_t>((i * 37) % V);
+    const Tensor targets = Tensor::from_vector(t, {4, 33});
+    const Tensor x = randn_tensor({4, 33, C}, 31, DType::BF16), w = randn_tensor({V, C}, 32, DType::BF16, Device::cpu(), 0.2f);
+    const Tensor up = randn_tensor({4, 33}, 33);
+    const Tensor preset = randn_tensor({V, C}, 34);
+    const HeadGrads ref = unfused_f64(x, w, targets, up);
 
-  const Tensor xd = x.to(Device::cuda()), wd = w.to(Device::cuda());
-  set_requires_grad(xd);
-  set_requires_grad(wd);
-  const Tensor wgrad = preset.to(Device::cuda()).clone();  // f32, like the arena's view
-  set_grad(wd, wgrad);
-  const LinearCrossEntropyOut out = linear_cross_entropy(xd, wd, targets.to(Device::cuda()));
-  EXPECT_EQ(out.logits.stride(-2), 72);  // bf16 rows padded to 16 bytes
-  EXPECT_LT(test::rel_error(out.logits, ref.logits), 1e-2);
-  EXPECT_LT(test::rel_error(out.loss, ref.loss), 1e-2);
-  backward(out.loss, up.to(Device::cuda()));
-  EXPECT_LT(test::rel_error(grad(xd), ref.dx), 2e-2);
-  EXPECT_TRUE(grad(wd).is_same(wgrad)) << "the preset fp32 gradient is kept and added into";
-  const Tensor dw = ops::sub(ops::cast(wgrad.to(Device::cpu()), DType::F64), ops::cast(preset, DType::F64));
-  EXPECT_LT(test::rel_error(dw, ref.dw), 2e-2);
+    const Tensor xd = x.to(Device::cuda()), wd = w.to(Device::cuda());
+    set_requires_grad(xd);
+    set_requires_grad(wd);
+    const Tensor wgrad = preset.to(Device::cuda()).clone();  // f32, like the arena's view
+    set_grad(wd, wgrad);
+    const LinearCrossEntropyOut out = linear_cross_entropy(xd, wd, targets.to(Device::cuda()));
+    EXPECT_EQ(out.logits.stride(-2), Vp);  // bf16 rows padded to 16 bytes
+    EXPECT_LT(test::rel_error(out.logits, ref.logits), 1e-2) << V;
+    EXPECT_LT(test::rel_error(out.loss, ref.loss), 1e-2) << V;
+    backward(out.loss, up.to(Device::cuda()));
+    EXPECT_LT(test::rel_error(grad(xd), ref.dx), 2e-2) << V;
+    EXPECT_TRUE(grad(wd).is_same(wgrad)) << "the preset fp32 gradient is kept and added into";
+    const Tensor dw = ops::sub(ops::cast(wgrad.to(Device::cpu()), DType::F64), ops::cast(preset, DType::F64));
+    EXPECT_LT(test::rel_error(dw, ref.dw), 2e-2) << V;
+  }
 }
 
 }  // namespace
