@@ -1,6 +1,7 @@
 // FP8 attention launchers: the quantiser's launches and the head-dim and variant switch of the forward.
 #include "ops/cuda/attention/flash_fp8.h"
 
+#include <cmath>
 #include <cstdint>
 
 #include "core/cuda/check.h"
@@ -68,6 +69,10 @@ void flash_fp8_forward(const Fp8AttentionParams& p, Stream stream) {
 }
 
 void flash_fp8_forward(const Fp8AttentionParams& p, Stream stream, Fp8FwdVariant variant) {
+  // The kernels take each row's maximum on the unscaled scores (fp8_softmax_tile), which needs a
+  // positive scale; ops::fp8_attention_forward turns 0 into 1/sqrt(D) before it gets here.
+  FT_CHECK_ARG(p.softmax_scale > 0.f && std::isfinite(p.softmax_scale), "[fp8_attention] softmax_scale must be finite and > 0, got ",
+               p.softmax_scale);
   switch (p.D) {
     case 64: return flash::run_flash_fp8_fwd<64>(p, stream, variant);
     case 128: return flash::run_flash_fp8_fwd<128>(p, stream, variant);

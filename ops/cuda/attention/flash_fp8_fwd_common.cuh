@@ -115,47 +115,47 @@ __device__ __forceinline__ void fp8_issue_qk(float (&acc_s)[Kt::kBlockN / 8][4],
   wgmma_commit();
 }
 
-// Scores of key tile n in log2 units, x = S * q_factor * k_scale[n]; masked pairs and keys past T
-// to -inf. row0: this warp's first row in the head (m0 + warp * 16).
+// Masks key tile n's raw scores S (QK^T of the quantised operands, before any scale): masked pairs
+// and keys past T to -inf. row0: this warp's first row in the head (m0 + warp * 16). The scale
+// factor is applied inside the softmax's exp2 argument (one FFMA), not here.
 template <class Kt>
-__device__ __forceinline__ void fp8_scores_log2(float (&acc_s)[Kt::kBlockN / 8][4], const Fp8FwdBlock<Kt>& blk,
+__device__ __forceinline__ void fp8_mask_scores(float (&acc_s)[Kt::kBlockN / 8][4], const Fp8FwdBlock<Kt>& blk,
                                                 bool causal, int n, int row0, int lane) {
   constexpr int BN = Kt::kBlockN;
   const int n0 = n * BN;
-  const float factor = blk.q_factor * blk.k_scale[n];
-  const bool need_mask = n0 + BN > blk.T || (causal && n0 + BN - 1 > blk.m0);
+  if (!(n0 + BN > blk.T || (causal && n0 + BN - 1 > blk.m0))) return;
 #pragma unroll
   for (int nb = 0; nb < BN / 8; ++nb)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      float x = acc_s[nb][e] * factor;
-      if (need_mask) {
-        const int row = row0 + (lane >> 2) + 8 * (e >> 1);
-        const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
-        if (col >= blk.T || (causal && col > row)) x = -INFINITY;
-      }
-      acc_s[nb][e] = x;
+      const int row = row0 + (lane >> 2) + 8 * (e >> 1);
+      const int col = n0 + nb * 8 + 2 * (lane & 3) + (e & 1);
+      if (col >= blk.T || (causal && col > row)) acc_s[nb][e] = -INFINITY;
     }
 }
 
-// Online softmax of one tile (per row half: rows g and g + 8 of this warp): the new row maxima and
-// sums, acc_s becomes P = 2^(x - m + 8) = 256 p, alpha[half] the factor the old O and sum shrink by.
+// Online softmax of one tile (per row half: rows g and g + 8 of this warp) on raw scores S, whose
+// log2-unit scores are x = S * factor (factor = softmax scale * log2(e) * q_scale * k_scale[n] > 0:
+// the quantiser's scales are positive, 1 for an all-zero tile). The row maximum is taken on S and
+// scaled once (max(S) * factor = max(S * factor): rounding is monotonic), and each element costs
+// one FFMA into exp2 instead of a multiply and a subtract. New row maxima and sums; acc_s becomes
+// P = 2^(x - m + 8) = 256 p; alpha[half] the factor the old O and sum shrink by.
 template <int BN>
-__device__ __forceinline__ void fp8_softmax_tile(float (&acc_s)[BN / 8][4], float (&row_max)[2],
+__device__ __forceinline__ void fp8_softmax_tile(float (&acc_s)[BN / 8][4], float factor, float (&row_max)[2],
                                                  float (&row_sum)[2], float (&alpha)[2]) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const float mx = quad_row_max(acc_s, half, row_max[half]);
+    const float mx = fmaxf(row_max[half], quad_row_max(acc_s, half, -INFINITY) * factor);
     const float m_use = mx == -INFINITY ? 0.f : mx;  // a row with nothing visible yet: P = 0
     alpha[half] = fast_exp2(row_max[half] - m_use);  // 0 while row_max = -inf
     row_max[half] = mx;
-    const float shift = m_use - kFp8PScaleLog2;  // P = 2^(x - m + 8) = 256 p
+    const float neg_shift = kFp8PScaleLog2 - m_use;  // P = 2^(x - m + 8) = 256 p
     float sum = 0.f;
 #pragma unroll
     for (int nb = 0; nb < BN / 8; ++nb)
 #pragma unroll
       for (int e = 2 * half; e < 2 * half + 2; ++e) {
-        const float pe = fast_exp2(acc_s[nb][e] - shift);
+        const float pe = fast_exp2(fmaf(acc_s[nb][e], factor, neg_shift));
         acc_s[nb][e] = pe;
         sum += pe;
       }
@@ -230,12 +230,12 @@ struct Fp8FwdRows {
   // Tile n: acc_s from S to P (scores, mask, online softmax); row0 is this warp's first row in the head.
   __device__ __forceinline__ void softmax(float (&acc_s)[Kt::kBlockN / 8][4], const Fp8FwdBlock<Kt>& blk,
                                           bool causal, int n, int row0, int lane) {
-    fp8_scores_log2(acc_s, blk, causal, n, row0, lane);
+    fp8_mask_scores(acc_s, blk, causal, n, row0, lane);
     const float v_s = blk.v_scale[n];
     const float unit_ratio = v_unit / v_s;
     v_unit = v_s;
     float alpha[2];
-    fp8_softmax_tile<Kt::kBlockN>(acc_s, row_max, row_sum, alpha);
+    fp8_softmax_tile<Kt::kBlockN>(acc_s, blk.q_factor * blk.k_scale[n], row_max, row_sum, alpha);
     o_factor[0] = alpha[0] * unit_ratio, o_factor[1] = alpha[1] * unit_ratio;
   }
   __device__ __forceinline__ void rescale_o() { fp8_rescale_o<Kt::kHeadDim>(acc_o, o_factor); }
