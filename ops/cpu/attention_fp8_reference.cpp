@@ -147,8 +147,8 @@ void fp8_attention_emulate(const AttentionParams& cfg, const double* q, const do
         for (int j = n0; j < n1; ++j) {
           if (s[j - n0] == -kInf) continue;
           const double p = std::exp(s[j - n0] - m_new) * kFp8PScale;
-          l += p;
           const double p8 = round_to_e4m3(static_cast<float>(p));
+          l += p8;
           for (int d = 0; d < D; ++d) acc[d] += p8 * v[bthd(b, j, h, d, T, H, D)];
         }
         m = m_new;

@@ -35,24 +35,36 @@ struct FlashFp8FwdTraits {
   static constexpr int kStageBytes = kStages * 2 * kTileBytes;
   static constexpr int kOStride = kHeadDim + 8;          // bf16 elements per staged O row (16-byte rows)
   static constexpr int kOBytes = kBlockM * kOStride * 2;  // O staging reuses the K/V stages
-  static constexpr int kSmemBytes = 1024 /* alignment */ + kQBytes + (kStageBytes > kOBytes ? kStageBytes : kOBytes);
+  static constexpr int kOnesBytes = 8 * kBlockN;           // the row-sum product's B: 8 x kBlockN e4m3 ones
+  static constexpr int kSmemBytes =
+      1024 /* alignment */ + kQBytes + kOnesBytes + (kStageBytes > kOBytes ? kStageBytes : kOBytes);
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "fp8 head dims");
   // One or two warpgroups: a CTA's rows then divide T_pad (a multiple of 128), so every CTA has all
   // its Q tiles. (Three and four, measured slower in session 12, needed a partial last block.)
   static_assert(kFp8PadRows % kBlockM == 0, "a CTA's rows divide the padded length: 1 or 2 warpgroups");
 };
 
-// Shared memory: Q images, then kStages K images, then kStages V^T images (1 KB aligned: swizzle).
+// Shared memory: Q images, the ones tile, then kStages K images, then kStages V^T images (1 KB
+// aligned: swizzle).
 template <class Kt>
 struct Fp8FwdSmem {
-  uint8_t *q, *k, *v;
+  uint8_t *q, *ones, *k, *v;
   __device__ explicit Fp8FwdSmem(uint8_t* raw) {
     const uint32_t a = smem_u32(raw);
     q = raw + (((a + 1023u) & ~1023u) - a);
-    k = q + Kt::kQBytes;
+    ones = q + Kt::kQBytes;
+    k = ones + Kt::kOnesBytes;
     v = k + Kt::kStages * Kt::kTileBytes;
   }
 };
+
+// e4m3 1.0 (0x38) in every byte of the ones tile, so that P times it is each row's sum of P in all
+// 8 columns (a swizzled image of equal bytes is the same image). Written once by all threads with
+// generic stores: the fence.proxy.async and __syncthreads before the first product publish it.
+template <class Kt>
+__device__ __forceinline__ void fp8_fill_ones(const Fp8FwdSmem<Kt>& s, int tid) {
+  for (int i = tid; i < Kt::kOnesBytes / 4; i += Kt::kNThreads) reinterpret_cast<uint32_t*>(s.ones)[i] = 0x38383838u;
+}
 
 // One CTA's rows [m0, m0 + kBlockM) of head (b, h) and the key tiles it visits.
 template <class Kt>
@@ -138,11 +150,12 @@ __device__ __forceinline__ void fp8_mask_scores(float (&acc_s)[Kt::kBlockN / 8][
 // log2-unit scores are x = S * factor (factor = softmax scale * log2(e) * q_scale * k_scale[n] > 0:
 // the quantiser's scales are positive, 1 for an all-zero tile). The row maximum is taken on S and
 // scaled once (max(S) * factor = max(S * factor): rounding is monotonic), and each element costs
-// one FFMA into exp2 instead of a multiply and a subtract. New row maxima and sums; acc_s becomes
-// P = 2^(x - m + 8) = 256 p; alpha[half] the factor the old O and sum shrink by.
+// one FFMA into exp2 instead of a multiply and a subtract. New row maxima; acc_s becomes
+// P = 2^(x - m + 8) = 256 p; alpha[half] the factor the old O and row sum shrink by. The row sums
+// are not added here: the tensor cores add the e4m3-rounded P (fp8_issue_pv's ones product).
 template <int BN>
 __device__ __forceinline__ void fp8_softmax_tile(float (&acc_s)[BN / 8][4], float factor, float (&row_max)[2],
-                                                 float (&row_sum)[2], float (&alpha)[2]) {
+                                                 float (&alpha)[2]) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const float mx = fmaxf(row_max[half], quad_row_max(acc_s, half, -INFINITY) * factor);
@@ -150,22 +163,18 @@ __device__ __forceinline__ void fp8_softmax_tile(float (&acc_s)[BN / 8][4], floa
     alpha[half] = fast_exp2(row_max[half] - m_use);  // 0 while row_max = -inf
     row_max[half] = mx;
     const float neg_shift = kFp8PScaleLog2 - m_use;  // P = 2^(x - m + 8) = 256 p
-    float sum = 0.f;
 #pragma unroll
     for (int nb = 0; nb < BN / 8; ++nb)
 #pragma unroll
-      for (int e = 2 * half; e < 2 * half + 2; ++e) {
-        const float pe = fast_exp2(fmaf(acc_s[nb][e], factor, neg_shift));
-        acc_s[nb][e] = pe;
-        sum += pe;
-      }
-    row_sum[half] = row_sum[half] * alpha[half] + sum;
+      for (int e = 2 * half; e < 2 * half + 2; ++e) acc_s[nb][e] = fast_exp2(fmaf(acc_s[nb][e], factor, neg_shift));
   }
 }
 
-// O (in units of the previous tile's V scale) -> units of this tile's: times alpha * unit ratio.
+// O (in units of the previous tile's V scale) -> units of this tile's: times alpha * unit ratio;
+// the row sums (in units of P) times alpha.
 template <int D>
-__device__ __forceinline__ void fp8_rescale_o(float (&acc_o)[D / 8][4], const float (&o_factor)[2]) {
+__device__ __forceinline__ void fp8_rescale_o(float (&acc_o)[D / 8][4], float (&acc_l)[1][4], const float (&o_factor)[2],
+                                              const float (&alpha)[2]) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
 #pragma unroll
@@ -173,17 +182,21 @@ __device__ __forceinline__ void fp8_rescale_o(float (&acc_o)[D / 8][4], const fl
       acc_o[dj][2 * half] *= o_factor[half];
       acc_o[dj][2 * half + 1] *= o_factor[half];
     }
+    acc_l[0][2 * half] *= alpha[half];
+    acc_l[0][2 * half + 1] *= alpha[half];
   }
 }
 
 // Issues (and commits) O += P V for key tile n, P packed from acc_s into e4m3 A fragments (one per
-// 32 keys; their registers stay live until the product is waited for).
+// 32 keys; their registers stay live until the product is waited for), and the row sums
+// L += P 1 (an n8 product with the ones tile: the sums of the rounded P that P V used, added by
+// the tensor cores instead of one FADD a score).
 template <class Kt>
-__device__ __forceinline__ void fp8_issue_pv(float (&acc_o)[Kt::kHeadDim / 8][4],
+__device__ __forceinline__ void fp8_issue_pv(float (&acc_o)[Kt::kHeadDim / 8][4], float (&acc_l)[1][4],
                                              const float (&acc_s)[Kt::kBlockN / 8][4], const Fp8FwdSmem<Kt>& s,
                                              int n) {
   constexpr int D = Kt::kHeadDim, BN = Kt::kBlockN, kSwizzle = fp8_swizzle_bytes(BN);
-  const uint32_t v_base = smem_u32(s.v) + (n % Kt::kStages) * Kt::kTileBytes;
+  const uint32_t v_base = smem_u32(s.v) + (n % Kt::kStages) * Kt::kTileBytes, ones_base = smem_u32(s.ones);
   uint32_t pa[BN / 32][4];
 #pragma unroll
   for (int kk = 0; kk < BN / 32; ++kk) pack_p_fragment(pa[kk], acc_s, kk);
@@ -192,21 +205,34 @@ __device__ __forceinline__ void fp8_issue_pv(float (&acc_o)[Kt::kHeadDim / 8][4]
 #pragma unroll
     for (int r = 0; r < 4; ++r) reg_fence(pa[kk][r]);
   reg_fence(acc_o);
+  reg_fence(acc_l);
   wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < BN / 32; ++kk)
+  for (int kk = 0; kk < BN / 32; ++kk) {
     wgmma_e4m3_rs<D>(acc_o, pa[kk], fp8_desc<kSwizzle>(v_base + fp8_kstep_offset<D, BN>(kk)), 1);
+    wgmma_e4m3_rs<8>(acc_l, pa[kk], fp8_desc<kSwizzle>(ones_base + fp8_kstep_offset<8, BN>(kk)), 1);
+  }
   wgmma_commit();
 }
 
-// O = acc * v_unit / row sum, bf16, staged through shared memory (the K/V stages: the caller has
+// O = acc * v_unit / row sum (acc_l holds each row's whole sum, so no quad reduction; 0 for a row
+// with nothing visible), bf16, staged through shared memory (the K/V stages: the caller has
 // waited for every copy and product and synchronised the CTA) for 16-byte stores of rows < T.
 template <class Kt>
-__device__ __forceinline__ void fp8_store_o(float (&acc_o)[Kt::kHeadDim / 8][4], float (&row_sum)[2], float v_unit,
-                                            const Fp8FwdSmem<Kt>& s, const Fp8FwdBlock<Kt>& blk,
+__device__ __forceinline__ void fp8_store_o(float (&acc_o)[Kt::kHeadDim / 8][4], const float (&acc_l)[1][4],
+                                            float v_unit, const Fp8FwdSmem<Kt>& s, const Fp8FwdBlock<Kt>& blk,
                                             const Fp8AttentionParams& p, int warp_row0, int lane) {
   constexpr int D = Kt::kHeadDim;
-  normalize_rows<D>(acc_o, row_sum, v_unit);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const float sum = acc_l[0][2 * half];
+    const float inv = sum > 0.f ? v_unit / sum : 0.f;
+#pragma unroll
+    for (int dj = 0; dj < D / 8; ++dj) {
+      acc_o[dj][2 * half] *= inv;
+      acc_o[dj][2 * half + 1] *= inv;
+    }
+  }
   uint16_t* staged = reinterpret_cast<uint16_t*>(s.k);
   auto at = [&](int r, int c) { return staged + r * Kt::kOStride + c; };
   stage_rows<true, D>(acc_o, 1.f, warp_row0, at, lane);
@@ -217,15 +243,20 @@ __device__ __forceinline__ void fp8_store_o(float (&acc_o)[Kt::kHeadDim / 8][4],
 }
 
 // What one thread keeps of its two rows across key tiles: O (in units of the last V scale added),
-// the running row maxima and sums, and O's pending rescale from the last softmax (applied by the
-// kernel once the previous O += P V has been waited for).
+// the row sums (acc_l, a C fragment of the ones product: every column holds the sum), the running
+// row maxima, and the pending rescale from the last softmax (applied by the kernel once the
+// previous O += P V has been waited for).
 template <class Kt>
 struct Fp8FwdRows {
   float acc_o[Kt::kHeadDim / 8][4];
-  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+  float acc_l[1][4];
+  float row_max[2] = {-INFINITY, -INFINITY};
   float v_unit;  // O's unit: the V scale of the last tile added
-  float o_factor[2];
-  __device__ explicit Fp8FwdRows(const Fp8FwdBlock<Kt>& blk) : v_unit(blk.v_scale[0]) { zero_fragments(acc_o); }
+  float o_factor[2], alpha[2];
+  __device__ explicit Fp8FwdRows(const Fp8FwdBlock<Kt>& blk) : v_unit(blk.v_scale[0]) {
+    zero_fragments(acc_o);
+    zero_fragments(acc_l);
+  }
 
   // Tile n: acc_s from S to P (scores, mask, online softmax); row0 is this warp's first row in the head.
   __device__ __forceinline__ void softmax(float (&acc_s)[Kt::kBlockN / 8][4], const Fp8FwdBlock<Kt>& blk,
@@ -234,11 +265,18 @@ struct Fp8FwdRows {
     const float v_s = blk.v_scale[n];
     const float unit_ratio = v_unit / v_s;
     v_unit = v_s;
-    float alpha[2];
-    fp8_softmax_tile<Kt::kBlockN>(acc_s, blk.q_factor * blk.k_scale[n], row_max, row_sum, alpha);
+    fp8_softmax_tile<Kt::kBlockN>(acc_s, blk.q_factor * blk.k_scale[n], row_max, alpha);
     o_factor[0] = alpha[0] * unit_ratio, o_factor[1] = alpha[1] * unit_ratio;
   }
-  __device__ __forceinline__ void rescale_o() { fp8_rescale_o<Kt::kHeadDim>(acc_o, o_factor); }
+  __device__ __forceinline__ void rescale_o() { fp8_rescale_o<Kt::kHeadDim>(acc_o, acc_l, o_factor, alpha); }
+  // The products O += P V and L += P 1 of the last tile issued (the kernel waits for them first).
+  __device__ __forceinline__ void issue_pv(const float (&acc_s)[Kt::kBlockN / 8][4], const Fp8FwdSmem<Kt>& s, int n) {
+    fp8_issue_pv(acc_o, acc_l, acc_s, s, n);
+  }
+  __device__ __forceinline__ void fence() {
+    reg_fence(acc_o);
+    reg_fence(acc_l);
+  }
 
   // After the last product was waited for: every thread's copies, then the CTA (the K/V stages
   // become O's staging), then O out.
@@ -246,7 +284,7 @@ struct Fp8FwdRows {
                                         const Fp8AttentionParams& p, int warp_row0, int lane) {
     cp_async_wait<0>();
     __syncthreads();
-    fp8_store_o(acc_o, row_sum, v_unit, s, blk, p, warp_row0, lane);
+    fp8_store_o(acc_o, acc_l, v_unit, s, blk, p, warp_row0, lane);
   }
 };
 

@@ -5,13 +5,16 @@
 // 16-byte cp.async copies -- the images are already in the swizzled layout the descriptors read.
 // Per 128-key tile, warpgroup g (its own 64 query rows and Q scale):
 //   S = Q K^T        wgmma m64n128k32 e4m3, A = Q image, B = K image (both shared memory)
-//   x = S * softmax_scale * log2(e) * q_scale * k_scale[tile]  (the scales fold into one factor)
+//   x = S * softmax_scale * log2(e) * q_scale * k_scale[tile]  (the scales fold into one factor,
+//                    applied in exp2's argument; the row maximum is taken on S)
 //   online softmax in log2 units; P = 2^(x - m + 8) = 256 p, in [0, 256]
 //   O += P V         wgmma m64nDk32 e4m3, A = P packed from the S accumulator into registers
 //                    (pack_p_fragment; the V^T key order makes that lane-local), B = V^T image
+//   L += P 1         wgmma m64n8k32, the same A, B = a tile of e4m3 ones: the row sums of the
+//                    rounded P, on the tensor cores instead of one FADD a score
 // O is kept in units of the current tile's V scale: before a tile's O += P V, O is multiplied by
-// alpha (the max rescale) times v_scale[previous] / v_scale[tile]; the epilogue multiplies by the
-// last V scale over the row sum (of the unrounded 256 p, so the 256 cancels).
+// alpha (the max rescale) times v_scale[previous] / v_scale[tile], L by alpha; the epilogue
+// multiplies by the last V scale over L (the 256 cancels).
 // This is the simplest schedule (waits for each product; a __syncthreads per key tile), shared by
 // the plain variant (2 warpgroups) and wg1occ4 (1 warpgroup, 4 CTAs per SM: Kt::kWarpGroups,
 // Kt::kMinBlocks; the default at D = 64); flash_fp8_fwd_pipe_kernel.cuh overlaps the softmax with
@@ -34,6 +37,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks) flash_fp8_fwd_k
   const Fp8FwdBlock<Kt> blk(p, wg);
   if (blk.empty()) return;
 
+  fp8_fill_ones(s, tid);
   fp8_load_q(s, blk, tid);
   fp8_load_keys(s, blk, 0, tid);
   cp_async_commit();
@@ -56,9 +60,9 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks) flash_fp8_fwd_k
 
     rows.softmax(acc_s, blk, p.causal, n, blk.m0 + warp_row0, lane);
     rows.rescale_o();
-    fp8_issue_pv(rows.acc_o, acc_s, s, n);
+    rows.issue_pv(acc_s, s, n);
     wgmma_wait<0>();
-    reg_fence(rows.acc_o);
+    rows.fence();
   }
   rows.store(s, blk, p, warp_row0, lane);
 #else

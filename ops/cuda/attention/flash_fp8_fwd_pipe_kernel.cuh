@@ -33,6 +33,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   if (blk.empty()) return;
   const int n_end = blk.n_end;
 
+  fp8_fill_ones(s, tid);
   fp8_load_q(s, blk, tid);
   fp8_load_keys(s, blk, 0, tid);
   cp_async_commit();
@@ -69,12 +70,12 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       wgmma_wait<0>();
     else
       wgmma_wait<1>();  // O += P_{n-1} V_{n-1} done; S_{n+1} may run on
-    reg_fence(rows.acc_o);
+    rows.fence();
     rows.rescale_o();
-    fp8_issue_pv(rows.acc_o, cur, s, n);
+    rows.issue_pv(cur, s, n);
     if (last) {
       wgmma_wait<0>();
-      reg_fence(rows.acc_o);
+      rows.fence();
     } else {
       wgmma_wait<1>();  // S_{n+1} done; O += P_n V_n may run on
       reg_fence(next);

@@ -73,6 +73,20 @@ template <int N>
 __device__ __forceinline__ void wgmma_e4m3_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t desc_b,
                                               int scale_d);
 
+// n = 8: the row sums (flash_fp8_fwd_common.cuh's ones tile): each lane's 4 floats are rows
+// lane / 4 and lane / 4 + 8, columns 2 (lane % 4) and + 1, as in every C fragment.
+template <>
+__device__ __forceinline__ void wgmma_e4m3_rs<8>(float (&d)[1][4], const uint32_t (&a)[4], uint64_t desc_b,
+                                                    int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)
+      : "memory");
+}
+
 template <>
 __device__ __forceinline__ void wgmma_e4m3_rs<64>(float (&d)[8][4], const uint32_t (&a)[4], uint64_t desc_b,
                                                      int scale_d) {
