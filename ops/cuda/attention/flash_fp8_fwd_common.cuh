@@ -19,10 +19,14 @@ namespace ft::cuda::flash {
 
 // kWarpGroups consumer warpgroups (64 query rows, one Q tile, each); kMinBlocks CTAs per SM asked of
 // ptxas (__launch_bounds__: 2 caps registers at 65536 / (2 * threads)); kPipelined: the kernel keeps
-// S of the next tile in flight under this tile's softmax, which needs four K/V stages (below).
-template <int kHeadDim_, int kWarpGroups_, int kMinBlocks_ = 1, bool kPipelined_ = false>
+// S of the next tile in flight under this tile's softmax, which needs four K/V stages (below);
+// kPromoteO (plain kernel only): each tile's P V goes into fresh registers and is added into O in
+// fp32 (O = O * factor + tile), instead of the tensor cores adding onto O across tiles.
+template <int kHeadDim_, int kWarpGroups_, int kMinBlocks_ = 1, bool kPipelined_ = false, bool kPromoteO_ = false>
 struct FlashFp8FwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
+  static constexpr bool kPromoteO = kPromoteO_;
+  static_assert(!(kPromoteO && kPipelined_), "the pipelined kernel retires a tile's products a tile later");
   static constexpr int kWarpGroups = kWarpGroups_;
   static constexpr int kMinBlocks = kMinBlocks_;
   static constexpr bool kPipelined = kPipelined_;
@@ -152,7 +156,7 @@ __device__ __forceinline__ void fp8_mask_scores(float (&acc_s)[Kt::kBlockN / 8][
 // scaled once (max(S) * factor = max(S * factor): rounding is monotonic), and each element costs
 // one FFMA into exp2 instead of a multiply and a subtract. New row maxima; acc_s becomes
 // P = 2^(x - m + 8) = 256 p; alpha[half] the factor the old O and row sum shrink by. The row sums
-// are not added here: the tensor cores add the e4m3-rounded P (fp8_issue_pv's ones product).
+// are not added here: the tensor cores add the tile's e4m3-rounded P (fp8_issue_pv's ones product).
 template <int BN>
 __device__ __forceinline__ void fp8_softmax_tile(float (&acc_s)[BN / 8][4], float factor, float (&row_max)[2],
                                                  float (&alpha)[2]) {
@@ -173,7 +177,7 @@ __device__ __forceinline__ void fp8_softmax_tile(float (&acc_s)[BN / 8][4], floa
 // O (in units of the previous tile's V scale) -> units of this tile's: times alpha * unit ratio;
 // the row sums (in units of P) times alpha.
 template <int D>
-__device__ __forceinline__ void fp8_rescale_o(float (&acc_o)[D / 8][4], float (&acc_l)[1][4], const float (&o_factor)[2],
+__device__ __forceinline__ void fp8_rescale_o(float (&acc_o)[D / 8][4], float (&row_sum)[2], const float (&o_factor)[2],
                                               const float (&alpha)[2]) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
@@ -182,15 +186,18 @@ __device__ __forceinline__ void fp8_rescale_o(float (&acc_o)[D / 8][4], float (&
       acc_o[dj][2 * half] *= o_factor[half];
       acc_o[dj][2 * half + 1] *= o_factor[half];
     }
-    acc_l[0][2 * half] *= alpha[half];
-    acc_l[0][2 * half + 1] *= alpha[half];
+    row_sum[half] *= alpha[half];
   }
 }
 
 // Issues (and commits) O += P V for key tile n, P packed from acc_s into e4m3 A fragments (one per
-// 32 keys; their registers stay live until the product is waited for), and the row sums
-// L += P 1 (an n8 product with the ones tile: the sums of the rounded P that P V used, added by
-// the tensor cores instead of one FADD a score).
+// 32 keys; their registers stay live until the product is waited for), and the tile's row sums
+// L = P 1 (an n8 product with the ones tile: the sums of the rounded P that P V used, added by the
+// tensor cores instead of one FADD a score). L starts from zero every tile and goes into the fp32
+// row sums once the product retires (Fp8FwdRows::add_tile_sums): fed back across tiles, the FP8
+// products' accumulation, which keeps fewer bits than fp32, lost the small P of long rows (the
+// outlier benchmark's RMSE rose 15-40% at T = 4096 when it did).
+// With kPromoteO, acc_o is the tile's own accumulator and starts from zero too.
 template <class Kt>
 __device__ __forceinline__ void fp8_issue_pv(float (&acc_o)[Kt::kHeadDim / 8][4], float (&acc_l)[1][4],
                                              const float (&acc_s)[Kt::kBlockN / 8][4], const Fp8FwdSmem<Kt>& s,
@@ -209,23 +216,24 @@ __device__ __forceinline__ void fp8_issue_pv(float (&acc_o)[Kt::kHeadDim / 8][4]
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < BN / 32; ++kk) {
-    wgmma_e4m3_rs<D>(acc_o, pa[kk], fp8_desc<kSwizzle>(v_base + fp8_kstep_offset<D, BN>(kk)), 1);
-    wgmma_e4m3_rs<8>(acc_l, pa[kk], fp8_desc<kSwizzle>(ones_base + fp8_kstep_offset<8, BN>(kk)), 1);
+    wgmma_e4m3_rs<D>(acc_o, pa[kk], fp8_desc<kSwizzle>(v_base + fp8_kstep_offset<D, BN>(kk)),
+                     Kt::kPromoteO ? kk > 0 : 1);
+    wgmma_e4m3_rs<8>(acc_l, pa[kk], fp8_desc<kSwizzle>(ones_base + fp8_kstep_offset<8, BN>(kk)), kk > 0);
   }
   wgmma_commit();
 }
 
-// O = acc * v_unit / row sum (acc_l holds each row's whole sum, so no quad reduction; 0 for a row
-// with nothing visible), bf16, staged through shared memory (the K/V stages: the caller has
+// O = acc * v_unit / row sum (each lane holds its rows' whole sums, so no quad reduction; 0 for a
+// row with nothing visible), bf16, staged through shared memory (the K/V stages: the caller has
 // waited for every copy and product and synchronised the CTA) for 16-byte stores of rows < T.
 template <class Kt>
-__device__ __forceinline__ void fp8_store_o(float (&acc_o)[Kt::kHeadDim / 8][4], const float (&acc_l)[1][4],
+__device__ __forceinline__ void fp8_store_o(float (&acc_o)[Kt::kHeadDim / 8][4], const float (&row_sum)[2],
                                             float v_unit, const Fp8FwdSmem<Kt>& s, const Fp8FwdBlock<Kt>& blk,
                                             const Fp8AttentionParams& p, int warp_row0, int lane) {
   constexpr int D = Kt::kHeadDim;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const float sum = acc_l[0][2 * half];
+    const float sum = row_sum[half];
     const float inv = sum > 0.f ? v_unit / sum : 0.f;
 #pragma unroll
     for (int dj = 0; dj < D / 8; ++dj) {
@@ -243,14 +251,16 @@ __device__ __forceinline__ void fp8_store_o(float (&acc_o)[Kt::kHeadDim / 8][4],
 }
 
 // What one thread keeps of its two rows across key tiles: O (in units of the last V scale added),
-// the row sums (acc_l, a C fragment of the ones product: every column holds the sum), the running
+// the row sums (fp32, whole rows in every lane of the quad), the last tile's sums from the tensor
+// cores (acc_l, a C fragment of the ones product: every column holds the row's sum), the running
 // row maxima, and the pending rescale from the last softmax (applied by the kernel once the
 // previous O += P V has been waited for).
 template <class Kt>
 struct Fp8FwdRows {
   float acc_o[Kt::kHeadDim / 8][4];
+  float acc_t[Kt::kPromoteO ? Kt::kHeadDim / 8 : 1][4];  // kPromoteO: the last tile's P V
   float acc_l[1][4];
-  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
   float v_unit;  // O's unit: the V scale of the last tile added
   float o_factor[2], alpha[2];
   __device__ explicit Fp8FwdRows(const Fp8FwdBlock<Kt>& blk) : v_unit(blk.v_scale[0]) {
@@ -268,14 +278,38 @@ struct Fp8FwdRows {
     fp8_softmax_tile<Kt::kBlockN>(acc_s, blk.q_factor * blk.k_scale[n], row_max, alpha);
     o_factor[0] = alpha[0] * unit_ratio, o_factor[1] = alpha[1] * unit_ratio;
   }
-  __device__ __forceinline__ void rescale_o() { fp8_rescale_o<Kt::kHeadDim>(acc_o, acc_l, o_factor, alpha); }
+  // kPromoteO: O is rescaled when the tile's P V is added (add_tile_sums); the row sums here.
+  __device__ __forceinline__ void rescale_o() {
+    if constexpr (Kt::kPromoteO) {
+      row_sum[0] *= alpha[0], row_sum[1] *= alpha[1];
+    } else {
+      fp8_rescale_o<Kt::kHeadDim>(acc_o, row_sum, o_factor, alpha);
+    }
+  }
   // The products O += P V and L += P 1 of the last tile issued (the kernel waits for them first).
   __device__ __forceinline__ void issue_pv(const float (&acc_s)[Kt::kBlockN / 8][4], const Fp8FwdSmem<Kt>& s, int n) {
-    fp8_issue_pv(acc_o, acc_l, acc_s, s, n);
+    if constexpr (Kt::kPromoteO)
+      fp8_issue_pv(acc_t, acc_l, acc_s, s, n);
+    else
+      fp8_issue_pv(acc_o, acc_l, acc_s, s, n);
   }
+  // After the last issued product retired (and fence()): its tile's sums into the row sums (and,
+  // with kPromoteO, its P V into O). Before the first product acc_l is zero, so the pipelined
+  // kernel may call it unconditionally.
   __device__ __forceinline__ void fence() {
     reg_fence(acc_o);
+    reg_fence(acc_t);
     reg_fence(acc_l);
+  }
+  __device__ __forceinline__ void add_tile_sums() {
+    row_sum[0] += acc_l[0][0];
+    row_sum[1] += acc_l[0][2];
+    if constexpr (Kt::kPromoteO) {
+#pragma unroll
+      for (int dj = 0; dj < Kt::kHeadDim / 8; ++dj)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_o[dj][e] = fmaf(acc_o[dj][e], o_factor[e >> 1], acc_t[dj][e]);
+    }
   }
 
   // After the last product was waited for: every thread's copies, then the CTA (the K/V stages
@@ -284,7 +318,7 @@ struct Fp8FwdRows {
                                         const Fp8AttentionParams& p, int warp_row0, int lane) {
     cp_async_wait<0>();
     __syncthreads();
-    fp8_store_o(acc_o, acc_l, v_unit, s, blk, p, warp_row0, lane);
+    fp8_store_o(acc_o, row_sum, v_unit, s, blk, p, warp_row0, lane);
   }
 };
 

@@ -63,6 +63,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks) flash_fp8_fwd_k
     rows.issue_pv(acc_s, s, n);
     wgmma_wait<0>();
     rows.fence();
+    rows.add_tile_sums();
   }
   rows.store(s, blk, p, warp_row0, lane);
 #else
