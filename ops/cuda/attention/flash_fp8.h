@@ -30,16 +30,15 @@ void fp8_quantize(const Fp8QuantParams& p, Stream stream);
 // Schedules of the forward kernel (same arithmetic, same output up to fp32 summation order):
 // kPlain = two warpgroups in lock-step (flash_fp8_fwd_kernel.cuh); kPipe = FlashAttention-3's
 // intra-warpgroup overlap (flash_fp8_fwd_pipe_kernel.cuh); kWg1Occ4 = the plain kernel with one
-// warpgroup per CTA and four CTAs per SM, so the CTAs' softmaxes run under each other's products;
-// kPromote = the non-pipelined kernel (wg1occ4's shape at D = 64, plain's at 128) with each tile's
-// P V into fresh registers, added into O in fp32 (Fp8FwdRows: the FP8 products' own accumulation
-// keeps fewer bits than fp32).
+// warpgroup per CTA and four CTAs per SM, so the CTAs' softmaxes run under each other's products,
+// and each key tile's P V and row sums (on the tensor cores) in registers of their own, added into
+// O and the row sums in fp32 (FlashFp8FwdTraits::kTileProducts; measured at D = 64 only).
 // kDefault takes the fastest for the head dim (fp8_fwd_default_variant). A variant that does not fit
 // a head dim (registers or shared memory) runs as kPlain: fp8_fwd_variant_fits. Also measured on an
 // H100 and dropped (bench/attention/NOTES.md, session 12; code in c300d97 and 938ba77): three and
 // four warpgroups per CTA, two plain CTAs of two warpgroups, three CTAs of one, and pipe with two
 // CTAs of one warpgroup.
-enum class Fp8FwdVariant : int { kDefault = 0, kPlain, kPipe, kWg1Occ4, kPromote };
+enum class Fp8FwdVariant : int { kDefault = 0, kPlain, kPipe, kWg1Occ4 };
 constexpr bool fp8_fwd_variant_fits(Fp8FwdVariant v, int D) {
   switch (v) {
     // ptxas -v (sm_90a, CUDA 13.0): two S accumulators (128 registers) + O take 254 registers
@@ -47,8 +46,6 @@ constexpr bool fp8_fwd_variant_fits(Fp8FwdVariant v, int D) {
     case Fp8FwdVariant::kPipe: return D <= 128;
     // 128 registers a thread: at D = 128 they spill 1 KB (S + O need 128 on their own).
     case Fp8FwdVariant::kWg1Occ4: return D == 64;
-    // A second O accumulator: D / 2 more registers a thread (D = 256's O alone is 128).
-    case Fp8FwdVariant::kPromote: return D <= 128;
     default: return true;
   }
 }

@@ -20,13 +20,15 @@ namespace ft::cuda::flash {
 // kWarpGroups consumer warpgroups (64 query rows, one Q tile, each); kMinBlocks CTAs per SM asked of
 // ptxas (__launch_bounds__: 2 caps registers at 65536 / (2 * threads)); kPipelined: the kernel keeps
 // S of the next tile in flight under this tile's softmax, which needs four K/V stages (below);
-// kPromoteO (plain kernel only): each tile's P V goes into fresh registers and is added into O in
-// fp32 (O = O * factor + tile), instead of the tensor cores adding onto O across tiles.
-template <int kHeadDim_, int kWarpGroups_, int kMinBlocks_ = 1, bool kPipelined_ = false, bool kPromoteO_ = false>
+// kTileProducts (the plain kernel only; wg1occ4 at D = 64): each key tile's products start from zero
+// in registers of their own -- P V, and the row sums L = P 1 on the tensor cores (an n8 product with
+// a tile of e4m3 ones) instead of one FADD a score -- and are added into O and the fp32 row sums
+// when they retire, the rescale riding on those FFMAs (Fp8FwdRows::retire).
+template <int kHeadDim_, int kWarpGroups_, int kMinBlocks_ = 1, bool kPipelined_ = false, bool kTileProducts_ = false>
 struct FlashFp8FwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr bool kPromoteO = kPromoteO_;
-  static_assert(!(kPromoteO && kPipelined_), "the pipelined kernel retires a tile's products a tile later");
+  static constexpr bool kTileProducts = kTileProducts_;
+  static_assert(!(kTileProducts && kPipelined_), "the pipelined kernel retires a tile's products a tile later");
   static constexpr int kWarpGroups = kWarpGroups_;
   static constexpr int kMinBlocks = kMinBlocks_;
   static constexpr bool kPipelined = kPipelined_;
@@ -39,7 +41,7 @@ struct FlashFp8FwdTraits {
   static constexpr int kStageBytes = kStages * 2 * kTileBytes;
   static constexpr int kOStride = kHeadDim + 8;          // bf16 elements per staged O row (16-byte rows)
   static constexpr int kOBytes = kBlockM * kOStride * 2;  // O staging reuses the K/V stages
-  static constexpr int kOnesBytes = 8 * kBlockN;           // the row-sum product's B: 8 x kBlockN e4m3 ones
+  static constexpr int kOnesBytes = kTileProducts ? 8 * kBlockN : 0;  // L = P 1's B: 8 x kBlockN e4m3 ones
   static constexpr int kSmemBytes =
       1024 /* alignment */ + kQBytes + kOnesBytes + (kStageBytes > kOBytes ? kStageBytes : kOBytes);
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "fp8 head dims");
@@ -48,8 +50,8 @@ struct FlashFp8FwdTraits {
   static_assert(kFp8PadRows % kBlockM == 0, "a CTA's rows divide the padded length: 1 or 2 warpgroups");
 };
 
-// Shared memory: Q images, the ones tile, then kStages K images, then kStages V^T images (1 KB
-// aligned: swizzle).
+// Shared memory: Q images, the ones tile (kTileProducts), then kStages K images, then kStages V^T
+// images (1 KB aligned: swizzle).
 template <class Kt>
 struct Fp8FwdSmem {
   uint8_t *q, *ones, *k, *v;
@@ -62,9 +64,10 @@ struct Fp8FwdSmem {
   }
 };
 
-// e4m3 1.0 (0x38) in every byte of the ones tile, so that P times it is each row's sum of P in all
-// 8 columns (a swizzled image of equal bytes is the same image). Written once by all threads with
-// generic stores: the fence.proxy.async and __syncthreads before the first product publish it.
+// e4m3 1.0 (0x38) in every byte of the ones tile (kTileProducts), so that P times it is each row's
+// sum of P in all 8 columns (a swizzled image of equal bytes is the same image). Written once by
+// all threads with generic stores: the fence.proxy.async and __syncthreads before the first
+// product publish it.
 template <class Kt>
 __device__ __forceinline__ void fp8_fill_ones(const Fp8FwdSmem<Kt>& s, int tid) {
   for (int i = tid; i < Kt::kOnesBytes / 4; i += Kt::kNThreads) reinterpret_cast<uint32_t*>(s.ones)[i] = 0x38383838u;
@@ -155,11 +158,12 @@ __device__ __forceinline__ void fp8_mask_scores(float (&acc_s)[Kt::kBlockN / 8][
 // the quantiser's scales are positive, 1 for an all-zero tile). The row maximum is taken on S and
 // scaled once (max(S) * factor = max(S * factor): rounding is monotonic), and each element costs
 // one FFMA into exp2 instead of a multiply and a subtract. New row maxima; acc_s becomes
-// P = 2^(x - m + 8) = 256 p; alpha[half] the factor the old O and row sum shrink by. The row sums
-// are not added here: the tensor cores add the tile's e4m3-rounded P (fp8_issue_pv's ones product).
-template <int BN>
+// P = 2^(x - m + 8) = 256 p; alpha[half] the factor the old O and row sum shrink by. kSums: this
+// lane's part of each row sum, row_sum = row_sum * alpha + the tile's P (unrounded); without it
+// the tensor cores add the tile's rounded P (kTileProducts).
+template <int BN, bool kSums>
 __device__ __forceinline__ void fp8_softmax_tile(float (&acc_s)[BN / 8][4], float factor, float (&row_max)[2],
-                                                 float (&alpha)[2]) {
+                                                 float (&row_sum)[2], float (&alpha)[2]) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const float mx = fmaxf(row_max[half], quad_row_max(acc_s, half, -INFINITY) * factor);
@@ -167,18 +171,21 @@ __device__ __forceinline__ void fp8_softmax_tile(float (&acc_s)[BN / 8][4], floa
     alpha[half] = fast_exp2(row_max[half] - m_use);  // 0 while row_max = -inf
     row_max[half] = mx;
     const float neg_shift = kFp8PScaleLog2 - m_use;  // P = 2^(x - m + 8) = 256 p
+    float sum = 0.f;
 #pragma unroll
     for (int nb = 0; nb < BN / 8; ++nb)
 #pragma unroll
-      for (int e = 2 * half; e < 2 * half + 2; ++e) acc_s[nb][e] = fast_exp2(fmaf(acc_s[nb][e], factor, neg_shift));
+      for (int e = 2 * half; e < 2 * half + 2; ++e) {
+        acc_s[nb][e] = fast_exp2(fmaf(acc_s[nb][e], factor, neg_shift));
+        if constexpr (kSums) sum += acc_s[nb][e];
+      }
+    if constexpr (kSums) row_sum[half] = row_sum[half] * alpha[half] + sum;
   }
 }
 
-// O (in units of the previous tile's V scale) -> units of this tile's: times alpha * unit ratio;
-// the row sums (in units of P) times alpha.
+// O (in units of the previous tile's V scale) -> units of this tile's: times alpha * unit ratio.
 template <int D>
-__device__ __forceinline__ void fp8_rescale_o(float (&acc_o)[D / 8][4], float (&row_sum)[2], const float (&o_factor)[2],
-                                              const float (&alpha)[2]) {
+__device__ __forceinline__ void fp8_rescale_o(float (&acc_o)[D / 8][4], const float (&o_factor)[2]) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
 #pragma unroll
@@ -186,24 +193,22 @@ __device__ __forceinline__ void fp8_rescale_o(float (&acc_o)[D / 8][4], float (&
       acc_o[dj][2 * half] *= o_factor[half];
       acc_o[dj][2 * half + 1] *= o_factor[half];
     }
-    row_sum[half] *= alpha[half];
   }
 }
 
 // Issues (and commits) O += P V for key tile n, P packed from acc_s into e4m3 A fragments (one per
-// 32 keys; their registers stay live until the product is waited for), and the tile's row sums
-// L = P 1 (an n8 product with the ones tile: the sums of the rounded P that P V used, added by the
-// tensor cores instead of one FADD a score). L starts from zero every tile and goes into the fp32
-// row sums once the product retires (Fp8FwdRows::add_tile_sums): fed back across tiles, the FP8
-// products' accumulation, which keeps fewer bits than fp32, lost the small P of long rows (the
-// outlier benchmark's RMSE rose 15-40% at T = 4096 when it did).
-// With kPromoteO, acc_o is the tile's own accumulator and starts from zero too.
+// 32 keys; their registers stay live until the product is waited for). kTileProducts: acc_o is the
+// tile's own accumulator (starting from zero), and the tile's row sums L = P 1 go into acc_l (an n8
+// product with the ones tile: the sums of the rounded P that P V used). L must start from zero
+// every tile: fed back across tiles, the FP8 products' accumulation, which keeps fewer bits than
+// fp32, dropped the small P of long rows (the outlier benchmark's RMSE rose 15-40% at T = 4096).
 template <class Kt>
 __device__ __forceinline__ void fp8_issue_pv(float (&acc_o)[Kt::kHeadDim / 8][4], float (&acc_l)[1][4],
                                              const float (&acc_s)[Kt::kBlockN / 8][4], const Fp8FwdSmem<Kt>& s,
                                              int n) {
   constexpr int D = Kt::kHeadDim, BN = Kt::kBlockN, kSwizzle = fp8_swizzle_bytes(BN);
   const uint32_t v_base = smem_u32(s.v) + (n % Kt::kStages) * Kt::kTileBytes, ones_base = smem_u32(s.ones);
+  constexpr bool kFresh = Kt::kTileProducts;
   uint32_t pa[BN / 32][4];
 #pragma unroll
   for (int kk = 0; kk < BN / 32; ++kk) pack_p_fragment(pa[kk], acc_s, kk);
@@ -212,34 +217,38 @@ __device__ __forceinline__ void fp8_issue_pv(float (&acc_o)[Kt::kHeadDim / 8][4]
 #pragma unroll
     for (int r = 0; r < 4; ++r) reg_fence(pa[kk][r]);
   reg_fence(acc_o);
-  reg_fence(acc_l);
+  if constexpr (kFresh) reg_fence(acc_l);
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < BN / 32; ++kk) {
-    wgmma_e4m3_rs<D>(acc_o, pa[kk], fp8_desc<kSwizzle>(v_base + fp8_kstep_offset<D, BN>(kk)),
-                     Kt::kPromoteO ? kk > 0 : 1);
-    wgmma_e4m3_rs<8>(acc_l, pa[kk], fp8_desc<kSwizzle>(ones_base + fp8_kstep_offset<8, BN>(kk)), kk > 0);
+    wgmma_e4m3_rs<D>(acc_o, pa[kk], fp8_desc<kSwizzle>(v_base + fp8_kstep_offset<D, BN>(kk)), kFresh ? kk > 0 : 1);
+    if constexpr (kFresh)
+      wgmma_e4m3_rs<8>(acc_l, pa[kk], fp8_desc<kSwizzle>(ones_base + fp8_kstep_offset<8, BN>(kk)), kk > 0);
   }
   wgmma_commit();
 }
 
-// O = acc * v_unit / row sum (each lane holds its rows' whole sums, so no quad reduction; 0 for a
-// row with nothing visible), bf16, staged through shared memory (the K/V stages: the caller has
-// waited for every copy and product and synchronised the CTA) for 16-byte stores of rows < T.
+// O = acc * v_unit / row sum (0 for a row with nothing visible), bf16, staged through shared
+// memory (the K/V stages: the caller has waited for every copy and product and synchronised the
+// CTA) for 16-byte stores of rows < T. row_sum: this lane's part of each row's sum (summed over the
+// quad here), or with kTileProducts the whole sum already.
 template <class Kt>
-__device__ __forceinline__ void fp8_store_o(float (&acc_o)[Kt::kHeadDim / 8][4], const float (&row_sum)[2],
+__device__ __forceinline__ void fp8_store_o(float (&acc_o)[Kt::kHeadDim / 8][4], float (&row_sum)[2],
                                             float v_unit, const Fp8FwdSmem<Kt>& s, const Fp8FwdBlock<Kt>& blk,
                                             const Fp8AttentionParams& p, int warp_row0, int lane) {
   constexpr int D = Kt::kHeadDim;
+  if constexpr (Kt::kTileProducts) {
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const float sum = row_sum[half];
-    const float inv = sum > 0.f ? v_unit / sum : 0.f;
+    for (int half = 0; half < 2; ++half) {
+      const float inv = row_sum[half] > 0.f ? v_unit / row_sum[half] : 0.f;
 #pragma unroll
-    for (int dj = 0; dj < D / 8; ++dj) {
-      acc_o[dj][2 * half] *= inv;
-      acc_o[dj][2 * half + 1] *= inv;
+      for (int dj = 0; dj < D / 8; ++dj) {
+        acc_o[dj][2 * half] *= inv;
+        acc_o[dj][2 * half + 1] *= inv;
+      }
     }
+  } else {
+    normalize_rows<D>(acc_o, row_sum, v_unit);
   }
   uint16_t* staged = reinterpret_cast<uint16_t*>(s.k);
   auto at = [&](int r, int c) { return staged + r * Kt::kOStride + c; };
@@ -251,21 +260,26 @@ __device__ __forceinline__ void fp8_store_o(float (&acc_o)[Kt::kHeadDim / 8][4],
 }
 
 // What one thread keeps of its two rows across key tiles: O (in units of the last V scale added),
-// the row sums (fp32, whole rows in every lane of the quad), the last tile's sums from the tensor
-// cores (acc_l, a C fragment of the ones product: every column holds the row's sum), the running
-// row maxima, and the pending rescale from the last softmax (applied by the kernel once the
-// previous O += P V has been waited for).
+// the fp32 row sums (this lane's part, or with kTileProducts the whole rows' in every lane of the
+// quad), the running row maxima, and the pending rescale from the last softmax (applied by the
+// kernel once the previous O += P V has been waited for: rescale_o, or with kTileProducts retire).
+// kTileProducts: the last tile's P V (acc_t) and L = P 1 (acc_l, a C fragment of the ones product:
+// every column holds the row's sum).
 template <class Kt>
 struct Fp8FwdRows {
+  static constexpr bool kTP = Kt::kTileProducts;
   float acc_o[Kt::kHeadDim / 8][4];
-  float acc_t[Kt::kPromoteO ? Kt::kHeadDim / 8 : 1][4];  // kPromoteO: the last tile's P V
+  float acc_t[kTP ? Kt::kHeadDim / 8 : 1][4];
   float acc_l[1][4];
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
   float v_unit;  // O's unit: the V scale of the last tile added
   float o_factor[2], alpha[2];
   __device__ explicit Fp8FwdRows(const Fp8FwdBlock<Kt>& blk) : v_unit(blk.v_scale[0]) {
     zero_fragments(acc_o);
-    zero_fragments(acc_l);
+    if constexpr (kTP) {  // the products overwrite them (scale-d 0 at the first k step)
+      zero_fragments(acc_t);
+      zero_fragments(acc_l);
+    }
   }
 
   // Tile n: acc_s from S to P (scores, mask, online softmax); row0 is this warp's first row in the head.
@@ -275,36 +289,33 @@ struct Fp8FwdRows {
     const float v_s = blk.v_scale[n];
     const float unit_ratio = v_unit / v_s;
     v_unit = v_s;
-    fp8_softmax_tile<Kt::kBlockN>(acc_s, blk.q_factor * blk.k_scale[n], row_max, alpha);
+    fp8_softmax_tile<Kt::kBlockN, !kTP>(acc_s, blk.q_factor * blk.k_scale[n], row_max, row_sum, alpha);
     o_factor[0] = alpha[0] * unit_ratio, o_factor[1] = alpha[1] * unit_ratio;
   }
-  // kPromoteO: O is rescaled when the tile's P V is added (add_tile_sums); the row sums here.
+  // Before O += P V of this tile is issued (the previous one has retired). kTileProducts: nothing,
+  // retire() rescales.
   __device__ __forceinline__ void rescale_o() {
-    if constexpr (Kt::kPromoteO) {
-      row_sum[0] *= alpha[0], row_sum[1] *= alpha[1];
-    } else {
-      fp8_rescale_o<Kt::kHeadDim>(acc_o, row_sum, o_factor, alpha);
-    }
+    if constexpr (!kTP) fp8_rescale_o<Kt::kHeadDim>(acc_o, o_factor);
   }
-  // The products O += P V and L += P 1 of the last tile issued (the kernel waits for them first).
   __device__ __forceinline__ void issue_pv(const float (&acc_s)[Kt::kBlockN / 8][4], const Fp8FwdSmem<Kt>& s, int n) {
-    if constexpr (Kt::kPromoteO)
+    if constexpr (kTP)
       fp8_issue_pv(acc_t, acc_l, acc_s, s, n);
     else
       fp8_issue_pv(acc_o, acc_l, acc_s, s, n);
   }
-  // After the last issued product retired (and fence()): its tile's sums into the row sums (and,
-  // with kPromoteO, its P V into O). Before the first product acc_l is zero, so the pipelined
-  // kernel may call it unconditionally.
+  // After a wait that retired this tile's products.
   __device__ __forceinline__ void fence() {
     reg_fence(acc_o);
-    reg_fence(acc_t);
-    reg_fence(acc_l);
+    if constexpr (kTP) {
+      reg_fence(acc_t);
+      reg_fence(acc_l);
+    }
   }
-  __device__ __forceinline__ void add_tile_sums() {
-    row_sum[0] += acc_l[0][0];
-    row_sum[1] += acc_l[0][2];
-    if constexpr (Kt::kPromoteO) {
+  // kTileProducts, after fence(): O = O * factor + tile's P V, L = L * alpha + tile's P 1.
+  __device__ __forceinline__ void retire() {
+    if constexpr (kTP) {
+      row_sum[0] = fmaf(row_sum[0], alpha[0], acc_l[0][0]);
+      row_sum[1] = fmaf(row_sum[1], alpha[1], acc_l[0][2]);
 #pragma unroll
       for (int dj = 0; dj < Kt::kHeadDim / 8; ++dj)
 #pragma unroll

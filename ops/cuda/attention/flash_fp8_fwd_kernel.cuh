@@ -10,11 +10,13 @@
 //   online softmax in log2 units; P = 2^(x - m + 8) = 256 p, in [0, 256]
 //   O += P V         wgmma m64nDk32 e4m3, A = P packed from the S accumulator into registers
 //                    (pack_p_fragment; the V^T key order makes that lane-local), B = V^T image
-//   L += P 1         wgmma m64n8k32, the same A, B = a tile of e4m3 ones: the row sums of the
-//                    rounded P, on the tensor cores instead of one FADD a score
+//   row sums         FADDs of the unrounded P (plain); with Kt::kTileProducts (wg1occ4)
+//                    L = P 1, wgmma m64n8k32 with the same A and a tile of e4m3 ones as B: the
+//                    sums of the rounded P, on the tensor cores
 // O is kept in units of the current tile's V scale: before a tile's O += P V, O is multiplied by
-// alpha (the max rescale) times v_scale[previous] / v_scale[tile], L by alpha; the epilogue
-// multiplies by the last V scale over L (the 256 cancels).
+// alpha (the max rescale) times v_scale[previous] / v_scale[tile] (kTileProducts: P V goes into
+// registers of its own and O = O * that + P V once it retires, L likewise with alpha); the
+// epilogue multiplies by the last V scale over the row sum (the 256 cancels).
 // This is the simplest schedule (waits for each product; a __syncthreads per key tile), shared by
 // the plain variant (2 warpgroups) and wg1occ4 (1 warpgroup, 4 CTAs per SM: Kt::kWarpGroups,
 // Kt::kMinBlocks; the default at D = 64); flash_fp8_fwd_pipe_kernel.cuh overlaps the softmax with
@@ -63,7 +65,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks) flash_fp8_fwd_k
     rows.issue_pv(acc_s, s, n);
     wgmma_wait<0>();
     rows.fence();
-    rows.add_tile_sums();
+    rows.retire();
   }
   rows.store(s, blk, p, warp_row0, lane);
 #else

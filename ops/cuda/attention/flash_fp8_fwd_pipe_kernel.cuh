@@ -33,7 +33,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   if (blk.empty()) return;
   const int n_end = blk.n_end;
 
-  fp8_fill_ones(s, tid);
   fp8_load_q(s, blk, tid);
   fp8_load_keys(s, blk, 0, tid);
   cp_async_commit();
@@ -71,13 +70,11 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     else
       wgmma_wait<1>();  // O += P_{n-1} V_{n-1} done; S_{n+1} may run on
     rows.fence();
-    rows.add_tile_sums();  // tile n - 1's (zero before the first product)
     rows.rescale_o();
     rows.issue_pv(cur, s, n);
     if (last) {
       wgmma_wait<0>();
       rows.fence();
-      rows.add_tile_sums();
     } else {
       wgmma_wait<1>();  // S_{n+1} done; O += P_n V_n may run on
       reg_fence(next);

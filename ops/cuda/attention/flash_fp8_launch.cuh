@@ -42,10 +42,7 @@ void run_flash_fp8_fwd(const Fp8AttentionParams& p, Stream stream, Fp8FwdVariant
   if (!fp8_fwd_variant_fits(variant, D)) variant = V::kPlain;
   // `if constexpr`: a variant that does not fit D is never instantiated (no spilling kernel built).
   if constexpr (fp8_fwd_variant_fits(V::kWg1Occ4, D))
-    if (variant == V::kWg1Occ4) return launch_flash_fp8_fwd<FlashFp8FwdTraits<D, 1, 4>>(p, stream);
-  if constexpr (fp8_fwd_variant_fits(V::kPromote, D))
-    if (variant == V::kPromote)  // wg1occ4's shape at D = 64, plain's at 128
-      return launch_flash_fp8_fwd<FlashFp8FwdTraits<D, D == 64 ? 1 : 2, D == 64 ? 4 : 1, false, true>>(p, stream);
+    if (variant == V::kWg1Occ4) return launch_flash_fp8_fwd<FlashFp8FwdTraits<D, 1, 4, false, true>>(p, stream);
   if constexpr (fp8_fwd_variant_fits(V::kPipe, D))
     if (variant == V::kPipe) return launch_flash_fp8_fwd<FlashFp8FwdTraits<D, 2, 1, true>>(p, stream);
   launch_flash_fp8_fwd<FlashFp8Fwd<D>>(p, stream);
