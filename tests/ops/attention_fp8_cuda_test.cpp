@@ -6,7 +6,7 @@
 // Q = 0 gives the mean of V (the P V half on its own) and with V = I shows P itself (Q K^T); on
 // FlashAttention-3's outlier inputs the RMSE against float64 is that of the emulation and block +
 // Hadamard beats per-tensor. The forward comparisons run every schedule of the kernel
-// (cuda::Fp8FwdVariant: plain, pipe, wg1occ4 -- the same arithmetic), launched directly.
+// (cuda::Fp8FwdVariant: plain, pipe, wg1occ4, wg1occ3 -- the same arithmetic), launched directly.
 // Skips without a GPU or on a GPU without FP8 wgmma (with the reason).
 #include <gtest/gtest.h>
 
@@ -61,7 +61,7 @@ Fp8QuantizedOperand to_cpu(const Fp8QuantizedOperand& x) {
 
 // kDefault is one of these per head dim (fp8_fwd_default_variant).
 constexpr cuda::Fp8FwdVariant kVariants[] = {cuda::Fp8FwdVariant::kPlain, cuda::Fp8FwdVariant::kPipe,
-                                             cuda::Fp8FwdVariant::kWg1Occ4};
+                                             cuda::Fp8FwdVariant::kWg1Occ4, cuda::Fp8FwdVariant::kWg1Occ3};
 
 // The GPU forward of one schedule (the op, fp8_attention_forward_quantized, takes the environment's),
 // bf16 output (B, T, H, D) as floats. A variant that does not fit D runs the plain kernel. (A build

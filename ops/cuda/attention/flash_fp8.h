@@ -32,13 +32,14 @@ void fp8_quantize(const Fp8QuantParams& p, Stream stream);
 // intra-warpgroup overlap (flash_fp8_fwd_pipe_kernel.cuh); kWg1Occ4 = the plain kernel with one
 // warpgroup per CTA and four CTAs per SM, so the CTAs' softmaxes run under each other's products,
 // and each key tile's P V and row sums (on the tensor cores) in registers of their own, added into
-// O and the row sums in fp32 (FlashFp8FwdTraits::kTileProducts; measured at D = 64 only).
+// O and the row sums in fp32 (FlashFp8FwdTraits::kTileProducts); kWg1Occ3 = the same at D = 128
+// with three CTAs per SM.
 // kDefault takes the fastest for the head dim (fp8_fwd_default_variant). A variant that does not fit
 // a head dim (registers or shared memory) runs as kPlain: fp8_fwd_variant_fits. Also measured on an
 // H100 and dropped (bench/attention/NOTES.md, session 12; code in c300d97 and 938ba77): three and
 // four warpgroups per CTA, two plain CTAs of two warpgroups, three CTAs of one, and pipe with two
 // CTAs of one warpgroup.
-enum class Fp8FwdVariant : int { kDefault = 0, kPlain, kPipe, kWg1Occ4 };
+enum class Fp8FwdVariant : int { kDefault = 0, kPlain, kPipe, kWg1Occ4, kWg1Occ3 };
 constexpr bool fp8_fwd_variant_fits(Fp8FwdVariant v, int D) {
   switch (v) {
     // ptxas -v (sm_90a, CUDA 13.0): two S accumulators (128 registers) + O take 254 registers
@@ -46,14 +47,17 @@ constexpr bool fp8_fwd_variant_fits(Fp8FwdVariant v, int D) {
     case Fp8FwdVariant::kPipe: return D <= 128;
     // 128 registers a thread: at D = 128 they spill 1 KB (S + O need 128 on their own).
     case Fp8FwdVariant::kWg1Occ4: return D == 64;
+    // wg1occ4's kernel at D = 128 with three CTAs per SM: 164 registers of the 168 that allows, no
+    // spill (ptxas -v, CUDA 13.0), and 3 x 74 KB of shared memory.
+    case Fp8FwdVariant::kWg1Occ3: return D == 128;
     default: return true;
   }
 }
-// The fastest schedule per head dim on an H100 (session 12, T = 1024-8192, causal and not), as
-// speed-ups over our bf16 forward: wg1occ4 at D = 64 (1.22-1.34x; plain 0.80-0.89x), pipe at
-// D = 128 (2.11-2.49x; plain 1.97-2.24x), plain at D = 256 (2.9-3.4x; the others do not fit).
+// The fastest schedule per head dim on an H100 (sessions 12 and 25, T = 1024-4096, causal and
+// not): wg1occ4 at D = 64, wg1occ3 at D = 128 (session 25: 6-13% under pipe; two CTAs of one
+// warpgroup were slower than pipe at T = 4096), plain at D = 256 (the others do not fit).
 constexpr Fp8FwdVariant fp8_fwd_default_variant(int D) {
-  return D == 64 ? Fp8FwdVariant::kWg1Occ4 : D == 128 ? Fp8FwdVariant::kPipe : Fp8FwdVariant::kPlain;
+  return D == 64 ? Fp8FwdVariant::kWg1Occ4 : D == 128 ? Fp8FwdVariant::kWg1Occ3 : Fp8FwdVariant::kPlain;
 }
 const char* fp8_fwd_variant_name(Fp8FwdVariant v);
 // The variant named by the dev-only environment variable FLASHTRAIN_FP8_FWD_VARIANT (default,

@@ -20,10 +20,10 @@ namespace ft::cuda::flash {
 // kWarpGroups consumer warpgroups (64 query rows, one Q tile, each); kMinBlocks CTAs per SM asked of
 // ptxas (__launch_bounds__: 2 caps registers at 65536 / (2 * threads)); kPipelined: the kernel keeps
 // S of the next tile in flight under this tile's softmax, which needs four K/V stages (below);
-// kTileProducts (the plain kernel only; wg1occ4 at D = 64): each key tile's products start from zero
-// in registers of their own -- P V, and the row sums L = P 1 on the tensor cores (an n8 product with
-// a tile of e4m3 ones) instead of one FADD a score -- and are added into O and the fp32 row sums
-// when they retire, the rescale riding on those FFMAs (Fp8FwdRows::retire).
+// kTileProducts (the plain kernel only; wg1occ4 at D = 64, wg1occ3 at 128): each key tile's
+// products start from zero in registers of their own -- P V, and the row sums L = P 1 on the tensor
+// cores (an n8 product with a tile of e4m3 ones) instead of one FADD a score -- and are added into
+// O and the fp32 row sums when they retire, the rescale riding on those FFMAs (Fp8FwdRows::retire).
 template <int kHeadDim_, int kWarpGroups_, int kMinBlocks_ = 1, bool kPipelined_ = false, bool kTileProducts_ = false>
 struct FlashFp8FwdTraits {
   static constexpr int kHeadDim = kHeadDim_;

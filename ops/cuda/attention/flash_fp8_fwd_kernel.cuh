@@ -18,9 +18,9 @@
 // registers of its own and O = O * that + P V once it retires, L likewise with alpha); the
 // epilogue multiplies by the last V scale over the row sum (the 256 cancels).
 // This is the simplest schedule (waits for each product; a __syncthreads per key tile), shared by
-// the plain variant (2 warpgroups) and wg1occ4 (1 warpgroup, 4 CTAs per SM: Kt::kWarpGroups,
-// Kt::kMinBlocks; the default at D = 64); flash_fp8_fwd_pipe_kernel.cuh overlaps the softmax with
-// the products. The CPU emulation (ops/cpu/attention_fp8_reference.h) does the same arithmetic in
+// the plain variant (2 warpgroups), wg1occ4 and wg1occ3 (1 warpgroup, 4 or 3 CTAs per SM:
+// Kt::kWarpGroups, Kt::kMinBlocks; the defaults at D = 64 and 128); flash_fp8_fwd_pipe_kernel.cuh
+// overlaps the softmax with the products within a warpgroup. The CPU emulation (ops/cpu/attention_fp8_reference.h) does the same arithmetic in
 // float64; the shared pieces are in flash_fp8_fwd_common.cuh.
 #pragma once
 

@@ -13,6 +13,7 @@ const char* fp8_fwd_variant_name(Fp8FwdVariant v) {
     case Fp8FwdVariant::kPlain: return "plain";
     case Fp8FwdVariant::kPipe: return "pipe";
     case Fp8FwdVariant::kWg1Occ4: return "wg1occ4";
+    case Fp8FwdVariant::kWg1Occ3: return "wg1occ3";
     default: return "default";
   }
 }
@@ -21,9 +22,10 @@ Fp8FwdVariant fp8_fwd_variant_from_env() {
   static const Fp8FwdVariant variant = [] {
     const char* env = std::getenv("FLASHTRAIN_FP8_FWD_VARIANT");
     if (env == nullptr || *env == '\0') return Fp8FwdVariant::kDefault;
-    for (auto v : {Fp8FwdVariant::kDefault, Fp8FwdVariant::kPlain, Fp8FwdVariant::kPipe, Fp8FwdVariant::kWg1Occ4})
+    for (auto v : {Fp8FwdVariant::kDefault, Fp8FwdVariant::kPlain, Fp8FwdVariant::kPipe, Fp8FwdVariant::kWg1Occ4,
+                   Fp8FwdVariant::kWg1Occ3})
       if (std::strcmp(env, fp8_fwd_variant_name(v)) == 0) return v;
-    FT_CHECK_ARG(false, "[fp8_attention] FLASHTRAIN_FP8_FWD_VARIANT=", env, " is not one of default, plain, pipe, wg1occ4");
+    FT_CHECK_ARG(false, "[fp8_attention] FLASHTRAIN_FP8_FWD_VARIANT=", env, " is not one of default, plain, pipe, wg1occ4, wg1occ3");
     return Fp8FwdVariant::kDefault;
   }();
   return variant;
