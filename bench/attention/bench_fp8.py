@@ -11,7 +11,7 @@ Writes <out>/attention-fp8-<card>.json (rows {impl, D, T, causal, rmse, fwd_ms, 
 and <out>/attention-fp8-<card>.md.
   python3 bench/attention/bench_fp8.py --lib build/bench/attention/libft_attention.so --out bench/results
 The FP8 forward's schedule is the fastest per head dim unless the dev-only FLASHTRAIN_FP8_FWD_VARIANT
-picks one (default, plain, pipe, wg1occ4; ops/cuda/attention/flash_fp8.h; a variant that does not
+picks one (default, plain, pipe, wg1occ4, wg1occ3; ops/cuda/attention/flash_fp8.h; a variant that does not
 fit a head dim runs plain); when set, it is recorded and the output files are named attention-fp8-<card>-<variant>.*. --impls picks rows, e.g.
   FLASHTRAIN_FP8_FWD_VARIANT=pipe python3 bench/attention/bench_fp8.py --lib ... --out /tmp/v \
       --ts 4096 --causal 0 --impls bf16,fp8_block_hadamard

@@ -61,7 +61,7 @@ constexpr Fp8FwdVariant fp8_fwd_default_variant(int D) {
 }
 const char* fp8_fwd_variant_name(Fp8FwdVariant v);
 // The variant named by the dev-only environment variable FLASHTRAIN_FP8_FWD_VARIANT (default,
-// plain, pipe, wg1occ4; read once; unset = default), for benchmarks; an unknown name throws.
+// plain, pipe, wg1occ4, wg1occ3; read once; unset = default), for benchmarks; an unknown name throws.
 Fp8FwdVariant fp8_fwd_variant_from_env();
 
 void flash_fp8_forward(const Fp8AttentionParams& p, Stream stream);  // fp8_fwd_variant_from_env()
