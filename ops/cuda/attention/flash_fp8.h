@@ -37,8 +37,8 @@ void fp8_quantize(const Fp8QuantParams& p, Stream stream);
 // kDefault takes the fastest for the head dim (fp8_fwd_default_variant). A variant that does not fit
 // a head dim (registers or shared memory) runs as kPlain: fp8_fwd_variant_fits. Also measured on an
 // H100 and dropped (bench/attention/NOTES.md, session 12; code in c300d97 and 938ba77): three and
-// four warpgroups per CTA, two plain CTAs of two warpgroups, three CTAs of one, and pipe with two
-// CTAs of one warpgroup.
+// four warpgroups per CTA, two plain CTAs of two warpgroups, three CTAs of one at D = 64 (before the
+// tile products), and pipe with two CTAs of one warpgroup.
 enum class Fp8FwdVariant : int { kDefault = 0, kPlain, kPipe, kWg1Occ4, kWg1Occ3 };
 constexpr bool fp8_fwd_variant_fits(Fp8FwdVariant v, int D) {
   switch (v) {

@@ -20,8 +20,9 @@
 // This is the simplest schedule (waits for each product; a __syncthreads per key tile), shared by
 // the plain variant (2 warpgroups), wg1occ4 and wg1occ3 (1 warpgroup, 4 or 3 CTAs per SM:
 // Kt::kWarpGroups, Kt::kMinBlocks; the defaults at D = 64 and 128); flash_fp8_fwd_pipe_kernel.cuh
-// overlaps the softmax with the products within a warpgroup. The CPU emulation (ops/cpu/attention_fp8_reference.h) does the same arithmetic in
-// float64; the shared pieces are in flash_fp8_fwd_common.cuh.
+// overlaps the softmax with the products within a warpgroup. The CPU emulation
+// (ops/cpu/attention_fp8_reference.h) does the same arithmetic in float64; the shared pieces are in
+// flash_fp8_fwd_common.cuh.
 #pragma once
 
 #include "ops/cuda/attention/flash_fp8_fwd_common.cuh"
