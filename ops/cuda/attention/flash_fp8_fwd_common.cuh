@@ -13,6 +13,7 @@
 #include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 #include "ops/cuda/attention/flash_tile.cuh"
+#include "ops/cuda/attention/flash_tma.cuh"
 #include "ops/cuda/attention/flash_wgmma.cuh"
 
 namespace ft::cuda::flash {
@@ -24,10 +25,16 @@ namespace ft::cuda::flash {
 // products start from zero in registers of their own -- P V, and the row sums L = P 1 on the tensor
 // cores (an n8 product with a tile of e4m3 ones) instead of one FADD a score -- and are added into
 // O and the fp32 row sums when they retire, the rescale riding on those FFMAs (Fp8FwdRows::retire).
-template <int kHeadDim_, int kWarpGroups_, int kMinBlocks_ = 1, bool kPipelined_ = false, bool kTileProducts_ = false>
+// kBulkLoads (the plain kernel only): one thread copies each key tile's K and V^T images (and Q)
+// with 1-D bulk copies completing on a per-stage mbarrier, instead of every thread issuing 16-byte
+// cp.async copies and their address arithmetic (the images are contiguous and already swizzled).
+template <int kHeadDim_, int kWarpGroups_, int kMinBlocks_ = 1, bool kPipelined_ = false, bool kTileProducts_ = false,
+          bool kBulkLoads_ = false>
 struct FlashFp8FwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kTileProducts = kTileProducts_;
+  static constexpr bool kBulkLoads = kBulkLoads_;
+  static_assert(!(kBulkLoads && kPipelined_), "bulk loads are built for the plain kernel");
   static_assert(!(kTileProducts && kPipelined_), "the pipelined kernel retires a tile's products a tile later");
   static constexpr int kWarpGroups = kWarpGroups_;
   static constexpr int kMinBlocks = kMinBlocks_;
@@ -42,8 +49,9 @@ struct FlashFp8FwdTraits {
   static constexpr int kOStride = kHeadDim + 8;          // bf16 elements per staged O row (16-byte rows)
   static constexpr int kOBytes = kBlockM * kOStride * 2;  // O staging reuses the K/V stages
   static constexpr int kOnesBytes = kTileProducts ? 8 * kBlockN : 0;  // L = P 1's B: 8 x kBlockN e4m3 ones
+  static constexpr int kBarBytes = kBulkLoads ? 8 * kStages : 0;  // one mbarrier a stage, after the rest
   static constexpr int kSmemBytes =
-      1024 /* alignment */ + kQBytes + kOnesBytes + (kStageBytes > kOBytes ? kStageBytes : kOBytes);
+      1024 /* alignment */ + kQBytes + kOnesBytes + (kStageBytes > kOBytes ? kStageBytes : kOBytes) + kBarBytes;
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "fp8 head dims");
   // One or two warpgroups: a CTA's rows then divide T_pad (a multiple of 128), so every CTA has all
   // its Q tiles. (Three and four, measured slower in session 12, needed a partial last block.)
@@ -51,16 +59,18 @@ struct FlashFp8FwdTraits {
 };
 
 // Shared memory: Q images, the ones tile (kTileProducts), then kStages K images, then kStages V^T
-// images (1 KB aligned: swizzle).
+// images (1 KB aligned: swizzle), then (kBulkLoads) the stages' mbarriers, past O's staging too.
 template <class Kt>
 struct Fp8FwdSmem {
   uint8_t *q, *ones, *k, *v;
+  uint64_t* bars;
   __device__ explicit Fp8FwdSmem(uint8_t* raw) {
     const uint32_t a = smem_u32(raw);
     q = raw + (((a + 1023u) & ~1023u) - a);
     ones = q + Kt::kQBytes;
     k = ones + Kt::kOnesBytes;
     v = k + Kt::kStages * Kt::kTileBytes;
+    bars = reinterpret_cast<uint64_t*>(k + (Kt::kStageBytes > Kt::kOBytes ? Kt::kStageBytes : Kt::kOBytes));
   }
 };
 
@@ -118,6 +128,20 @@ __device__ __forceinline__ void fp8_load_keys(const Fp8FwdSmem<Kt>& s, const Fp8
   const int64_t src = static_cast<int64_t>(n) * Kt::kTileBytes;
   fp8_copy_async<Kt::kNThreads>(s.k + stage * Kt::kTileBytes, blk.k_img + src, Kt::kTileBytes, tid);
   fp8_copy_async<Kt::kNThreads>(s.v + stage * Kt::kTileBytes, blk.v_img + src, Kt::kTileBytes, tid);
+}
+
+// kBulkLoads, thread 0 only: key tile n's K and V^T images (and with_q the block's Q images) into
+// stage n % kStages, announced on that stage's mbarrier (its one arrival is this thread's).
+template <class Kt>
+__device__ __forceinline__ void fp8_bulk_load_keys(const Fp8FwdSmem<Kt>& s, const Fp8FwdBlock<Kt>& blk, int n,
+                                                   bool with_q) {
+  const int stage = n % Kt::kStages;
+  uint64_t* bar = &s.bars[stage];
+  mbarrier_arrive_expect_tx(bar, 2 * Kt::kTileBytes + (with_q ? Kt::kQBytes : 0));
+  if (with_q) bulk_load(s.q, blk.q_img, Kt::kQBytes, bar);
+  const int64_t src = static_cast<int64_t>(n) * Kt::kTileBytes;
+  bulk_load(s.k + stage * Kt::kTileBytes, blk.k_img + src, Kt::kTileBytes, bar);
+  bulk_load(s.v + stage * Kt::kTileBytes, blk.v_img + src, Kt::kTileBytes, bar);
 }
 
 // Issues (and commits) S = Q K^T for key tile n: q_base is this warpgroup's Q image.

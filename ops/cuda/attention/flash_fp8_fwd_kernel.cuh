@@ -41,20 +41,36 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks) flash_fp8_fwd_k
   if (blk.empty()) return;
 
   fp8_fill_ones(s, tid);
-  fp8_load_q(s, blk, tid);
-  fp8_load_keys(s, blk, 0, tid);
-  cp_async_commit();
+  if constexpr (Kt::kBulkLoads) {
+    if (tid == 0) {
+      for (int i = 0; i < Kt::kStages; ++i) mbarrier_init(&s.bars[i], 1);
+      fence_mbarrier_init();
+    }
+    fence_proxy_async_smem();  // the ones tile's generic stores, for the tensor cores
+    __syncthreads();           // the mbarriers initialised before anyone waits on them
+    if (tid == 0) fp8_bulk_load_keys(s, blk, 0, /*with_q=*/true);
+  } else {
+    fp8_load_q(s, blk, tid);
+    fp8_load_keys(s, blk, 0, tid);
+    cp_async_commit();
+  }
 
   Fp8FwdRows<Kt> rows(blk);
   const int warp_row0 = warp * 16;  // this warp's first row in the CTA
   const uint32_t q_base = smem_u32(s.q) + wg * kFp8QTileRows * D;
 
   for (int n = 0; n < blk.n_end; ++n) {
-    cp_async_wait<0>();       // tile n (and Q) landed: this thread's copies
-    fence_proxy_async_smem();  // ... visible to the tensor cores
-    __syncthreads();           // everyone's copies; every warpgroup is done with tile n - 1's stage
-    if (n + 1 < blk.n_end) fp8_load_keys(s, blk, n + 1, tid);
-    cp_async_commit();
+    if constexpr (Kt::kBulkLoads) {
+      mbarrier_wait<false>(&s.bars[n % Kt::kStages], (n / Kt::kStages) & 1);  // tile n (and Q) landed
+      __syncthreads();  // every warpgroup is done with tile n - 1's stage
+      if (tid == 0 && n + 1 < blk.n_end) fp8_bulk_load_keys(s, blk, n + 1, false);
+    } else {
+      cp_async_wait<0>();       // tile n (and Q) landed: this thread's copies
+      fence_proxy_async_smem();  // ... visible to the tensor cores
+      __syncthreads();           // everyone's copies; every warpgroup is done with tile n - 1's stage
+      if (n + 1 < blk.n_end) fp8_load_keys(s, blk, n + 1, tid);
+      cp_async_commit();
+    }
 
     float acc_s[BN / 8][4];
     fp8_issue_qk(acc_s, s, q_base, n);

@@ -42,9 +42,9 @@ void run_flash_fp8_fwd(const Fp8AttentionParams& p, Stream stream, Fp8FwdVariant
   if (!fp8_fwd_variant_fits(variant, D)) variant = V::kPlain;
   // `if constexpr`: a variant that does not fit D is never instantiated (no spilling kernel built).
   if constexpr (fp8_fwd_variant_fits(V::kWg1Occ4, D))
-    if (variant == V::kWg1Occ4) return launch_flash_fp8_fwd<FlashFp8FwdTraits<D, 1, 4, false, true>>(p, stream);
+    if (variant == V::kWg1Occ4) return launch_flash_fp8_fwd<FlashFp8FwdTraits<D, 1, 4, false, true, true>>(p, stream);
   if constexpr (fp8_fwd_variant_fits(V::kWg1Occ3, D))
-    if (variant == V::kWg1Occ3) return launch_flash_fp8_fwd<FlashFp8FwdTraits<D, 1, 3, false, true>>(p, stream);
+    if (variant == V::kWg1Occ3) return launch_flash_fp8_fwd<FlashFp8FwdTraits<D, 1, 3, false, true, true>>(p, stream);
   if constexpr (fp8_fwd_variant_fits(V::kPipe, D))
     if (variant == V::kPipe) return launch_flash_fp8_fwd<FlashFp8FwdTraits<D, 2, 1, true>>(p, stream);
   launch_flash_fp8_fwd<FlashFp8Fwd<D>>(p, stream);

@@ -77,6 +77,15 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity, [[
   }
 }
 
+// A 1-D bulk copy of `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to
+// shared memory, completing its bytes on bar. One thread issues it; no tensor map.
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_u32(dst)),
+               "l"(src), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
+
 // TMA: the box at coordinates (c0 innermost, .., c3) of a 4-D tensor map into shared memory at dst
 // (1024-byte aligned for the 128-byte swizzle), its bytes completing on `bar`.
 __device__ __forceinline__ void tma_load_4d(void* dst, const void* tensor_map, uint64_t* bar, int c0, int c1, int c2,
