@@ -278,7 +278,8 @@ void cuda_flash_backward(const AttentionParams& p, Stream s, bool deterministic,
 std::pair<int64_t, int64_t> flash_dq_workspace(const AttentionParams& p, bool deterministic) {
   const cuda::FlashBackwardNeeds needs = cuda::flash_backward_needs(p, deterministic);
   const cuda::FlashBackwardWorkspace ws = cuda::flash_attention_backward_workspace(p);
-  return {needs.dq_accum ? ws.dq_accum_floats : 0, needs.dq_semaphore ? ws.dq_semaphore_ints : 0};
+  return {needs.dq_accum ? (needs.stored_ds ? ws.ds_floats : ws.dq_accum_floats) : 0,
+          needs.dq_semaphore ? ws.dq_semaphore_ints : 0};
 }
 void cuda_naive_forward(const AttentionParams& p, const cuda::NaiveAttentionBuffers& buf, Device d, Stream s) {
   cuda::naive_attention_forward(p, buf, cuda::context(d.index).blas, s);

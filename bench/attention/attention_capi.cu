@@ -186,12 +186,14 @@ using KernelNever = KernelAtEveryT<kSetMinT, INT_MAX>;
 
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
   // Deterministic: as shipped (4), the ordered dQ (29), the fixed-point dQ (30), the fixed-point dQ with
-  // the wide tile at every T (31; D = 64 and 128).
-  if (variant == 4 || (variant >= 29 && variant <= 31)) {
+  // the wide tile at every T (31; D = 64 and 128), the stored dS (63; where the warp-specialised
+  // backward runs, else as 4; its workspace: ft_attn_dq_workspace_floats).
+  if (variant == 4 || (variant >= 29 && variant <= 31) || variant == 63) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);
     using ft::cuda::FlashDeterministicDq;
     const ft::cuda::ScopedFlashDeterministicDq form(variant == 4    ? ft::cuda::flash_deterministic_dq()
                                                     : variant == 29 ? FlashDeterministicDq::kOrdered
+                                                    : variant == 63 ? FlashDeterministicDq::kStoredDs
                                                                     : FlashDeterministicDq::kFixedPoint);
     // 31: the wide tile from T = 0 on (and the warp-specialised backward, which goes first, off).
     const KernelAtEveryT<ft::cuda::set_flash_bwd_wide_min_t> wide(variant == 31);
@@ -395,6 +397,33 @@ int ft_attn_run_gqa(int op, int impl, int variant, void* q, void* k, void* v, vo
 // Floats of the backward's dq_accum workspace (fp32 or fixed point: flash_attention.h).
 long long ft_attn_dq_accum_floats(int B, int T, int H, int D) {
   return ft::cuda::flash::dq_fixed_float_count(static_cast<long long>(B) * H, T, D);
+}
+
+// Floats of the dq_accum workspace of one backward call of `variant` in bench_attention.py's
+// layout (q, k, v slices of a fused (B, T, 3, H, D) buffer): the stored dS's where the call takes it
+// (variant 63, or 4 when its form picks it), else ft_attn_dq_accum_floats. -1 on error.
+long long ft_attn_dq_workspace_floats(int B, int T, int H, int D, int causal, float dropout_p, int variant) {
+  try {
+    AttentionParams p;
+    p.B = B, p.T = T, p.H = H, p.H_kv = H, p.D = D;
+    p.causal = causal != 0;
+    p.dropout = make_dropout_params(PhiloxState{0, 0}, dropout_p);
+    const int64_t row = 3LL * H * D;
+    p.q_batch_stride = p.k_batch_stride = p.v_batch_stride = row * T;
+    p.q_row_stride = p.k_row_stride = p.v_row_stride = row;
+    p.q_head_stride = p.k_head_stride = p.v_head_stride = D;
+    const BthdStrides c = contiguous_bthd_strides(T, H, D);
+    p.do_batch_stride = c.batch, p.do_row_stride = c.row, p.do_head_stride = c.head;
+    using ft::cuda::FlashDeterministicDq;
+    const ft::cuda::ScopedFlashDeterministicDq form(variant == 63 ? FlashDeterministicDq::kStoredDs
+                                                                  : ft::cuda::flash_deterministic_dq());
+    const bool stored = (variant == 4 || variant == 63) && ft::cuda::flash_stored_ds_dq(p);
+    return stored ? ft::cuda::flash_attention_backward_workspace(p).ds_floats
+                  : ft_attn_dq_accum_floats(B, T, H, D);
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return -1;
+  }
 }
 
 // Element counts of the FP8 workspaces: sizes[0..2] bytes of quantised q, k, v; sizes[3..5] their

@@ -119,7 +119,14 @@ class Flashtrain:
             dsum = torch.empty(B * H * T, dtype=torch.float32, device="cuda")
             # fp32 or fixed point, T rounded up to 128 rows (ops/cuda/attention/flash_dq_accum.cuh);
             # a --base-lib from before the fixed-point dQ lacks the size function
-            if hasattr(self.lib, "ft_attn_dq_accum_floats"):
+            if hasattr(self.lib, "ft_attn_dq_workspace_floats"):  # the stored dS's size where it runs
+                f = self.lib.ft_attn_dq_workspace_floats
+                f.restype = ctypes.c_longlong
+                f.argtypes = [ctypes.c_int] * 5 + [ctypes.c_float, ctypes.c_int]
+                n = f(B, T, H, D, int(self.causal), self.p, self.variant)
+                if n < 0:
+                    raise RuntimeError(self.lib.ft_attn_last_error().decode())
+            elif hasattr(self.lib, "ft_attn_dq_accum_floats"):
                 self.lib.ft_attn_dq_accum_floats.restype = ctypes.c_longlong
                 n = self.lib.ft_attn_dq_accum_floats(B, T, H, D)
             else:
@@ -238,6 +245,8 @@ IMPLS = {
     "flashtrain_flash_det_ordered": lambda lib: Flashtrain(lib, 0, 29),
     "flashtrain_flash_det_fixed": lambda lib: Flashtrain(lib, 0, 30),
     "flashtrain_flash_det_fixed_wide": lambda lib: Flashtrain(lib, 0, 31),
+    # The stored dS (63): the backward writes dS, a second kernel forms dQ = dS K (flash_ds_store.cuh).
+    "flashtrain_flash_det_stored": lambda lib: Flashtrain(lib, 0, 63),
     "flashtrain_naive": lambda lib: Flashtrain(lib, 1),
     "torch_flash": lambda lib: TorchSdpa(SDPBackend.FLASH_ATTENTION),
     "torch_cudnn": lambda lib: TorchSdpa(SDPBackend.CUDNN_ATTENTION),
@@ -247,6 +256,7 @@ IMPLS = {
 
 # The implementations the full benchmark re-measures with --rounds (the slow ones run once).
 REPEATED_IMPLS = ("flashtrain_flash", "flashtrain_flash_det", "flashtrain_flash_det_ordered", "flashtrain_flash_det_fixed",
+                  "flashtrain_flash_det_stored",
                   "torch_flash", "torch_cudnn")
 
 

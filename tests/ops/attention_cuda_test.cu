@@ -67,7 +67,9 @@ class DeviceAttention {
         n_(static_cast<size_t>(cfg.B) * cfg.T * cfg.H * cfg.D),
         rows_(static_cast<size_t>(cfg.B) * cfg.H * cfg.T),
         qkv_(3 * n_), dqkv_(3 * n_), o_(n_), dout_(n_), lse_(rows_), dsum_(rows_),
-        dq_accum_(static_cast<size_t>(cuda::flash_attention_backward_workspace(cfg).dq_accum_floats)),
+        // fp32 / fixed-point dQ, or the stored dS (whichever form a test forces)
+        dq_accum_(static_cast<size_t>(std::max(cuda::flash_attention_backward_workspace(cfg).dq_accum_floats,
+                                               cuda::flash_attention_backward_workspace(cfg).ds_floats))),
         dq_semaphore_(static_cast<size_t>(cuda::flash_attention_backward_workspace(cfg).dq_semaphore_ints)) {
     const int H = cfg.H, D = cfg.D, T = cfg.T;
     std::vector<uint16_t> qkv(3 * n_), dout(n_);
@@ -691,6 +693,16 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
   with_deterministic_dq(cuda::FlashDeterministicDq::kFixedPoint, [&] {
     EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(d128, det), hopper) << "D = 128, fixed-point dq (one dQ buffer)";
   });
+  // The deterministic default (kAuto): the stored dS at D = 128 up to a 1 GiB workspace, the fixed
+  // point at D = 64 and beyond it (flash_stored_ds_dq).
+  with_deterministic_dq(cuda::FlashDeterministicDq::kAuto, [&] {
+    EXPECT_EQ(cuda::flash_stored_ds_dq(d128), hopper) << "D = 128: the stored dS";
+    EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(d128, det), hopper) << "D = 128, deterministic";
+    EXPECT_FALSE(cuda::flash_stored_ds_dq(p)) << "D = 64: the fixed point";
+    AttentionParams big = d128;
+    big.B = 2000;  // 6000 heads x 72 tiles x 16 KiB: past the 1 GiB
+    EXPECT_FALSE(cuda::flash_stored_ds_dq(big)) << "a workspace over 1 GiB: the fixed point";
+  });
   AttentionParams d256 = p;
   d256.D = 256;
   EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(d256, atomic)) << "D = 256 is not built";
@@ -735,19 +747,26 @@ TEST(FlashCuda, WsForwardTakesItsCalls) {
   EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(p)) << "the default restored";
 }
 
-// The warp-specialised backward with the fixed-point dQ (bulk int64 adds): bit-identical runs, dK
-// and dV equal to its atomic form's bits, dQ to rounding, and cases against the float64 reference.
-TEST(FlashCuda, WsBackwardFixedPointDq) {
-  SKIP_WITHOUT_CUDA();
+// The cases of the warp-specialised backward's deterministic forms: D = 64 causal or not, with and
+// without dropout, T = 17, 130, 1000 (0-11); f16 (12); block-sparse (13); D = 128 (14, 15).
+std::vector<AttentionCase> ws_backward_deterministic_cases() {
   std::vector<AttentionCase> cases;
   for (bool causal : {false, true})
     for (float p : {0.f, 0.1f})
       for (int T : {17, 130, 1000}) cases.push_back({2, T >= 1000 ? 2 : 3, T, 64, causal, p});
   cases.push_back({2, 2, 333, 64, true, 0.1f, AttentionDType::kF16});
   cases.push_back({1, 2, 1000, 64, true, 0.f, AttentionDType::kBF16, 64, 3, 1});  // block-sparse
-  // D = 128 (one dQ buffer: two do not fit beside its tiles).
   cases.push_back({2, 2, 1000, 128, true, 0.1f});
   cases.push_back({1, 2, 130, 128, false, 0.f, AttentionDType::kF16});
+  return cases;
+}
+
+// The warp-specialised backward with the fixed-point dQ (bulk int64 adds): bit-identical runs, dK
+// and dV equal to its atomic form's bits, dQ to rounding, and cases against the float64 reference.
+// (D = 128 has one dQ buffer: two do not fit beside its tiles.)
+TEST(FlashCuda, WsBackwardFixedPointDq) {
+  SKIP_WITHOUT_CUDA();
+  const std::vector<AttentionCase> cases = ws_backward_deterministic_cases();
   cuda::set_flash_bwd_ws_min_t(0);
   with_deterministic_dq(cuda::FlashDeterministicDq::kFixedPoint, [&] {
     expect_deterministic_backward_bit_identical(cases);
@@ -755,6 +774,49 @@ TEST(FlashCuda, WsBackwardFixedPointDq) {
       expect_case_within_twice_naive(c, true, " warp-specialised backward, fixed-point dq");
   });
   cuda::set_flash_bwd_ws_min_t(-1);
+}
+
+// The warp-specialised backward with the stored dS (flash_ds_store.cuh: dS written, then dQ = dS K
+// summed in key order by a second kernel): bit-identical runs, dK and dV equal to the atomic form's
+// bits, dQ to rounding, and cases against the float64 reference (twice naive's error). Causal and
+// not (the causal layout keeps only the visible tiles), block-sparse (empty tiles skipped by both
+// kernels), f16, T not a multiple of 64 or 128.
+TEST(FlashCuda, WsBackwardStoredDs) {
+  SKIP_WITHOUT_CUDA();
+  if (!cuda::flash_sm90a_device()) GTEST_SKIP() << "the stored dS is built for sm_90a (H100 / H200) only";
+  std::vector<AttentionCase> cases = ws_backward_deterministic_cases();
+  cases.push_back({1, 3, 777, 128, true, 0.f});
+  cases.push_back({1, 2, 1000, 128, false, 0.1f, AttentionDType::kBF16, 128, 2, 1});  // block-sparse
+  cuda::set_flash_bwd_ws_min_t(0);
+  with_deterministic_dq(cuda::FlashDeterministicDq::kStoredDs, [&] {
+    for (const AttentionCase& c : cases) {
+      DeviceAttention dev(config_of(c), make_inputs(c, 1));
+      EXPECT_TRUE(cuda::flash_stored_ds_dq(dev.params())) << case_name(c) << ": the stored dS takes the call";
+    }
+    expect_deterministic_backward_bit_identical(cases);
+    for (const AttentionCase& c : {cases[2], cases[5], cases[8], cases[11], cases[12], cases[13], cases[14],
+                                   cases[15], cases[16], cases[17]})
+      expect_case_within_twice_naive(c, true, " warp-specialised backward, stored dS");
+  });
+  cuda::set_flash_bwd_ws_min_t(-1);
+}
+
+// The stored dS's workspace: the causal layout's tile count against a direct count of the tiles a
+// causal (64-query, 128-key) grid can see, and the non-causal one's full grid.
+TEST(FlashCuda, StoredDsWorkspaceCountsVisibleTiles) {
+  for (int T : {1, 17, 64, 65, 127, 128, 129, 1000, 1024, 4096, 4100}) {
+    int64_t visible = 0;
+    const int m_tiles = (T + 63) / 64, n_blocks = (T + 127) / 128;
+    for (int m = 0; m < m_tiles; ++m)
+      for (int n = 0; n < n_blocks; ++n) visible += 128 * n <= std::min(64 * m + 63, T - 1);
+    EXPECT_EQ(cuda::flash::ds_tiles_per_head(T, true), visible) << "T " << T;
+    EXPECT_EQ(cuda::flash::ds_tiles_per_head(T, false), static_cast<int64_t>(m_tiles) * n_blocks) << "T " << T;
+    int64_t before = 0;  // tiles before each row: the running sum of the visible ones
+    for (int m = 0; m < m_tiles; ++m) {
+      EXPECT_EQ(cuda::flash::ds_tiles_before(m, T, true), before) << "T " << T << " m " << m;
+      for (int n = 0; n < n_blocks; ++n) before += 128 * n <= std::min(64 * m + 63, T - 1);
+    }
+  }
 }
 
 // D = 256: the split backward without dropout, the wide tile's counter-ordered dQ with it.

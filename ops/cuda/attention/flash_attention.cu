@@ -9,6 +9,7 @@
 #include "core/cuda/check.h"
 #include "core/error.h"
 #include "ops/cuda/attention/flash_run.h"
+#include "ops/cuda/attention/flash_tma_map.h"
 
 namespace ft::cuda {
 
@@ -86,7 +87,8 @@ FlashDeterministicDq deterministic_dq_from_env() {
   if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return FlashDeterministicDq::kAuto;
   if (std::strcmp(v, "fixed") == 0) return FlashDeterministicDq::kFixedPoint;
   if (std::strcmp(v, "ordered") == 0) return FlashDeterministicDq::kOrdered;
-  throw Error(str("FLASHTRAIN_DETERMINISTIC_DQ=", v, ": expected auto, fixed or ordered"));
+  if (std::strcmp(v, "stored_ds") == 0) return FlashDeterministicDq::kStoredDs;
+  throw Error(str("FLASHTRAIN_DETERMINISTIC_DQ=", v, ": expected auto, fixed, ordered or stored_ds"));
 }
 }  // namespace
 
@@ -98,11 +100,32 @@ FlashDeterministicDq flash_deterministic_dq() {
 }
 void set_flash_deterministic_dq(FlashDeterministicDq how) { g_deterministic_dq = static_cast<int>(how); }
 
+bool flash_stored_ds_dq(const AttentionParams& p) {
+  // Built only into the warp-specialised backward (its TMA maps, sm_90a).
+  if (!flash::flash_bwd_ws_enabled_for(p) || !flash_sm90a_device() || !flash::flash_bwd_tma_supported(p)) return false;
+  switch (flash_deterministic_dq()) {
+    case FlashDeterministicDq::kStoredDs: return true;
+    case FlashDeterministicDq::kFixedPoint:
+    case FlashDeterministicDq::kOrdered: return false;
+    case FlashDeterministicDq::kAuto: break;
+  }
+  // H100, session 26 call 1, B T = 32768, causal, bwd ms, fixed point / stored dS / atomic (not
+  // deterministic): D = 128 p = 0 T = 1024 0.741 / 0.630 / 0.639, T = 4096 1.728 / 1.459 / 1.432,
+  // T = 16384 5.284 / 4.736 / 4.611; p = 0.1 0.803 / 0.720 / 0.668, 1.933 / 1.754 / 1.733, 6.206 /
+  // 5.723 / 5.524. D = 64 it loses (dS is twice the bytes per FLOP there, and the backward gets no
+  // faster without its dQ product): p = 0 0.881 / 0.922, 1.993 / 2.316, 6.180 / 7.394. Its workspace
+  // grows as T^2 (B H T^2 bytes causal, against the fixed point's 8 B H T D): taken up to
+  // kStoredDsMaxBytes, the fixed point beyond.
+  constexpr int64_t kStoredDsMaxBytes = int64_t{1} << 30;
+  return p.D == 128 && flash_attention_backward_workspace(p).ds_floats * 4 <= kStoredDsMaxBytes;
+}
+
 bool flash_fixed_point_dq(const AttentionParams& p) {
   switch (flash_deterministic_dq()) {
     case FlashDeterministicDq::kFixedPoint: return true;
     case FlashDeterministicDq::kOrdered: return false;
-    case FlashDeterministicDq::kAuto: break;
+    case FlashDeterministicDq::kAuto:
+    case FlashDeterministicDq::kStoredDs: break;  // where the stored dS is not built: kAuto's choice
   }
   // bwd ms, fixed point / ordered (H100, session 13): D = 64 p = 0 T = 1024 1.02 / 0.87, T = 4096
   // 2.59 / 2.68; p = 0.1 T = 1024 1.07 / 1.13. D = 256 T = 1024 p = 0.1 1.12 / 1.04, T = 4096 3.39 /

@@ -7,7 +7,11 @@
 // mode.dq_semaphore for the ordered one with dropout. dk and dv are always deterministic. dQ is a
 // sum over key blocks: by default added with fp32 atomics in whatever order the CTAs get there
 // (reproducible only to rounding). mode.deterministic makes dq bit-identical run to run, in one of
-// two ways (flash_fixed_point_dq says which a call takes):
+// three ways (flash_stored_ds_dq and flash_fixed_point_dq say which a call takes):
+//   stored dS (sm_90a, D = 64 and 128, where the warp-specialised backward runs): the backward
+//     writes dS into the dq_accum workspace instead of adding dQ, and a second kernel sums each dQ
+//     row's key blocks in order (flash_ds_store.cuh; cuDNN's way). Workspace: a 16 KiB tile per
+//     (64 queries, 128 keys) pair, about half of them when causal.
 //   fixed point: the atomic backward's kernels add 64-bit fixed-point integers (2^-40 units;
 //     flash_dq_accum.cuh), whose sum does not depend on the order. Range: a key block's
 //     contribution to one dQ element, before the softmax scale, must stay below 2^23 / (key
@@ -29,6 +33,7 @@
 #include "core/stream.h"
 #include "ops/attention_params.h"
 #include "ops/cuda/attention/flash_dq_accum.cuh"
+#include "ops/cuda/attention/flash_ds_store.cuh"
 
 namespace ft::cuda {
 
@@ -38,9 +43,10 @@ struct FlashBackwardMode {
 };
 
 // How the deterministic backward fixes dQ's bits (above), process-wide: the environment variable
-// FLASHTRAIN_DETERMINISTIC_DQ=auto|fixed|ordered when set (read once; benchmarks), else kAuto;
-// set_flash_deterministic_dq overrides both (tests run each form).
-enum class FlashDeterministicDq { kAuto, kFixedPoint, kOrdered };
+// FLASHTRAIN_DETERMINISTIC_DQ=auto|fixed|ordered|stored_ds when set (read once; benchmarks), else
+// kAuto; set_flash_deterministic_dq overrides both (tests run each form). kStoredDs where the stored
+// dS is not built (flash_stored_ds_dq false) is kAuto.
+enum class FlashDeterministicDq { kAuto, kFixedPoint, kOrdered, kStoredDs };
 FlashDeterministicDq flash_deterministic_dq();
 void set_flash_deterministic_dq(FlashDeterministicDq how);
 // set_flash_deterministic_dq for a scope: the form in force before comes back at its end, also when
@@ -57,6 +63,10 @@ class ScopedFlashDeterministicDq {
  private:
   FlashDeterministicDq previous_;
 };
+// Whether a deterministic backward of p takes the stored dS (the warp-specialised backward takes
+// the call, and kStoredDs is set or kAuto picks it: D = 128 with a workspace up to 1 GiB, where it
+// measured faster than the fixed point, flash_attention.cu).
+bool flash_stored_ds_dq(const AttentionParams& p);
 // Whether a deterministic backward of p takes the fixed-point dQ (kAuto: where it measured faster,
 // flash_attention.cu: from T = 4096 on at every D, below it with dropout at D <= 128).
 bool flash_fixed_point_dq(const AttentionParams& p);
@@ -118,13 +128,15 @@ struct FlashBackwardWorkspace {
   // the larger of the two (flash_dq_accum.cuh)
   int64_t dq_accum_floats;
   int64_t dq_semaphore_ints;  // (B, H, ceil(T / 32), 4)
+  int64_t ds_floats;          // the stored dS in dq_accum's place (flash_ds_store.cuh)
 };
-// Which of the workspaces a backward call with this mode uses.
+// Which of the workspaces a backward call with this mode uses (stored_ds: dq_accum holds ds_floats).
 struct FlashBackwardNeeds {
-  bool dq_accum, dq_semaphore;
+  bool dq_accum, dq_semaphore, stored_ds = false;
 };
 inline FlashBackwardNeeds flash_backward_needs(const AttentionParams& p, bool deterministic) {
   const bool dropout = p.dropout.threshold != 0;
+  if (deterministic && flash_stored_ds_dq(p)) return {true, false, true};
   if (deterministic && flash_fixed_point_dq(p)) return {true, false};
   return {!deterministic || dropout, deterministic && dropout};
 }
@@ -132,7 +144,8 @@ inline FlashBackwardNeeds flash_backward_needs(const AttentionParams& p, bool de
 inline FlashBackwardWorkspace flash_attention_backward_workspace(const AttentionParams& p) {
   const int64_t bh = static_cast<int64_t>(p.B) * p.H;
   const int64_t tiles = (p.T + kFlashDqTileRows - 1) / kFlashDqTileRows;
-  return {bh * p.T, flash::dq_fixed_float_count(bh, p.T, p.D), bh * tiles * kFlashDqSemaphoresPerTile};
+  return {bh * p.T, flash::dq_fixed_float_count(bh, p.T, p.D), bh * tiles * kFlashDqSemaphoresPerTile,
+          flash::ds_store_float_count(bh, p.T, p.causal)};
 }
 
 }  // namespace ft::cuda

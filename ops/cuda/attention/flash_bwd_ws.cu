@@ -1,6 +1,8 @@
 // The warp-specialised Hopper backward (flash_bwd_ws_kernel.cuh): which calls it takes, and its
-// launch (the same preprocess and dQ conversion as the other backwards around it). Its own
-// translation unit, so the kernel does not lengthen the per-head-dim builds.
+// launch (the same preprocess and dQ conversion as the other backwards around it, or, in the
+// deterministic kStoredDs form, the dQ product from the stored dS after it: flash_ds_store.cuh). Its
+// own translation unit, so the kernel does not lengthen the per-head-dim builds.
+#include "ops/cuda/attention/flash_bwd_ds_dq_kernel.cuh"
 #include "ops/cuda/attention/flash_bwd_ws_kernel.cuh"
 #include "ops/cuda/attention/flash_launch.cuh"
 #include "ops/cuda/attention/flash_run.h"
@@ -22,8 +24,10 @@ bool flash_bwd_ws_has_fixed_point_dq(int head_dim) {
 
 bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mode) {
   if (!flash_bwd_ws_enabled_for(p)) return false;
-  // Of the deterministic forms only the fixed-point one is built, and not at every head dim.
-  if (mode.deterministic && !(flash_fixed_point_dq(p) && flash_bwd_ws_has_fixed_point_dq(p.D))) return false;
+  // Of the deterministic forms the stored dS and the fixed point are built, the latter not at every
+  // head dim.
+  if (mode.deterministic && !flash_stored_ds_dq(p) && !(flash_fixed_point_dq(p) && flash_bwd_ws_has_fixed_point_dq(p.D)))
+    return false;
   return flash_sm90a_device() && flash_bwd_tma_supported(p);
 }
 
@@ -50,19 +54,48 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream) {
   }
 }
 
+// The kStoredDs form: the preprocess (D only; nothing to zero), the backward storing dS^T into
+// p.dq_accum (flash_ds_store.cuh) instead of adding dQ, then dQ = dS K (flash_bwd_ds_dq_kernel.cuh),
+// written in the input dtype: no conversion kernel.
+template <int kHeadDim, bool kBF16, bool kDropout>
+void launch_ws_stored_ds(const AttentionParams& p, cudaStream_t stream) {
+  using Kt = FlashBwdWsTraits<kHeadDim>;
+  using Dt = FlashDsDqTraits<kHeadDim>;
+  check_grid(p);
+  const BwdRowKernels<kHeadDim> rows(p);
+  rows.template preprocess<kBF16>(p, stream, nullptr, 0, 0);
+  const FlashBwdTmaMaps maps = make_flash_bwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
+  constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, false, true>;
+  constexpr int smem = Kt::smem_bytes(Kt::DqForm::kStoredDs);
+  static_assert(Kt::fits(Kt::DqForm::kStoredDs), "shared memory");
+  set_smem_limit(kernel, smem);
+  check_register_split<Kt, kernel>("backward");  // flash_launch_common.h
+  const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;
+  kernel<<<grid, Kt::kNThreads, smem, stream>>>(maps, p, heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens));
+  CUDA_CHECK_LAUNCH();
+  constexpr auto dq_kernel = flash_bwd_ds_dq_kernel<kHeadDim, kBF16>;
+  set_smem_limit(dq_kernel, Dt::kSmemBytes);
+  const unsigned dq_grid = static_cast<unsigned>(ds_query_tiles(p.T)) * p.B * p.H;
+  dq_kernel<<<dq_grid, Dt::kNThreads, Dt::kSmemBytes, stream>>>(maps, p);
+  CUDA_CHECK_LAUNCH();
+}
+
 template <int kHeadDim>
-void run_ws(const AttentionParams& p, cudaStream_t stream, bool fixed_dq) {
+void run_ws(const AttentionParams& p, cudaStream_t stream, bool fixed_dq, bool stored_ds) {
   dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto /*doc_mask: never, flash_bwd_ws_applies*/) {
     constexpr bool kB = decltype(bf16)::value, kP = decltype(dropout)::value;
+    if (stored_ds) return launch_ws_stored_ds<kHeadDim, kB, kP>(p, stream);
     fixed_dq ? launch_ws<kHeadDim, kB, kP, true>(p, stream) : launch_ws<kHeadDim, kB, kP, false>(p, stream);
   });
 }
 }  // namespace
 
 void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode) {
-  // flash_bwd_ws_applies: deterministic means the fixed-point dQ here.
-  if (p.D == 128) run_ws<128>(p, stream, mode.deterministic);
-  else run_ws<64>(p, stream, mode.deterministic);
+  // flash_bwd_ws_applies: deterministic means the stored dS or the fixed-point dQ here.
+  const bool stored_ds = mode.deterministic && flash_stored_ds_dq(p);
+  const bool fixed_dq = mode.deterministic && !stored_ds;
+  if (p.D == 128) run_ws<128>(p, stream, fixed_dq, stored_ds);
+  else run_ws<64>(p, stream, fixed_dq, stored_ds);
 }
 
 }  // namespace ft::cuda::flash

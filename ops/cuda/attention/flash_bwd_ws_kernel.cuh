@@ -31,6 +31,8 @@
 //       dS^T = P^T o (dP^T o Z - D)
 //       dK_c += dS^T Q        A = dS^T from the accumulators, B = Q read transposed
 //       dQ_c  = dS_c K_c      A = dS^T staged in shared memory read transposed, B = K_c transposed
+//     (The kStoredDs form skips dQ_c: the staged dS^T goes out to global memory instead, warp 1
+//     idles, and flash_bwd_ds_dq_kernel.cuh forms dQ afterwards; flash_ds_store.cuh.)
 //     dQ_c is this consumer's partial over its 64 keys, written to shared memory in dq_accum's own
 //     layout (flash_dq_accum.cuh: a 64-row tile is 16 KiB contiguous there, 32 KiB as fixed point),
 //     so warp 1 adds a tile with one instruction. fp32: each consumer has its own buffer and warp 1
@@ -53,6 +55,7 @@
 
 #include "ops/attention_params.h"
 #include "ops/cuda/attention/flash_dq_accum.cuh"
+#include "ops/cuda/attention/flash_ds_store.cuh"
 #include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 #include "ops/cuda/attention/flash_tile.cuh"
@@ -85,6 +88,7 @@ struct FlashBwdWsTraits {
   // Panel strides in descriptor units (16 bytes): a K / V tile's, a Q / dO stage's.
   static constexpr uint32_t kKvPanelUnits = kBlockN * 128 / 16, kQPanelUnits = kBlockM * 128 / 16;
   static constexpr int kDsBytes = kBlockN * kBlockM * 2;          // dS^T: 128 keys x 64 queries
+  static_assert(kBlockM == kDsTileQueries && kBlockN == kDsTileKeys, "kStoredDs: one tile of flash_ds_store.cuh");
   // One dQ tile: 64 x kHeadDim fp32, or as int64 fixed point (the summed form: consumer 0's fp32
   // partial in the low half of each word, until consumer 1 replaces the word with the sum's).
   static constexpr int kDqBytesF32 = kBlockM * kHeadDim * 4, kDqBytesFixed = 2 * kDqBytesF32;
@@ -101,16 +105,21 @@ struct FlashBwdWsTraits {
   //               producer warpgroup's warps 1-3 sum a tile's two partials, convert the sums to int64
   //               into one of two staging buffers and send it with one bulk add;
   //   kSummed     consumer 0 leaves its partial in the low halves of int64 words, consumer 1 adds its
-  //               own and converts (two buffers of kDqBytesFixed, or one where two do not fit).
+  //               own and converts (two buffers of kDqBytesFixed, or one where two do not fit);
+  //   kStoredDs   no dQ here: each consumer bulk-stores its half of the tile's dS^T (flash_ds_store.cuh)
+  //               and flash_bwd_ds_dq_kernel.cuh forms dQ = dS K afterwards. The dQ region holds a
+  //               second dS^T buffer instead, so a tile's store still reads one while the next is
+  //               written.
   // dq_form: the fixed point takes kConverted with dropout where it fits (D = 64), kSummed otherwise.
   // H100, session 18, D = 64 bwd ms, kConverted / kSummed, same call: p = 0.1 T = 1024 1.028 /
   // 1.055, 4096 2.290 / 2.316, 16384 7.338 / 7.578; p = 0 0.869 / 0.856, 2.020 / 1.920, 6.459 /
   // 6.388 (bench/attention/NOTES.md).
-  enum class DqForm { kF32, kConverted, kSummed };
+  enum class DqForm { kF32, kConverted, kSummed, kStoredDs };
   static constexpr int kStagingBuffers = 2;  // kConverted
   static constexpr int smem_with(DqForm f, int buffers) {
     const int dq = f == DqForm::kF32         ? 2 * kDqBytesF32
                    : f == DqForm::kConverted ? 4 * kDqBytesF32 + kStagingBuffers * kDqBytesFixed
+                   : f == DqForm::kStoredDs  ? kDsBytes
                                              : buffers * kDqBytesFixed;
     return 1024 /* alignment */ + kOffDq + dq + kRowsAndBarsBytes;
   }
@@ -124,20 +133,23 @@ struct FlashBwdWsTraits {
   static constexpr int kOffStaging = kOffDq + 4 * kDqBytesF32;  // kConverted
   static constexpr int off_rows(DqForm f) { return smem_bytes(f) - 1024 - kRowsAndBarsBytes; }  // lse, D
   static constexpr int off_bars(DqForm f) { return off_rows(f) + 2 * kStages * kBlockM * 4; }
-  template <bool kFixedDq, bool kDropout>
+  template <bool kFixedDq, bool kDropout, bool kStoreDs = false>
   static constexpr DqForm dq_form() {
+    if (kStoreDs) return DqForm::kStoredDs;
     if (!kFixedDq) return DqForm::kF32;
     return kDropout && fits(DqForm::kConverted) ? DqForm::kConverted : DqForm::kSummed;
   }
 };
 
-template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq>
+// kStoreDs (kFixedDq false): the kStoredDs form, dS^T out to p.dq_accum (flash_ds_store.cuh), no dQ.
+template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq, bool kStoreDs = false>
 __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Kt = FlashBwdWsTraits<kHeadDim>;
   using DqForm = typename Kt::DqForm;
-  constexpr DqForm kForm = Kt::template dq_form<kFixedDq, kDropout>();
+  static_assert(!(kStoreDs && kFixedDq), "one dQ form");
+  constexpr DqForm kForm = Kt::template dq_form<kFixedDq, kDropout, kStoreDs>();
   static_assert(Kt::fits(kForm), "shared memory");
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, kStages = Kt::kStages, kPanels = Kt::kPanels;
   using DqLayout = DqAccumLayout<D>;
@@ -149,7 +161,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   uint8_t* sV = smem + Kt::kOffV;
   uint8_t* sQ = smem + Kt::kOffQ;    // kStages x kQBytes
   uint8_t* sdO = smem + Kt::kOffDo;  // kStages x kQBytes
-  uint8_t* sdS = smem + Kt::kOffDs;  // dS^T: rows = keys, 64 queries a row (128-byte swizzle)
+  uint8_t* sdS = smem + Kt::kOffDs;  // dS^T: rows = keys, 64 queries a row (128-byte swizzle); kStoreDs: 2 of them
   uint8_t* sDq = smem + Kt::kOffDq;  // kDqBuffers (per consumer, but kSummed's) x dq_bytes
   constexpr int kDqBuffers = Kt::dq_buffers(kForm);
   constexpr bool kSumDq = kForm == DqForm::kSummed, kConvertDq = kForm == DqForm::kConverted;
@@ -181,7 +193,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       mbarrier_init(&q_full[s], 32);    // the producer warp's 32 lanes (lane 0's arrival carries the TMA bytes)
       mbarrier_init(&q_empty[s], 256);  // every consumer thread
     }
-    for (int i = 0; i < (kSumDq ? 1 : 2) * kDqBuffers; ++i) {
+    for (int i = 0; i < (kStoreDs ? 0 : kSumDq ? 1 : 2) * kDqBuffers; ++i) {
       if (kSumDq) mbarrier_init(&dq_half[i], 128);  // the threads of the consumer that wrote the partial
       mbarrier_init(&dq_full[i], 128);              // the threads of the consumer that wrote it
       mbarrier_init(&dq_empty[i], kConvertDq ? kConverters : 1);  // the dQ writer, or every converter thread
@@ -276,7 +288,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       }
       if (ct == 0) bulk_wait<0>();
       fixed.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
-    } else if (warp == 1 && lane == 0) {
+    } else if (!kStoreDs && warp == 1 && lane == 0) {
       // dQ writer: bulk reduce-adds into the tile's 64 rows of dq_accum (one per consumer, or one
       // for their sum).
       int it = 0;
@@ -319,6 +331,9 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   constexpr uint32_t kStageUnits = Kt::kQBytes / 16;
   // kSummed: each dQ element gets n_blocks terms (one per CTA: the two consumers' sum).
   [[maybe_unused]] DqFixedAdder fixed(blk.n_blocks);
+  // kStoreDs: thread 0 of each consumer stores its 64 keys' rows of each tile's dS^T (8 KiB) from one
+  // of two buffers (tile parity).
+  const bool ds_storer = kStoreDs && wq == 0 && lane == 0;
 
   float acc_dk[D / 8][4], acc_dv[D / 8][4];
   zero_fragments(acc_dk);
@@ -421,17 +436,25 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     }
     // The previous tile's dQ product read every warp's rows of dS^T; each warp waited for it, but
     // only for itself, so the warps meet before overwriting them (a review's hardening; FA3 does the
-    // same with one dS stage).
+    // same with one dS stage). kStoreDs: this buffer's last bulk store (tile it - 2) has read it.
+    const int ds_buffer = kStoreDs ? (it & 1) : 0;
+    uint8_t* sdS_tile = sdS + ds_buffer * Kt::kDsBytes;
+    if (ds_storer) bulk_wait_read<1>();
     named_barrier_sync(1 + c, 128);
     // dsf[kk][2 half + t]: rows key_row0 + lane / 4 + 8 half, queries 16 kk + 8 t + 2 (lane % 4), +1.
 #pragma unroll
     for (int kk = 0; kk < BM / 16; ++kk)
 #pragma unroll
       for (int r = 0; r < 4; ++r)
-        *reinterpret_cast<uint32_t*>(sdS + sw128_offset(key_row0 + (lane >> 2) + 8 * (r & 1),
-                                                        16 * kk + 8 * (r >> 1) + 2 * (lane & 3))) = dsf[kk][r];
+        *reinterpret_cast<uint32_t*>(sdS_tile + sw128_offset(key_row0 + (lane >> 2) + 8 * (r & 1),
+                                                             16 * kk + 8 * (r >> 1) + 2 * (lane & 3))) = dsf[kk][r];
     fence_proxy_async_smem();                  // the stores are visible to the tensor cores ...
     named_barrier_sync(1 + c, 128);            // ... once every warp of this consumer has made them
+    if (ds_storer) {
+      uint8_t* ds_out = reinterpret_cast<uint8_t*>(p.dq_accum) + ds_tile_offset(bh, m, blk.n_block, T, p.causal);
+      bulk_store(ds_out + c * (Kt::kDsBytes / 2), sdS_tile + c * (Kt::kDsBytes / 2), Kt::kDsBytes / 2);
+      bulk_commit();
+    }
     if constexpr (kPanels == 1) {
       accumulate_rs(acc_dk, dsf, q_desc + stage);
     } else {
@@ -442,23 +465,27 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       for (int kk = 0; kk < BM / 16; ++kk)
 #pragma unroll
         for (int pn = 0; pn < kPanels; ++pn)
-          wgmma_ss<64, kBF16, false, true>(acc_panel(acc_dk, pn), wgmma_desc_sw128_from_lo(ds_desc + 2 * kk),
+          wgmma_ss<64, kBF16, false, true>(acc_panel(acc_dk, pn),
+                                           wgmma_desc_sw128_from_lo(ds_desc + ds_buffer * (Kt::kDsBytes / 16) + 2 * kk),
                                            wgmma_desc_sw128_from_lo(q_desc + stage + pn * Kt::kQPanelUnits + 128 * kk));
       wgmma_commit();
     }
     float acc_dq[D / 8][4];
+    if constexpr (!kStoreDs) {
 #pragma unroll
-    for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
+      for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
 #pragma unroll
-      for (int pn = 0; pn < kPanels; ++pn)
-        wgmma_ss<64, kBF16, true, true>(acc_panel(acc_dq, pn), wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
-                                        wgmma_desc_sw128_from_lo(k_desc + pn * Kt::kKvPanelUnits + 128 * kk), kk > 0);
-    wgmma_commit();
+        for (int pn = 0; pn < kPanels; ++pn)
+          wgmma_ss<64, kBF16, true, true>(acc_panel(acc_dq, pn), wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
+                                          wgmma_desc_sw128_from_lo(k_desc + pn * Kt::kKvPanelUnits + 128 * kk), kk > 0);
+      wgmma_commit();
+    }
     wgmma_wait<0>();
-    reg_fence(acc_dq);
+    if constexpr (!kStoreDs) reg_fence(acc_dq);
     reg_fence(acc_dk);
     reg_fence(acc_dv);
     mbarrier_arrive(&q_empty[s]);  // this consumer has read stage s (Q, dO, lse, D) for the last time
+    if constexpr (kStoreDs) continue;  // dQ comes from the stored dS (flash_bwd_ds_dq_kernel.cuh)
 
     // dQ into buffer i in dq_accum's layout (rows 16 wq .. of the tile: m16 = wq). Summed: both
     // consumers' accumulators have the same layout, so each element is written and then read back
@@ -512,6 +539,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     }
   }
   if constexpr (kSumDq) fixed.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
+  if (ds_storer) bulk_wait<0>();  // the last stores have read shared memory and written dS
 
   // dK (times the softmax scale) and dV through this consumer's own rows of sK and sV (no one else
   // reads them), then 16-byte stores; rows past T are skipped.

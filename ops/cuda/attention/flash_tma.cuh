@@ -77,12 +77,18 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity, [[
   }
 }
 
-// A 1-D bulk copy of `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to
-// shared memory, completing its bytes on bar. One thread issues it; no tensor map.
+// 1-D bulk copies (no tensor map; `bytes` a multiple of 16, both addresses 16-byte aligned), issued
+// by one thread. bulk_load: global to shared memory, its bytes completing on bar. bulk_store: shared
+// to global memory, tracked like the reduce-adds below (bulk_commit, bulk_wait_read, bulk_wait).
 __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
                    smem_u32(dst)),
                "l"(src), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
+__device__ __forceinline__ void bulk_store(void* dst, const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(smem_u32(src)),
+               "r"(bytes)
                : "memory");
 }
 
