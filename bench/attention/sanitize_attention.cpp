@@ -2,7 +2,7 @@
 // (scripts/attention_sanitize.sh runs it under memcheck, racecheck, synccheck and initcheck).
 // It checks no numbers (the tests do that); it exists so the sanitizers see each kernel once on
 // shapes with partial tiles: D = 64 and 128, causal and full, dropout 0 and 0.1, a block-sparse
-// mask, atomic and deterministic dQ (both deterministic designs), the mma.sync, wgmma and
+// mask, atomic and deterministic dQ (every deterministic design, the stored dS included), the mma.sync, wgmma and
 // warp-specialised forwards (both wgmma tiles; the ws forward's forms at D = 64 and 128), and the
 // 4-warp, wide and warp-specialised (TMA, mbarriers, bulk adds) backwards; then D = 256, grouped-query attention
 // (its K/V gradient sum) and the document mask.
@@ -39,7 +39,8 @@ struct Case {
   float p;
   int block_size;  // 0 dense; otherwise window 2, global 1
   bool deterministic;
-  const char* path;  // which kernel-choice override: "default", "mma", "wgmma-large", "wide", "ws"
+  const char* path;  // which kernel-choice override: "default", "mma", "wgmma-large", "wide", "ws",
+                     // "ws-stored" (ws with the deterministic dQ from the stored dS at any head dim)
   int kv_heads = 2;  // 1: grouped-query (multi-query) attention of the 2 query heads
   int doc_len = 0;   // > 0: a document mask with documents of this many tokens
 };
@@ -53,7 +54,10 @@ void run_case(const Case& c) {
   // "wide" turns the warp-specialised backward off (it goes first from T = 1024); "ws" takes the
   // warp-specialised kernels everywhere: the backward, and the forward where it is built (no dropout,
   // no document mask; D = 64 in its 3-consumer form, D = 128 with the ping-pong: flash_fwd_ws_form).
-  const bool ws = std::strcmp(c.path, "ws") == 0;
+  const bool stored = std::strcmp(c.path, "ws-stored") == 0;
+  const bool ws = stored || std::strcmp(c.path, "ws") == 0;
+  const ft::cuda::ScopedFlashDeterministicDq form(stored ? ft::cuda::FlashDeterministicDq::kStoredDs
+                                                         : ft::cuda::flash_deterministic_dq());
   ft::cuda::set_flash_bwd_ws_min_t(ws ? 0 : std::strcmp(c.path, "wide") == 0 ? INT_MAX : -1);
   ft::cuda::set_flash_fwd_ws_min_t(ws ? 0 : -1);
   const int Hkv = c.kv_heads;
@@ -101,7 +105,8 @@ int main(int argc, char** argv) {
             if (!det) cases.push_back({D, 200, causal, p, 0, det, "wide"});
             cases.push_back({D, 200, causal, p, 32, det, "ws"});
           }
-          cases.push_back({D, 200, causal, p, 0, det, "ws"});  // deterministic: where fixed-point dQ runs
+          cases.push_back({D, 200, causal, p, 0, det, "ws"});  // deterministic: the fixed point (D = 64), the stored dS (128)
+          if (det) cases.push_back({D, 200, causal, p, 0, det, "ws-stored"});
           cases.push_back({D, 200, causal, p, 32, det, "default"});
         }
   if (quick) {
@@ -109,7 +114,8 @@ int main(int argc, char** argv) {
     cases.push_back({64, 200, true, 0.1f, 0, false, "ws"});
     cases.push_back({64, 200, true, 0.1f, 0, true, "ws"});
     cases.push_back({128, 200, true, 0.1f, 0, false, "ws"});
-    cases.push_back({128, 200, false, 0.f, 0, true, "ws"});  // the fixed point's one dQ buffer
+    cases.push_back({128, 200, false, 0.f, 0, true, "ws"});  // the stored dS (kAuto at D = 128)
+    cases.push_back({64, 200, true, 0.1f, 32, true, "ws-stored"});  // block-sparse: tiles skipped by both kernels
     cases.push_back({64, 200, true, 0.f, 0, false, "ws"});     // the ws forward (no dropout)
     cases.push_back({128, 200, true, 0.f, 0, false, "ws"});
   }
