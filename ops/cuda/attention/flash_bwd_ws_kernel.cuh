@@ -10,7 +10,7 @@
 //
 // One CTA = kBlockN = 128 keys [n0, n0 + 128) of one (batch, head), 3 warpgroups:
 //   warpgroup 0, the producer (setmaxnreg down to kProducerRegs):
-//     warp 0  K and V once (TMA), then for each query tile of kBlockM = 64 rows (128: an experiment) its Q and dO (TMA)
+//     warp 0  K and V once (TMA), then for each query tile of kBlockM = 64 rows its Q and dO (TMA)
 //             and its lse (in log2 units, +inf past T) and D (regular loads) into a 2-stage ring:
 //             q_full[s] completes when a stage has landed, q_empty[s] when both consumers are done
 //             with it;
@@ -66,16 +66,12 @@
 namespace ft::cuda::flash {
 
 // kHeadDim 64 or 128: rows of one or two 64-column panels (flash_wgmma.cuh); a tile of R rows keeps
-// panel p at p * R * 128 bytes. kBlockM_: 64 query rows a tile (shipped), or 128 at D = 64 (session
-// 26's experiment, FA3's tile there: twice the work per tile against the same per-tile waits and
-// barriers; dS^T then has two 64-query panels and dQ two m64 products).
-template <int kHeadDim_, int kBlockM_ = 64>
+// panel p at p * R * 128 bytes.
+template <int kHeadDim_>
 struct FlashBwdWsTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kPanels = kHeadDim / 64;
-  static constexpr int kBlockM = kBlockM_;  // query rows per tile (one consumer wgmma's N for S^T)
-  static_assert(kBlockM == 64 || (kBlockM == 128 && kHeadDim == 64), "tiles of 64 queries, or 128 at D = 64");
-  static constexpr int kQHalves = kBlockM / 64;  // 64-query halves: dS^T's panels, dQ's m64 products
+  static constexpr int kBlockM = 64;   // query rows per tile (one consumer wgmma's N for S^T)
   static constexpr int kBlockN = 128;  // keys per CTA, 64 per consumer
   static constexpr int kStages = 2;    // Q / dO ring
   static constexpr int kNThreads = 384;
@@ -84,16 +80,15 @@ struct FlashBwdWsTraits {
   // D = 64 the producer keeps 56 for the kConverted dQ converter's unrolled loop (40 spilled there
   // at 2 unrolled, and unrolled 4 it is 1-4% faster than not unrolled; the consumers do not spill at
   // 224; session 18).
-  // 128-query tiles hold twice the S^T, dP^T and dQ accumulators: the split D = 128 takes (their dQ
-  // never takes kConverted, whose buffers do not fit).
-  static constexpr int kProducerRegs = kHeadDim == 64 && kBlockM == 64 ? 56 : 24;
-  static constexpr int kConsumerRegs = kHeadDim == 64 && kBlockM == 64 ? 224 : 240;
+  static constexpr int kProducerRegs = kHeadDim == 64 ? 56 : 24;
+  static constexpr int kConsumerRegs = kHeadDim == 64 ? 224 : 240;
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 384 * 168, "registers of one CTA per SM");
   static constexpr int kKvBytes = kBlockN * kHeadDim * 2;         // K (or V) of the CTA
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;          // one stage of Q (or dO)
   // Panel strides in descriptor units (16 bytes): a K / V tile's, a Q / dO stage's.
   static constexpr uint32_t kKvPanelUnits = kBlockN * 128 / 16, kQPanelUnits = kBlockM * 128 / 16;
-  static constexpr int kDsBytes = kBlockN * kBlockM * 2;          // dS^T: 128 keys x kBlockM queries
+  static constexpr int kDsBytes = kBlockN * kBlockM * 2;          // dS^T: 128 keys x 64 queries
+  static_assert(kBlockM == kDsTileQueries && kBlockN == kDsTileKeys, "kStoredDs: one tile of flash_ds_store.cuh");
   // One dQ tile: 64 x kHeadDim fp32, or as int64 fixed point (the summed form: consumer 0's fp32
   // partial in the low half of each word, until consumer 1 replaces the word with the sum's).
   static constexpr int kDqBytesF32 = kBlockM * kHeadDim * 4, kDqBytesFixed = 2 * kDqBytesF32;
@@ -147,20 +142,16 @@ struct FlashBwdWsTraits {
 };
 
 // kStoreDs (kFixedDq false): the kStoredDs form, dS^T out to p.dq_accum (flash_ds_store.cuh), no dQ.
-// kBlockM: query rows a tile (FlashBwdWsTraits).
-template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq, bool kStoreDs = false, int kBlockM = 64>
+template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq, bool kStoreDs = false>
 __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Kt = FlashBwdWsTraits<kHeadDim, kBlockM>;
+  using Kt = FlashBwdWsTraits<kHeadDim>;
   using DqForm = typename Kt::DqForm;
   static_assert(!(kStoreDs && kFixedDq), "one dQ form");
-  static_assert(!kStoreDs || (Kt::kBlockM == kDsTileQueries && Kt::kBlockN == kDsTileKeys),
-                "kStoredDs: one tile of flash_ds_store.cuh");
   constexpr DqForm kForm = Kt::template dq_form<kFixedDq, kDropout, kStoreDs>();
   static_assert(Kt::fits(kForm), "shared memory");
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, kStages = Kt::kStages, kPanels = Kt::kPanels;
-  constexpr int kHalves = Kt::kQHalves;
   using DqLayout = DqAccumLayout<D>;
 
   extern __shared__ __align__(16) uint8_t smem_raw[];
@@ -369,19 +360,15 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     wgmma_commit();
     wgmma_ss_kmajor<BM, kBF16, D / 16>(acc_dp, v_desc, Kt::kKvPanelUnits, do_desc + stage, Kt::kQPanelUnits);
     wgmma_commit();
-    // Dropout keep bits of this warp's 16 keys x BM queries (keep[nb / 8] bit 4 (nb % 8) + e: element
-    // [nb][e]; one word per 64 queries), drawn while the products run.
-    uint32_t keep[kHalves] = {};
-    if constexpr (kDropout)
-#pragma unroll
-      for (int hq = 0; hq < kHalves; ++hq) keep[hq] = transposed_tile_keep_bits<64>(drop, bh, m0 + 64 * hq, n0 + key_row0, lane);
+    // Dropout keep bits of this warp's 16 keys x 64 queries (bit 4 nb + e: element [nb][e]), drawn
+    // while the products run.
+    uint32_t keep = 0;
+    if constexpr (kDropout) keep = transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0, lane);
     // dV is issued as soon as P^T is ready and dS^T computed while it runs, except at D = 128 with
     // dropout, which has no registers for that (dK and dV are 64 each, the keep bits more; ptxas
     // spilled 148 bytes): it waits for both products, forms dS^T and then P^T o Z (each freeing its
     // fp32 accumulator) and issues dV with dK (40 bytes of spill).
-    // 128-query tiles never overlap it: P^T's fragments held through dS^T's arithmetic made ptxas
-    // spill 48-300 bytes and serialise the wgmmas (C7512), session 26.
-    constexpr bool kOverlapDv = BM == 64 && (D == 64 || !kDropout);
+    constexpr bool kOverlapDv = D == 64 || !kDropout;
     wgmma_wait<kOverlapDv ? 1 : 0>();  // S^T (and, kOverlapDv, dP^T may still run)
     reg_fence(acc_s);
     if constexpr (!kOverlapDv) reg_fence(acc_dp);
@@ -408,7 +395,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       for (int e = 0; e < 4; ++e) acc_s[nb][e] = fast_exp2(fmaf(acc_s[nb][e], scale_log2, -((e & 1) ? l2.y : l2.x)));
     }
     auto zeta = [&](int nb, int e) {  // Z: the dropout mask times 1 / (1 - p)
-      if constexpr (kDropout) return ((keep[nb / 8] >> (4 * (nb % 8) + e)) & 1u) ? keep_scale : 0.f;
+      if constexpr (kDropout) return ((keep >> (4 * nb + e)) & 1u) ? keep_scale : 0.f;
       return keep_scale;
     };
     // P^T o Z as A fragments (for dV += (P^T o Z) dO).
@@ -459,9 +446,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     for (int kk = 0; kk < BM / 16; ++kk)
 #pragma unroll
       for (int r = 0; r < 4; ++r)
-        *reinterpret_cast<uint32_t*>(sdS_tile + sw128_panel_offset<BN, BM>(key_row0 + (lane >> 2) + 8 * (r & 1),
-                                                                           16 * kk + 8 * (r >> 1) + 2 * (lane & 3))) =
-            dsf[kk][r];
+        *reinterpret_cast<uint32_t*>(sdS_tile + sw128_offset(key_row0 + (lane >> 2) + 8 * (r & 1),
+                                                             16 * kk + 8 * (r >> 1) + 2 * (lane & 3))) = dsf[kk][r];
     fence_proxy_async_smem();                  // the stores are visible to the tensor cores ...
     named_barrier_sync(1 + c, 128);            // ... once every warp of this consumer has made them
     if (ds_storer) {
@@ -484,45 +470,32 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
                                            wgmma_desc_sw128_from_lo(q_desc + stage + pn * Kt::kQPanelUnits + 128 * kk));
       wgmma_commit();
     }
-    // dQ_c, one m64 product per 64-query half (dS^T's panel hq, BN * 128 bytes apart). 128-query
-    // tiles first let dK and dV finish, so that their A fragments (P^T, dS^T) are free for dQ's 64
-    // accumulators (ptxas spilled 72-124 bytes with all of them live).
-    float acc_dq[kHalves][D / 8][4];
-    if constexpr (kHalves > 1) {
-      wgmma_wait<0>();
-      reg_fence(pf);
-      reg_fence(dsf);
-    }
+    float acc_dq[D / 8][4];
     if constexpr (!kStoreDs) {
 #pragma unroll
-      for (int hq = 0; hq < kHalves; ++hq)
+      for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
 #pragma unroll
-        for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
-#pragma unroll
-          for (int pn = 0; pn < kPanels; ++pn)
-            wgmma_ss<64, kBF16, true, true>(acc_panel(acc_dq[hq], pn),
-                                            wgmma_desc_sw128_from_lo(ds_desc + hq * (BN * 128 / 16) + 128 * kk),
-                                            wgmma_desc_sw128_from_lo(k_desc + pn * Kt::kKvPanelUnits + 128 * kk), kk > 0);
+        for (int pn = 0; pn < kPanels; ++pn)
+          wgmma_ss<64, kBF16, true, true>(acc_panel(acc_dq, pn), wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
+                                          wgmma_desc_sw128_from_lo(k_desc + pn * Kt::kKvPanelUnits + 128 * kk), kk > 0);
       wgmma_commit();
     }
     wgmma_wait<0>();
-    if constexpr (!kStoreDs)
-#pragma unroll
-      for (int hq = 0; hq < kHalves; ++hq) reg_fence(acc_dq[hq]);
+    if constexpr (!kStoreDs) reg_fence(acc_dq);
     reg_fence(acc_dk);
     reg_fence(acc_dv);
     mbarrier_arrive(&q_empty[s]);  // this consumer has read stage s (Q, dO, lse, D) for the last time
     if constexpr (kStoreDs) continue;  // dQ comes from the stored dS (flash_bwd_ds_dq_kernel.cuh)
 
-    // dQ into buffer i in dq_accum's layout (rows 64 hq + 16 wq .. of the tile: m16 = 4 hq + wq). Summed: both
+    // dQ into buffer i in dq_accum's layout (rows 16 wq .. of the tile: m16 = wq). Summed: both
     // consumers' accumulators have the same layout, so each element is written and then read back
     // by the same thread index of the two warpgroups: the mbarriers are the only ordering needed.
     const int i = dq_buffer(it, c);
     const uint32_t phase = dq_uses(it) & 1;
     uint8_t* stage_dq = sDq + i * Kt::dq_bytes(kForm);
-    // Element e of chunk j of half hq: an fp32 slot (the fixed point's: the low half of its int64 word).
-    auto slot = [&](int hq, int j, int e) -> float* {
-      const int64_t chunk = DqLayout::chunk(4 * hq + wq, j, lane);  // floats within the BM-row tile
+    // Element e of chunk j: an fp32 slot (the fixed point's: the low half of its int64 word).
+    auto slot = [&](int j, int e) -> float* {
+      const int64_t chunk = DqLayout::chunk(wq, j, lane);  // floats within the 64-row tile
       if constexpr (kSumDq)
         return reinterpret_cast<float*>(reinterpret_cast<unsigned long long*>(stage_dq) +
                                         DqLayout::fixed_word(chunk, lane) + 32 * e);
@@ -540,17 +513,14 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       // Once the writer has read this buffer's previous tile.
       mbarrier_wait<false>(&dq_empty[i], phase ^ 1, "dq_empty (consumer), tile", m);
 #pragma unroll
-      for (int hq = 0; hq < kHalves; ++hq)
+      for (int j = 0; j < D / 8; ++j) {
+        if constexpr (kSumDq) {
 #pragma unroll
-        for (int j = 0; j < D / 8; ++j) {
-          const float(&a)[4] = acc_dq[hq][j];
-          if constexpr (kSumDq) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) *slot(hq, j, e) = a[e];
-          } else {
-            *reinterpret_cast<float4*>(slot(hq, j, 0)) = make_float4(a[0], a[1], a[2], a[3]);
-          }
+          for (int e = 0; e < 4; ++e) *slot(j, e) = acc_dq[j][e];
+        } else {
+          *reinterpret_cast<float4*>(slot(j, 0)) = make_float4(acc_dq[j][0], acc_dq[j][1], acc_dq[j][2], acc_dq[j][3]);
         }
+      }
       if constexpr (kSumDq) {
         mbarrier_arrive(&dq_half[i]);
       } else {
@@ -560,12 +530,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     } else if constexpr (kSumDq) {
       mbarrier_wait<false>(&dq_half[i], phase, "dq_half (finishing consumer), tile", m);
 #pragma unroll
-      for (int hq = 0; hq < kHalves; ++hq)
+      for (int j = 0; j < D / 8; ++j)
 #pragma unroll
-        for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)  // a + b = b + a: the order does not matter
-            *reinterpret_cast<unsigned long long*>(slot(hq, j, e)) = fixed.to_word(*slot(hq, j, e) + acc_dq[hq][j][e]);
+        for (int e = 0; e < 4; ++e)  // a + b = b + a: the order does not matter
+          *reinterpret_cast<unsigned long long*>(slot(j, e)) = fixed.to_word(*slot(j, e) + acc_dq[j][e]);
       fence_proxy_async_smem();  // visible to the bulk copy that reads it
       mbarrier_arrive(&dq_full[i]);
     }
