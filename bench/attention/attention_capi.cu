@@ -27,7 +27,6 @@
 #endif
 #include "ops/cuda/attention/flash_fwd_wgmma_kernel.cuh"
 #include "ops/cuda/attention/flash_launch.cuh"
-#include "ops/cuda/attention/flash_tma_map.h"
 #include "ops/cuda/attention_kv_sum.h"
 #include "ops/cuda/naive_attention.h"
 
@@ -134,9 +133,7 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 // (flash_fwd_ws_kernel.cuh; D = 64 and 128, any dtype, no dropout) at every T, with the shipped
 // backward; calls it does not cover take the shipped forward. 47-49: the same with its intra-warpgroup
 // overlap (FlashFwdWsTraits::kOverlap), its consumers' ping-pong (kPingPong), both; 50-53: 46-49 with
-// 3 stages (kStages); 57, 58: 3 consumer warpgroups (kConsumers; D = 64), plain and with the overlap. 63: the
-// deterministic backward with the stored dS. 64, 65: the warp-specialised backward at D = 64 with 128-query
-// tiles, atomic / fixed-point dQ (session 26's experiment). Numbers, and the variants
+// 3 stages (kStages); 57, 58: 3 consumer warpgroups (kConsumers; D = 64), plain and with the overlap. Numbers, and the variants
 // tried and removed: bench/attention/NOTES.md.
 // Variants 32-36 (D = 128, bf16, no document mask): see run_flash_variant.
 void run_d128_forward_variant(int variant, const AttentionParams& p, cudaStream_t s) {
@@ -226,18 +223,6 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
     if (variant >= 57) return ft::cuda::flash::run_flash_fwd_ws(p, s, {variant == 58, false, 2, 3});
     const int option = (variant - 46) % 4;  // 0 plain, 1 overlap, 2 ping-pong, 3 both
     return ft::cuda::flash::run_flash_fwd_ws(p, s, {option == 1 || option == 3, option >= 2, variant >= 50 ? 3 : 2});
-  }
-  // 64 / 65: session 26's experiment, the warp-specialised backward at D = 64 with 128-query tiles
-  // (FA3's tile there) at every T, atomic / fixed-point dQ; other calls as 42 / 43.
-  if (variant == 64 || variant == 65) {
-    if (forward) return ft::cuda::flash_attention_forward(p, s);
-    const KernelAtEveryT<ft::cuda::set_flash_bwd_ws_min_t> ws(true);
-    const bool fixed = variant == 65;
-    if (p.D == 64 && ft::cuda::flash::flash_bwd_ws_enabled_for(p) && ft::cuda::flash_sm90a_device() &&
-        ft::cuda::flash::flash_bwd_tma_supported(p))
-      return ft::cuda::flash::run_flash_bwd_ws_tile128(p, s, fixed);
-    const ft::cuda::ScopedFlashDeterministicDq form(ft::cuda::FlashDeterministicDq::kFixedPoint);
-    return ft::cuda::flash_attention_backward(p, s, {fixed, dq_semaphore_for(p)});
   }
   if (variant == 42 || variant == 43) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);

@@ -32,10 +32,9 @@ bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mod
 }
 
 namespace {
-template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq, int kBlockM = 64>
+template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq>
 void launch_ws(const AttentionParams& p, cudaStream_t stream) {
-  using Kt = FlashBwdWsTraits<kHeadDim, kBlockM>;
-  static_assert(DqAccumLayout<kHeadDim>::kRowAlign % Kt::kBlockM == 0, "dq_accum rows cover whole tiles");
+  using Kt = FlashBwdWsTraits<kHeadDim>;
   constexpr auto kForm = Kt::template dq_form<kFixedDq, kDropout>();
   if constexpr (!Kt::fits(kForm)) {
     throw Error("[flash_attention] the warp-specialised backward has no fixed-point dQ at this head dim");
@@ -44,7 +43,7 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream) {
     const BwdRowKernels<kHeadDim> rows(p);
     rows.template preprocess<kBF16>(p, stream, nullptr, 0, rows.accum_to_zero(kFixedDq));
     const FlashBwdTmaMaps maps = make_flash_bwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
-    constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kFixedDq, false, kBlockM>;
+    constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kFixedDq>;
     constexpr int smem = Kt::smem_bytes(kForm);
     set_smem_limit(kernel, smem);
     check_register_split<Kt, kernel>("backward");  // flash_launch_common.h
@@ -90,16 +89,6 @@ void run_ws(const AttentionParams& p, cudaStream_t stream, bool fixed_dq, bool s
   });
 }
 }  // namespace
-
-// Session 26's experiment (the benchmark's variants 64, 65): D = 64 with 128-query tiles, atomic or
-// fixed-point dQ, where flash_bwd_ws_applies (else the shipped dispatch).
-void run_flash_bwd_ws_tile128(const AttentionParams& p, cudaStream_t stream, bool fixed_dq) {
-  FT_CHECK_ARG(p.D == 64, "[flash_attention] the 128-query ws backward is built for D = 64 only");
-  dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto /*doc_mask*/) {
-    constexpr bool kB = decltype(bf16)::value, kP = decltype(dropout)::value;
-    fixed_dq ? launch_ws<64, kB, kP, true, 128>(p, stream) : launch_ws<64, kB, kP, false, 128>(p, stream);
-  });
-}
 
 void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode) {
   // flash_bwd_ws_applies: deterministic means the stored dS or the fixed-point dQ here.

@@ -10,7 +10,7 @@
 //
 // One CTA = kBlockN = 128 keys [n0, n0 + 128) of one (batch, head), 3 warpgroups:
 //   warpgroup 0, the producer (setmaxnreg down to kProducerRegs):
-//     warp 0  K and V once (TMA), then for each query tile of kBlockM = 64 rows (128: an experiment) its Q and dO (TMA)
+//     warp 0  K and V once (TMA), then for each query tile of kBlockM = 64 rows its Q and dO (TMA)
 //             and its lse (in log2 units, +inf past T) and D (regular loads) into a 2-stage ring:
 //             q_full[s] completes when a stage has landed, q_empty[s] when both consumers are done
 //             with it;
@@ -66,21 +66,12 @@
 namespace ft::cuda::flash {
 
 // kHeadDim 64 or 128: rows of one or two 64-column panels (flash_wgmma.cuh); a tile of R rows keeps
-// panel p at p * R * 128 bytes. kBlockM_: 64 query rows a tile (shipped), or 128 at D = 64 (session
-// 26's experiment, FA3's tile there: twice the work per tile against the same per-tile waits and
-// barriers; dS^T then has two 64-query panels and dQ two m64 products).
-template <int kHeadDim_, int kBlockM_ = 64>
+// panel p at p * R * 128 bytes.
+template <int kHeadDim_>
 struct FlashBwdWsTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kPanels = kHeadDim / 64;
-  static constexpr int kBlockM = kBlockM_;  // query rows per tile (one consumer wgmma's N for S^T)
-  static_assert(kBlockM == 64 || (kBlockM == 128 && kHeadDim == 64), "tiles of 64 queries, or 128 at D = 64");
-  static constexpr int kQHalves = kBlockM / 64;  // 64-query halves: dS^T's panels
-  // 128-query tiles split dQ's product by queries (FA3's AtomLayoutMdQ = 2 at hdim 64): consumer c
-  // forms rows 64 c .. + 63 over all kBlockN keys from the whole dS^T, so each holds one m64
-  // accumulator and a tile leaves as two disjoint 64-row halves, not two partials to be summed.
-  static constexpr bool kSplitDq = kBlockM == 128;
-  static constexpr int kSplitBytes = 64 * kHeadDim * 8;  // one consumer's half, room for int64 words
+  static constexpr int kBlockM = 64;   // query rows per tile (one consumer wgmma's N for S^T)
   static constexpr int kBlockN = 128;  // keys per CTA, 64 per consumer
   static constexpr int kStages = 2;    // Q / dO ring
   static constexpr int kNThreads = 384;
@@ -89,16 +80,15 @@ struct FlashBwdWsTraits {
   // D = 64 the producer keeps 56 for the kConverted dQ converter's unrolled loop (40 spilled there
   // at 2 unrolled, and unrolled 4 it is 1-4% faster than not unrolled; the consumers do not spill at
   // 224; session 18).
-  // 128-query tiles hold twice the S^T, dP^T and dQ accumulators: the split D = 128 takes (their dQ
-  // never takes kConverted, whose buffers do not fit).
-  static constexpr int kProducerRegs = kHeadDim == 64 && kBlockM == 64 ? 56 : 24;
-  static constexpr int kConsumerRegs = kHeadDim == 64 && kBlockM == 64 ? 224 : 240;
+  static constexpr int kProducerRegs = kHeadDim == 64 ? 56 : 24;
+  static constexpr int kConsumerRegs = kHeadDim == 64 ? 224 : 240;
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 384 * 168, "registers of one CTA per SM");
   static constexpr int kKvBytes = kBlockN * kHeadDim * 2;         // K (or V) of the CTA
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;          // one stage of Q (or dO)
   // Panel strides in descriptor units (16 bytes): a K / V tile's, a Q / dO stage's.
   static constexpr uint32_t kKvPanelUnits = kBlockN * 128 / 16, kQPanelUnits = kBlockM * 128 / 16;
-  static constexpr int kDsBytes = kBlockN * kBlockM * 2;          // dS^T: 128 keys x kBlockM queries
+  static constexpr int kDsBytes = kBlockN * kBlockM * 2;          // dS^T: 128 keys x 64 queries
+  static_assert(kBlockM == kDsTileQueries && kBlockN == kDsTileKeys, "kStoredDs: one tile of flash_ds_store.cuh");
   // One dQ tile: 64 x kHeadDim fp32, or as int64 fixed point (the summed form: consumer 0's fp32
   // partial in the low half of each word, until consumer 1 replaces the word with the sum's).
   static constexpr int kDqBytesF32 = kBlockM * kHeadDim * 4, kDqBytesFixed = 2 * kDqBytesF32;
@@ -124,16 +114,12 @@ struct FlashBwdWsTraits {
   // H100, session 18, D = 64 bwd ms, kConverted / kSummed, same call: p = 0.1 T = 1024 1.028 /
   // 1.055, 4096 2.290 / 2.316, 16384 7.338 / 7.578; p = 0 0.869 / 0.856, 2.020 / 1.920, 6.459 /
   // 6.388 (bench/attention/NOTES.md).
-  //   kSplit      (kSplitDq) one buffer per consumer, its 64 rows as fp32 or (fixed point) int64
-  //               words it converts itself, one bulk add each; the consumers meet at a barrier
-  //               around each tile's dS^T instead of at the dQ buffers.
-  enum class DqForm { kF32, kConverted, kSummed, kStoredDs, kSplit };
+  enum class DqForm { kF32, kConverted, kSummed, kStoredDs };
   static constexpr int kStagingBuffers = 2;  // kConverted
   static constexpr int smem_with(DqForm f, int buffers) {
     const int dq = f == DqForm::kF32         ? 2 * kDqBytesF32
                    : f == DqForm::kConverted ? 4 * kDqBytesF32 + kStagingBuffers * kDqBytesFixed
                    : f == DqForm::kStoredDs  ? kDsBytes
-                   : f == DqForm::kSplit     ? 2 * kSplitBytes
                                              : buffers * kDqBytesFixed;
     return 1024 /* alignment */ + kOffDq + dq + kRowsAndBarsBytes;
   }
@@ -141,9 +127,7 @@ struct FlashBwdWsTraits {
   static constexpr int dq_buffers(DqForm f) {
     return f == DqForm::kSummed ? (smem_with(f, 2) <= kSmemLimit ? 2 : 1) : f == DqForm::kConverted ? 2 : 1;
   }
-  static constexpr int dq_bytes(DqForm f) {
-    return f == DqForm::kSummed ? kDqBytesFixed : f == DqForm::kSplit ? kSplitBytes : kDqBytesF32;
-  }
+  static constexpr int dq_bytes(DqForm f) { return f == DqForm::kSummed ? kDqBytesFixed : kDqBytesF32; }
   static constexpr int smem_bytes(DqForm f) { return smem_with(f, dq_buffers(f)); }
   static constexpr bool fits(DqForm f) { return smem_bytes(f) <= kSmemLimit; }
   static constexpr int kOffStaging = kOffDq + 4 * kDqBytesF32;  // kConverted
@@ -152,27 +136,22 @@ struct FlashBwdWsTraits {
   template <bool kFixedDq, bool kDropout, bool kStoreDs = false>
   static constexpr DqForm dq_form() {
     if (kStoreDs) return DqForm::kStoredDs;
-    if (kSplitDq) return DqForm::kSplit;
     if (!kFixedDq) return DqForm::kF32;
     return kDropout && fits(DqForm::kConverted) ? DqForm::kConverted : DqForm::kSummed;
   }
 };
 
 // kStoreDs (kFixedDq false): the kStoredDs form, dS^T out to p.dq_accum (flash_ds_store.cuh), no dQ.
-// kBlockM: query rows a tile (FlashBwdWsTraits).
-template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq, bool kStoreDs = false, int kBlockM = 64>
+template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq, bool kStoreDs = false>
 __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Kt = FlashBwdWsTraits<kHeadDim, kBlockM>;
+  using Kt = FlashBwdWsTraits<kHeadDim>;
   using DqForm = typename Kt::DqForm;
   static_assert(!(kStoreDs && kFixedDq), "one dQ form");
-  static_assert(!kStoreDs || (Kt::kBlockM == kDsTileQueries && Kt::kBlockN == kDsTileKeys),
-                "kStoredDs: one tile of flash_ds_store.cuh");
   constexpr DqForm kForm = Kt::template dq_form<kFixedDq, kDropout, kStoreDs>();
   static_assert(Kt::fits(kForm), "shared memory");
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, kStages = Kt::kStages, kPanels = Kt::kPanels;
-  constexpr int kHalves = Kt::kQHalves;
   using DqLayout = DqAccumLayout<D>;
 
   extern __shared__ __align__(16) uint8_t smem_raw[];
@@ -319,13 +298,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
           const int i = dq_buffer(it, c);
           mbarrier_wait(&dq_full[i], dq_uses(it) & 1, "dq_full (dQ writer), tile", m);
           const uint8_t* src = sDq + i * Kt::dq_bytes(kForm);
-          // kSplit: consumer c's buffer holds rows 64 c .. + 63 of the tile.
-          const int64_t at = tile_floats + (kForm == DqForm::kSplit ? c * 64 * D : 0);
-          constexpr uint32_t kBytesF32 = kForm == DqForm::kSplit ? 64 * D * 4 : Kt::kDqBytesF32;
           if constexpr (kFixedDq) {
-            bulk_reduce_add_u64(dq_fixed_words<D>(p.dq_accum, bh, T) + at, src, 2 * kBytesF32);
+            bulk_reduce_add_u64(dq_fixed_words<D>(p.dq_accum, bh, T) + tile_floats, src, Kt::kDqBytesFixed);
           } else {
-            bulk_reduce_add_f32(p.dq_accum + bh * DqLayout::rows(T) * D + at, src, kBytesF32);
+            bulk_reduce_add_f32(p.dq_accum + bh * DqLayout::rows(T) * D + tile_floats, src, Kt::kDqBytesF32);
           }
           bulk_commit();
           bulk_wait_read<0>();  // the buffer may be overwritten once read
@@ -352,10 +328,6 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ));
   const uint32_t do_desc = wgmma_desc_sw128_lo(smem_u32(sdO));
   const uint32_t ds_desc = wgmma_desc_sw128_lo(smem_u32(sdS + 64 * c * 128));
-  // kSplitDq: dQ reads both consumers' rows of dS^T and of K.
-  [[maybe_unused]] const uint32_t ds_all_desc = wgmma_desc_sw128_lo(smem_u32(sdS));
-  [[maybe_unused]] const uint32_t k_all_desc = wgmma_desc_sw128_lo(smem_u32(sK));
-  constexpr int kBarBothConsumers = 4;  // named barriers 1, 2: each consumer's own; 3: the converters
   constexpr uint32_t kStageUnits = Kt::kQBytes / 16;
   // kSummed: each dQ element gets n_blocks terms (one per CTA: the two consumers' sum).
   [[maybe_unused]] DqFixedAdder fixed(blk.n_blocks);
@@ -388,19 +360,15 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     wgmma_commit();
     wgmma_ss_kmajor<BM, kBF16, D / 16>(acc_dp, v_desc, Kt::kKvPanelUnits, do_desc + stage, Kt::kQPanelUnits);
     wgmma_commit();
-    // Dropout keep bits of this warp's 16 keys x BM queries (keep[nb / 8] bit 4 (nb % 8) + e: element
-    // [nb][e]; one word per 64 queries), drawn while the products run.
-    uint32_t keep[kHalves] = {};
-    if constexpr (kDropout)
-#pragma unroll
-      for (int hq = 0; hq < kHalves; ++hq) keep[hq] = transposed_tile_keep_bits<64>(drop, bh, m0 + 64 * hq, n0 + key_row0, lane);
+    // Dropout keep bits of this warp's 16 keys x 64 queries (bit 4 nb + e: element [nb][e]), drawn
+    // while the products run.
+    uint32_t keep = 0;
+    if constexpr (kDropout) keep = transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0, lane);
     // dV is issued as soon as P^T is ready and dS^T computed while it runs, except at D = 128 with
     // dropout, which has no registers for that (dK and dV are 64 each, the keep bits more; ptxas
     // spilled 148 bytes): it waits for both products, forms dS^T and then P^T o Z (each freeing its
     // fp32 accumulator) and issues dV with dK (40 bytes of spill).
-    // 128-query tiles never overlap it: P^T's fragments held through dS^T's arithmetic made ptxas
-    // spill 48-300 bytes and serialise the wgmmas (C7512), session 26.
-    constexpr bool kOverlapDv = BM == 64 && (D == 64 || !kDropout);
+    constexpr bool kOverlapDv = D == 64 || !kDropout;
     wgmma_wait<kOverlapDv ? 1 : 0>();  // S^T (and, kOverlapDv, dP^T may still run)
     reg_fence(acc_s);
     if constexpr (!kOverlapDv) reg_fence(acc_dp);
@@ -427,7 +395,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       for (int e = 0; e < 4; ++e) acc_s[nb][e] = fast_exp2(fmaf(acc_s[nb][e], scale_log2, -((e & 1) ? l2.y : l2.x)));
     }
     auto zeta = [&](int nb, int e) {  // Z: the dropout mask times 1 / (1 - p)
-      if constexpr (kDropout) return ((keep[nb / 8] >> (4 * (nb % 8) + e)) & 1u) ? keep_scale : 0.f;
+      if constexpr (kDropout) return ((keep >> (4 * nb + e)) & 1u) ? keep_scale : 0.f;
       return keep_scale;
     };
     // P^T o Z as A fragments (for dV += (P^T o Z) dO).
@@ -472,21 +440,16 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     const int ds_buffer = kStoreDs ? (it & 1) : 0;
     uint8_t* sdS_tile = sdS + ds_buffer * Kt::kDsBytes;
     if (ds_storer) bulk_wait_read<1>();
-    // kSplitDq: the other consumer's dQ product read these rows too (all of dS^T), so both meet.
-    if constexpr (Kt::kSplitDq) named_barrier_sync(kBarBothConsumers, 256);
-    else named_barrier_sync(1 + c, 128);
+    named_barrier_sync(1 + c, 128);
     // dsf[kk][2 half + t]: rows key_row0 + lane / 4 + 8 half, queries 16 kk + 8 t + 2 (lane % 4), +1.
 #pragma unroll
     for (int kk = 0; kk < BM / 16; ++kk)
 #pragma unroll
       for (int r = 0; r < 4; ++r)
-        *reinterpret_cast<uint32_t*>(sdS_tile + sw128_panel_offset<BN, BM>(key_row0 + (lane >> 2) + 8 * (r & 1),
-                                                                           16 * kk + 8 * (r >> 1) + 2 * (lane & 3))) =
-            dsf[kk][r];
-    fence_proxy_async_smem();  // the stores are visible to the tensor cores ...
-    // ... once every warp of this consumer (kSplitDq: of both, whose rows its dQ product reads) has made them
-    if constexpr (Kt::kSplitDq) named_barrier_sync(kBarBothConsumers, 256);
-    else named_barrier_sync(1 + c, 128);
+        *reinterpret_cast<uint32_t*>(sdS_tile + sw128_offset(key_row0 + (lane >> 2) + 8 * (r & 1),
+                                                             16 * kk + 8 * (r >> 1) + 2 * (lane & 3))) = dsf[kk][r];
+    fence_proxy_async_smem();                  // the stores are visible to the tensor cores ...
+    named_barrier_sync(1 + c, 128);            // ... once every warp of this consumer has made them
     if (ds_storer) {
       uint8_t* ds_out = reinterpret_cast<uint8_t*>(p.dq_accum) + ds_tile_offset(bh, m, blk.n_block, T, p.causal);
       bulk_store(ds_out + c * (Kt::kDsBytes / 2), sdS_tile + c * (Kt::kDsBytes / 2), Kt::kDsBytes / 2);
@@ -507,57 +470,32 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
                                            wgmma_desc_sw128_from_lo(q_desc + stage + pn * Kt::kQPanelUnits + 128 * kk));
       wgmma_commit();
     }
-    // dQ_c: this consumer's 64 keys against all BM queries (one m64 product per 64-query half), or
-    // (kSplitDq) all BN keys against its own 64 queries (dS^T's panel c, BN * 128 bytes apart).
-    // 128-query tiles first let dK and dV finish, so that their A fragments (P^T, dS^T) are free.
-    constexpr int kDqHalves = Kt::kSplitDq ? 1 : kHalves;
-    float acc_dq[kDqHalves][D / 8][4];
-    if constexpr (kHalves > 1) {
-      wgmma_wait<0>();
-      reg_fence(pf);
-      reg_fence(dsf);
-    }
-    if constexpr (Kt::kSplitDq) {
-      const uint32_t ds_lo = ds_all_desc + c * (BN * 128 / 16);
+    float acc_dq[D / 8][4];
+    if constexpr (!kStoreDs) {
 #pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk)  // over the CTA's BN keys
+      for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
 #pragma unroll
         for (int pn = 0; pn < kPanels; ++pn)
-          wgmma_ss<64, kBF16, true, true>(acc_panel(acc_dq[0], pn), wgmma_desc_sw128_from_lo(ds_lo + 128 * kk),
-                                          wgmma_desc_sw128_from_lo(k_all_desc + pn * Kt::kKvPanelUnits + 128 * kk),
-                                          kk > 0);
-      wgmma_commit();
-    } else if constexpr (!kStoreDs) {
-#pragma unroll
-      for (int hq = 0; hq < kDqHalves; ++hq)
-#pragma unroll
-        for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
-#pragma unroll
-          for (int pn = 0; pn < kPanels; ++pn)
-            wgmma_ss<64, kBF16, true, true>(acc_panel(acc_dq[hq], pn),
-                                            wgmma_desc_sw128_from_lo(ds_desc + hq * (BN * 128 / 16) + 128 * kk),
-                                            wgmma_desc_sw128_from_lo(k_desc + pn * Kt::kKvPanelUnits + 128 * kk), kk > 0);
+          wgmma_ss<64, kBF16, true, true>(acc_panel(acc_dq, pn), wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
+                                          wgmma_desc_sw128_from_lo(k_desc + pn * Kt::kKvPanelUnits + 128 * kk), kk > 0);
       wgmma_commit();
     }
     wgmma_wait<0>();
-    if constexpr (!kStoreDs)
-#pragma unroll
-      for (int hq = 0; hq < kDqHalves; ++hq) reg_fence(acc_dq[hq]);
+    if constexpr (!kStoreDs) reg_fence(acc_dq);
     reg_fence(acc_dk);
     reg_fence(acc_dv);
     mbarrier_arrive(&q_empty[s]);  // this consumer has read stage s (Q, dO, lse, D) for the last time
     if constexpr (kStoreDs) continue;  // dQ comes from the stored dS (flash_bwd_ds_dq_kernel.cuh)
 
-    // dQ into buffer i in dq_accum's layout (rows 64 hq + 16 wq .. of the tile: m16 = 4 hq + wq;
-    // kSplitDq: rows 16 wq .. of this consumer's 64, whose buffer is added at row 64 c). Summed: both
+    // dQ into buffer i in dq_accum's layout (rows 16 wq .. of the tile: m16 = wq). Summed: both
     // consumers' accumulators have the same layout, so each element is written and then read back
     // by the same thread index of the two warpgroups: the mbarriers are the only ordering needed.
     const int i = dq_buffer(it, c);
     const uint32_t phase = dq_uses(it) & 1;
     uint8_t* stage_dq = sDq + i * Kt::dq_bytes(kForm);
-    // Element e of chunk j of half hq: an fp32 slot (the fixed point's: the low half of its int64 word).
-    auto slot = [&](int hq, int j, int e) -> float* {
-      const int64_t chunk = DqLayout::chunk(4 * hq + wq, j, lane);  // floats within the BM-row tile
+    // Element e of chunk j: an fp32 slot (the fixed point's: the low half of its int64 word).
+    auto slot = [&](int j, int e) -> float* {
+      const int64_t chunk = DqLayout::chunk(wq, j, lane);  // floats within the 64-row tile
       if constexpr (kSumDq)
         return reinterpret_cast<float*>(reinterpret_cast<unsigned long long*>(stage_dq) +
                                         DqLayout::fixed_word(chunk, lane) + 32 * e);
@@ -575,22 +513,14 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       // Once the writer has read this buffer's previous tile.
       mbarrier_wait<false>(&dq_empty[i], phase ^ 1, "dq_empty (consumer), tile", m);
 #pragma unroll
-      for (int hq = 0; hq < kDqHalves; ++hq)
+      for (int j = 0; j < D / 8; ++j) {
+        if constexpr (kSumDq) {
 #pragma unroll
-        for (int j = 0; j < D / 8; ++j) {
-          const float(&a)[4] = acc_dq[hq][j];
-          if constexpr (Kt::kSplitDq && kFixedDq) {  // this consumer's rows are whole: convert them
-            unsigned long long* w = reinterpret_cast<unsigned long long*>(stage_dq) +
-                                    DqLayout::fixed_word(DqLayout::chunk(wq, j, lane), lane);
-#pragma unroll
-            for (int e = 0; e < 4; ++e) w[32 * e] = fixed.to_word(a[e]);
-          } else if constexpr (kSumDq) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) *slot(hq, j, e) = a[e];
-          } else {
-            *reinterpret_cast<float4*>(slot(hq, j, 0)) = make_float4(a[0], a[1], a[2], a[3]);
-          }
+          for (int e = 0; e < 4; ++e) *slot(j, e) = acc_dq[j][e];
+        } else {
+          *reinterpret_cast<float4*>(slot(j, 0)) = make_float4(acc_dq[j][0], acc_dq[j][1], acc_dq[j][2], acc_dq[j][3]);
         }
+      }
       if constexpr (kSumDq) {
         mbarrier_arrive(&dq_half[i]);
       } else {
@@ -600,17 +530,15 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     } else if constexpr (kSumDq) {
       mbarrier_wait<false>(&dq_half[i], phase, "dq_half (finishing consumer), tile", m);
 #pragma unroll
-      for (int hq = 0; hq < kDqHalves; ++hq)
+      for (int j = 0; j < D / 8; ++j)
 #pragma unroll
-        for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)  // a + b = b + a: the order does not matter
-            *reinterpret_cast<unsigned long long*>(slot(hq, j, e)) = fixed.to_word(*slot(hq, j, e) + acc_dq[hq][j][e]);
+        for (int e = 0; e < 4; ++e)  // a + b = b + a: the order does not matter
+          *reinterpret_cast<unsigned long long*>(slot(j, e)) = fixed.to_word(*slot(j, e) + acc_dq[j][e]);
       fence_proxy_async_smem();  // visible to the bulk copy that reads it
       mbarrier_arrive(&dq_full[i]);
     }
   }
-  if constexpr (kSumDq || (Kt::kSplitDq && kFixedDq)) fixed.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
+  if constexpr (kSumDq) fixed.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
   if (ds_storer) bulk_wait<0>();  // the last stores have read shared memory and written dS
 
   // dK (times the softmax scale) and dV through this consumer's own rows of sK and sV (no one else

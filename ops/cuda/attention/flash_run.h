@@ -21,8 +21,6 @@ bool flash_bwd_ws_enabled_for(const AttentionParams& p);
 bool flash_bwd_ws_has_fixed_point_dq(int head_dim);
 bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mode);
 void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode);
-// Session 26's experiment: the same at D = 64 with 128-query tiles (fixed_dq: the fixed-point dQ).
-void run_flash_bwd_ws_tile128(const AttentionParams& p, cudaStream_t stream, bool fixed_dq);
 // The warp-specialised Hopper forward (flash_fwd_ws.cu): whether it takes the call (its threshold,
 // coverage -- D = 64 and 128, no dropout, no document mask --, the GPU and the strides), and the call
 // in a form: FlashFwdWsTraits's kOverlap (FlashAttention-3's intra-warpgroup overlap), kPingPong (its
