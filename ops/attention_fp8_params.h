@@ -27,8 +27,8 @@ constexpr int kFp8PadRows = 128;     // T_pad: a multiple of both tiles
 constexpr float kE4m3Max = 448.f;    // largest finite e4m3 (e4m3fn: S.1111.110)
 // P in [0, 1] goes into e4m3 as 256 P (FlashAttention-3's "max offset" 8: exp2(s - m + 8)): a power
 // of two, so the scaling is exact, and values down to 2^-17 stay representable. The row sum is
-// taken over the same 256 P (rounded to e4m3 where the tensor cores add it, D = 64's default
-// schedule; unrounded elsewhere), so the factor cancels in O = sum(P V) / sum(P).
+// taken over the same 256 P (rounded to e4m3 where the tensor cores add it, the default schedules
+// at D = 64 and 128; unrounded elsewhere), so the factor cancels in O = sum(P V) / sum(P).
 constexpr float kFp8PScale = 256.f;
 constexpr float kFp8PScaleLog2 = 8.f;
 

@@ -9,8 +9,8 @@
 //    rotated basis when they were rotated: rotating both leaves Q K^T unchanged).
 // 3. fp8_attention_emulate: attention in float64 from dequantised operands, with the kernel's key
 //    tiles (kFp8KvTileRows) and online softmax, and P rounded to e4m3 exactly where the kernel rounds
-//    it (256 exp(s - running max)), the row sum over the same rounded values, as the D = 64
-//    default schedule adds them on the tensor cores (the plain and pipe schedules add the unrounded
+//    it (256 exp(s - running max)), the row sum over the same rounded values, as the D = 64 and 128
+//    default schedules add them on the tensor cores (the plain and pipe schedules add the unrounded
 //    values: a difference far inside the GPU tests' bounds, and RMSE equal to three digits).
 // The exact ground truth is ops/cpu/attention_reference.h's attention_reference_forward.
 #pragma once

@@ -9,7 +9,6 @@
 #include "core/cuda/check.h"
 #include "core/error.h"
 #include "ops/cuda/attention/flash_run.h"
-#include "ops/cuda/attention/flash_tma_map.h"
 
 namespace ft::cuda {
 
@@ -102,7 +101,7 @@ void set_flash_deterministic_dq(FlashDeterministicDq how) { g_deterministic_dq =
 
 bool flash_stored_ds_dq(const AttentionParams& p) {
   // Built only into the warp-specialised backward (its TMA maps, sm_90a).
-  if (!flash::flash_bwd_ws_enabled_for(p) || !flash_sm90a_device() || !flash::flash_bwd_tma_supported(p)) return false;
+  if (!flash::flash_bwd_ws_runs_here(p)) return false;
   switch (flash_deterministic_dq()) {
     case FlashDeterministicDq::kStoredDs: return true;
     case FlashDeterministicDq::kFixedPoint:

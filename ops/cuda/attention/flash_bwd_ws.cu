@@ -22,69 +22,58 @@ bool flash_bwd_ws_has_fixed_point_dq(int head_dim) {
   return head_dim == 128 && fits(FlashBwdWsTraits<128>{});
 }
 
+bool flash_bwd_ws_runs_here(const AttentionParams& p) {
+  return flash_bwd_ws_enabled_for(p) && flash_sm90a_device() && flash_bwd_tma_supported(p);
+}
+
 bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mode) {
-  if (!flash_bwd_ws_enabled_for(p)) return false;
+  if (!flash_bwd_ws_runs_here(p)) return false;
   // Of the deterministic forms the stored dS and the fixed point are built, the latter not at every
   // head dim.
-  if (mode.deterministic && !flash_stored_ds_dq(p) && !(flash_fixed_point_dq(p) && flash_bwd_ws_has_fixed_point_dq(p.D)))
-    return false;
-  return flash_sm90a_device() && flash_bwd_tma_supported(p);
+  return !mode.deterministic || flash_stored_ds_dq(p) ||
+         (flash_fixed_point_dq(p) && flash_bwd_ws_has_fixed_point_dq(p.D));
 }
 
 namespace {
-template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq>
+// The preprocess (D, and the dq_accum zeroing the dQ form needs), the backward, then dQ in the input
+// dtype: the conversion of dq_accum, or (kStoreDs, the kStoredDs form) dQ = dS K from the dS^T the
+// backward left in p.dq_accum (flash_ds_store.cuh, flash_bwd_ds_dq_kernel.cuh; nothing to zero).
+template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq, bool kStoreDs = false>
 void launch_ws(const AttentionParams& p, cudaStream_t stream) {
   using Kt = FlashBwdWsTraits<kHeadDim>;
-  constexpr auto kForm = Kt::template dq_form<kFixedDq, kDropout>();
+  constexpr auto kForm = Kt::template dq_form<kFixedDq, kDropout, kStoreDs>();
   if constexpr (!Kt::fits(kForm)) {
     throw Error("[flash_attention] the warp-specialised backward has no fixed-point dQ at this head dim");
   } else {
     check_grid(p);
     const BwdRowKernels<kHeadDim> rows(p);
-    rows.template preprocess<kBF16>(p, stream, nullptr, 0, rows.accum_to_zero(kFixedDq));
+    rows.template preprocess<kBF16>(p, stream, nullptr, 0, kStoreDs ? 0 : rows.accum_to_zero(kFixedDq));
     const FlashBwdTmaMaps maps = make_flash_bwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
-    constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kFixedDq>;
+    constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kFixedDq, kStoreDs>;
     constexpr int smem = Kt::smem_bytes(kForm);
     set_smem_limit(kernel, smem);
     check_register_split<Kt, kernel>("backward");  // flash_launch_common.h
     const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;
     kernel<<<grid, Kt::kNThreads, smem, stream>>>(maps, p, heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens));
     CUDA_CHECK_LAUNCH();
-    rows.template convert_dq<kBF16, kFixedDq>(p, stream);
+    if constexpr (kStoreDs) {
+      using Dt = FlashDsDqTraits<kHeadDim>;
+      constexpr auto dq_kernel = flash_bwd_ds_dq_kernel<kHeadDim, kBF16>;
+      set_smem_limit(dq_kernel, Dt::kSmemBytes);
+      const unsigned dq_grid = static_cast<unsigned>(ds_query_tiles(p.T)) * p.B * p.H;
+      dq_kernel<<<dq_grid, Dt::kNThreads, Dt::kSmemBytes, stream>>>(maps, p);
+      CUDA_CHECK_LAUNCH();
+    } else {
+      rows.template convert_dq<kBF16, kFixedDq>(p, stream);
+    }
   }
-}
-
-// The kStoredDs form: the preprocess (D only; nothing to zero), the backward storing dS^T into
-// p.dq_accum (flash_ds_store.cuh) instead of adding dQ, then dQ = dS K (flash_bwd_ds_dq_kernel.cuh),
-// written in the input dtype: no conversion kernel.
-template <int kHeadDim, bool kBF16, bool kDropout>
-void launch_ws_stored_ds(const AttentionParams& p, cudaStream_t stream) {
-  using Kt = FlashBwdWsTraits<kHeadDim>;
-  using Dt = FlashDsDqTraits<kHeadDim>;
-  check_grid(p);
-  const BwdRowKernels<kHeadDim> rows(p);
-  rows.template preprocess<kBF16>(p, stream, nullptr, 0, 0);
-  const FlashBwdTmaMaps maps = make_flash_bwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
-  constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, false, true>;
-  constexpr int smem = Kt::smem_bytes(Kt::DqForm::kStoredDs);
-  static_assert(Kt::fits(Kt::DqForm::kStoredDs), "shared memory");
-  set_smem_limit(kernel, smem);
-  check_register_split<Kt, kernel>("backward");  // flash_launch_common.h
-  const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;
-  kernel<<<grid, Kt::kNThreads, smem, stream>>>(maps, p, heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens));
-  CUDA_CHECK_LAUNCH();
-  constexpr auto dq_kernel = flash_bwd_ds_dq_kernel<kHeadDim, kBF16>;
-  set_smem_limit(dq_kernel, Dt::kSmemBytes);
-  const unsigned dq_grid = static_cast<unsigned>(ds_query_tiles(p.T)) * p.B * p.H;
-  dq_kernel<<<dq_grid, Dt::kNThreads, Dt::kSmemBytes, stream>>>(maps, p);
-  CUDA_CHECK_LAUNCH();
 }
 
 template <int kHeadDim>
 void run_ws(const AttentionParams& p, cudaStream_t stream, bool fixed_dq, bool stored_ds) {
   dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto /*doc_mask: never, flash_bwd_ws_applies*/) {
     constexpr bool kB = decltype(bf16)::value, kP = decltype(dropout)::value;
-    if (stored_ds) return launch_ws_stored_ds<kHeadDim, kB, kP>(p, stream);
+    if (stored_ds) return launch_ws<kHeadDim, kB, kP, false, true>(p, stream);
     fixed_dq ? launch_ws<kHeadDim, kB, kP, true>(p, stream) : launch_ws<kHeadDim, kB, kP, false>(p, stream);
   });
 }

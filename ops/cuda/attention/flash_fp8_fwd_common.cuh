@@ -261,19 +261,7 @@ __device__ __forceinline__ void fp8_store_o(float (&acc_o)[Kt::kHeadDim / 8][4],
                                             float v_unit, const Fp8FwdSmem<Kt>& s, const Fp8FwdBlock<Kt>& blk,
                                             const Fp8AttentionParams& p, int warp_row0, int lane) {
   constexpr int D = Kt::kHeadDim;
-  if constexpr (Kt::kTileProducts) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const float inv = row_sum[half] > 0.f ? v_unit / row_sum[half] : 0.f;
-#pragma unroll
-      for (int dj = 0; dj < D / 8; ++dj) {
-        acc_o[dj][2 * half] *= inv;
-        acc_o[dj][2 * half + 1] *= inv;
-      }
-    }
-  } else {
-    normalize_rows<D>(acc_o, row_sum, v_unit);
-  }
+  normalize_rows<D, !Kt::kTileProducts>(acc_o, row_sum, v_unit);
   uint16_t* staged = reinterpret_cast<uint16_t*>(s.k);
   auto at = [&](int r, int c) { return staged + r * Kt::kOStride + c; };
   stage_rows<true, D>(acc_o, 1.f, warp_row0, at, lane);

@@ -10,7 +10,7 @@
 //   online softmax in log2 units; P = 2^(x - m + 8) = 256 p, in [0, 256]
 //   O += P V         wgmma m64nDk32 e4m3, A = P packed from the S accumulator into registers
 //                    (pack_p_fragment; the V^T key order makes that lane-local), B = V^T image
-//   row sums         FADDs of the unrounded P (plain); with Kt::kTileProducts (wg1occ4)
+//   row sums         FADDs of the unrounded P (plain); with Kt::kTileProducts (wg1occ4, wg1occ3)
 //                    L = P 1, wgmma m64n8k32 with the same A and a tile of e4m3 ones as B: the
 //                    sums of the rounded P, on the tensor cores
 // O is kept in units of the current tile's V scale: before a tile's O += P V, O is multiplied by

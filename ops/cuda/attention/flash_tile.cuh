@@ -168,13 +168,16 @@ __device__ __forceinline__ float quad_row_max(const float (&acc)[kTiles][4], int
 // The forwards' normalisation: each row's partial sums (row_sum[half]: rows lane / 4 + 8 half of
 // the warp's slab, this lane's columns) are summed over the quad of lanes that holds the row, left
 // in row_sum, and the row's accumulators are multiplied by numerator / sum (0 for an empty row).
-template <int D>
+// kQuadSum false: row_sum already holds the whole rows' sums (in every lane of the quad).
+template <int D, bool kQuadSum = true>
 __device__ __forceinline__ void normalize_rows(float (&acc)[D / 8][4], float (&row_sum)[2], float numerator) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     float sum = row_sum[half];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    if constexpr (kQuadSum) {
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    }
     row_sum[half] = sum;
     const float inv = sum > 0.f ? numerator / sum : 0.f;
 #pragma unroll
