@@ -101,7 +101,7 @@ LinearCrossEntropyOut linear_cross_entropy(const Tensor& x, const Tensor& w, con
   if (needs_graph({x, w})) {
     auto node = std::make_shared<LinearCrossEntropyBackward>();
     node->x = x.detach();
-    node->w = {h.w.head.detach(), h.w.tail.defined() ? h.w.tail.detach() : Tensor()};
+    node->w = h.w.detached();
     node->full = h.full;
     node->targets = targets.detach();
     node->lse = ce.lse;

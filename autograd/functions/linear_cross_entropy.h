@@ -38,6 +38,8 @@ LinearCrossEntropyOut linear_cross_entropy(const Tensor& x, const Tensor& w, con
 struct HeadWeights {
   Tensor head;  // (Vm, C)
   Tensor tail;  // (Vp - Vm, C) or undefined
+  // Both parts detached from the graph (what a backward node keeps).
+  HeadWeights detached() const { return {head.detach(), tail.defined() ? tail.detach() : Tensor()}; }
 };
 
 // The head's product: x and w validated (`op` names the caller), the (..., Vp) logits buffer

@@ -52,7 +52,7 @@ LinearCrossEntropyMeanOut linear_cross_entropy_mean(const Tensor& x, const Tenso
   const Tensor loss = mean_over_rows(losses, valid_rows);  // ()
   auto node = std::make_shared<LinearCrossEntropyMeanBackward>();
   node->x = x.detach();
-  node->w = {h.w.head.detach(), h.w.tail.defined() ? h.w.tail.detach() : Tensor()};
+  node->w = h.w.detached();
   node->full = h.full;
   node->hint = grad_scale_hint.defined() ? grad_scale_hint.detach() : Tensor();
   node->vocab = w.size(0);
