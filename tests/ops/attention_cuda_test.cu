@@ -334,12 +334,12 @@ TEST_P(FlashCudaWsBackward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsBackward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
-// The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh; by default from T = 2048 at D = 128
+// The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh; by default from T = 1024 at D = 128
 // and T = 16384 at D = 64, flash_fwd_ws_min_t) from T = 0 on, in the dispatch's form at each head dim
-// (flash_fwd_ws_form: at D = 128 two consumers with the overlap and ping-pong, at D = 64 three
-// consumers, 192 rows, with the overlap): the D = 64 and 128 cases; those with dropout (not built)
-// take the shipped forwards, as does every case without an sm_90a build and GPU.
-// FlashCuda.WsForwardTakesItsCalls checks which calls it takes.
+// (flash_fwd_ws_form: at D = 128 two consumers with the ping-pong -- the cases here are below
+// flash_fwd_ws_overlap_min_t --, at D = 64 three consumers, 192 rows, with the overlap): the D = 64
+// and 128 cases; those with dropout (not built) take the shipped forwards, as does every case without
+// an sm_90a build and GPU. FlashCuda.WsForwardTakesItsCalls checks which calls it takes.
 using FlashCudaWsForward = FlashCudaThresholdMoved<ft::cuda::set_flash_fwd_ws_min_t, 0>;
 
 TEST_P(FlashCudaWsForward, WithinTwiceNaiveError) {
@@ -350,19 +350,53 @@ TEST_P(FlashCudaWsForward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsForward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
-// Host only: the warp-specialised forward's threshold is 2048 at D = 128 and 16384 at D = 64 until set
+// The same at D = 128 with the intra-warpgroup overlap added to the ping-pong at every T (by default
+// from T = 4096, flash_fwd_ws_overlap_min_t).
+class FlashCudaWsForwardOverlap : public ::testing::TestWithParam<AttentionCase> {
+ protected:
+  void SetUp() override {
+    ft::cuda::set_flash_fwd_ws_min_t(0);
+    ft::cuda::set_flash_fwd_ws_overlap_min_t(0);
+  }
+  void TearDown() override {
+    ft::cuda::set_flash_fwd_ws_min_t(-1);
+    ft::cuda::set_flash_fwd_ws_overlap_min_t(-1);
+  }
+};
+
+TEST_P(FlashCudaWsForwardOverlap, WithinTwiceNaiveError) {
+  SKIP_WITHOUT_CUDA();
+  expect_case_within_twice_naive(GetParam(), false, " warp-specialised forward with the overlap");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsForwardOverlap, ::testing::ValuesIn(cases_at_d({128})),
+                         [](const auto& info) { return case_name(info.param); });
+
+// Host only: the warp-specialised forward's threshold is 1024 at D = 128 and 16384 at D = 64 until set
 // (the test process has no FLASHTRAIN_FLASH_FWD_WS_MIN_T); a set value holds at both head dims, and
-// -1 restores the defaults.
+// -1 restores the defaults. Its D = 128 form: the ping-pong alone below T = 4096, with the overlap
+// from there (flash_fwd_ws_overlap_min_t, which the tests can move).
 TEST(FlashCudaDispatch, WsForwardThreshold) {
   if (std::getenv("FLASHTRAIN_FLASH_FWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_FWD_WS_MIN_T is set";
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 16384);
-  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 2048);
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 1024);
   ft::cuda::set_flash_fwd_ws_min_t(0);
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 0);
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 0);
   ft::cuda::set_flash_fwd_ws_min_t(-1);
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 16384);
-  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 2048);
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 1024);
+  using ft::cuda::flash::flash_fwd_ws_form;
+  EXPECT_FALSE(flash_fwd_ws_form(128, 2048).overlap);
+  EXPECT_TRUE(flash_fwd_ws_form(128, 2048).ping_pong);
+  EXPECT_TRUE(flash_fwd_ws_form(128, 4096).overlap);
+  EXPECT_TRUE(flash_fwd_ws_form(128, 4096).ping_pong);
+  EXPECT_TRUE(flash_fwd_ws_form(64, 16384).overlap);
+  EXPECT_EQ(flash_fwd_ws_form(64, 16384).consumers, 3);
+  ft::cuda::set_flash_fwd_ws_overlap_min_t(0);
+  EXPECT_TRUE(flash_fwd_ws_form(128, 1).overlap);
+  ft::cuda::set_flash_fwd_ws_overlap_min_t(-1);
+  EXPECT_FALSE(flash_fwd_ws_form(128, 1024).overlap);
 }
 
 // Host only: the warp-specialised backward's threshold is 1024 until set (the test process has no
@@ -712,7 +746,7 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
 
 // Which calls the warp-specialised forward takes once its threshold allows: D = 64 and 128 without
 // dropout, on an sm_90a build and GPU with wgmma allowed; at the default thresholds, D = 128 from
-// T = 2048 on and D = 64 from T = 16384.
+// T = 1024 on and D = 64 from T = 16384.
 TEST(FlashCuda, WsForwardTakesItsCalls) {
   SKIP_WITHOUT_CUDA();
   if (std::getenv("FLASHTRAIN_FLASH_FWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_FWD_WS_MIN_T is set";
@@ -726,9 +760,9 @@ TEST(FlashCuda, WsForwardTakesItsCalls) {
   EXPECT_EQ(cuda::flash::flash_fwd_ws_applies(d64_long), hopper) << "D = 64 from T = 16384 by default";
   AttentionParams d128_long = p;  // D = 64's strides satisfy TMA's rules at D = 128 too
   d128_long.D = 128;
-  EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(d128_long)) << "D = 128 below T = 2048";
-  d128_long.T = 2048;
-  EXPECT_EQ(cuda::flash::flash_fwd_ws_applies(d128_long), hopper) << "D = 128 from T = 2048 by default";
+  EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(d128_long)) << "D = 128 below T = 1024";
+  d128_long.T = 1024;
+  EXPECT_EQ(cuda::flash::flash_fwd_ws_applies(d128_long), hopper) << "D = 128 from T = 1024 by default";
   cuda::set_flash_fwd_ws_min_t(0);
   EXPECT_EQ(cuda::flash::flash_fwd_ws_applies(p), hopper);
   AttentionParams d128 = p;  // the strides of D = 64 still satisfy TMA's rules

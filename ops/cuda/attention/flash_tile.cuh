@@ -118,6 +118,29 @@ struct KeyBlock {
   __device__ __forceinline__ void load_keys(const AttentionParams& p, uint16_t* sK, uint16_t* sV, int tid) const;
 };
 
+// Whether the call's mask is at most causal and the sequence's end (no block-sparse pattern, no
+// document mask): then the masking passes below test a score with one to three compares, without
+// branches. attention_allowed's general test (a block-sparse pattern's divisions behind a runtime
+// branch) compiled to about 60 instructions a score, nearly all skipped, which at T = 1024 put the
+// warp-specialised forward's masked tiles at the mercy of the instruction cache: ncu (H200, D = 128,
+// session 27) sampled 17% of its warps stalled on instruction fetch, in that code.
+template <bool kDocMask>
+__device__ __forceinline__ bool mask_is_causal_only(const AttentionParams& p) {
+  return p.block_size <= 0 && (!kDocMask || p.doc_start == nullptr);
+}
+
+// Sets acc[i][nb][e] to -inf where masked(at(i, nb, e)).
+template <int kI, int kNb, class At, class Masked>
+__device__ __forceinline__ void mask_scores_where(float (&acc)[kI][kNb][4], At at, Masked masked) {
+#pragma unroll
+  for (int i = 0; i < kI; ++i)
+#pragma unroll
+    for (int nb = 0; nb < kNb; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (masked(at(i, nb, e))) acc[i][nb][e] = -INFINITY;
+}
+
 // Sets the scores of masked pairs, and of rows or keys past T, to -inf (so P = exp2(S - lse) = 0)
 // in a warp's score fragments acc[i][nb][e] of batch b; at(i, nb, e) is the (query row, key) of an element.
 // The backward kernels take this pass only for partial tiles rather than testing the mask per
@@ -125,15 +148,14 @@ struct KeyBlock {
 // interleave (bench/attention/NOTES.md, session 5). kDocMask: attention_params.h.
 template <bool kDocMask, int kI, int kNb, class At>
 __device__ __forceinline__ void mask_scores(float (&acc)[kI][kNb][4], const AttentionParams& p, int b, At at) {
-#pragma unroll
-  for (int i = 0; i < kI; ++i)
-#pragma unroll
-    for (int nb = 0; nb < kNb; ++nb)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int2 rk = at(i, nb, e);
-        if (rk.x >= p.T || rk.y >= p.T || !attention_allowed<kDocMask>(p, b, rk.x, rk.y)) acc[i][nb][e] = -INFINITY;
-      }
+  const int T = p.T;
+  if (mask_is_causal_only<kDocMask>(p)) {  // branch-free: see mask_is_causal_only
+    const bool causal = p.causal;
+    return mask_scores_where(acc, at, [&](int2 rk) { return (rk.x >= T) | (rk.y >= T) | (causal & (rk.y > rk.x)); });
+  }
+  mask_scores_where(acc, at, [&](int2 rk) {
+    return rk.x >= T || rk.y >= T || !attention_allowed<kDocMask>(p, b, rk.x, rk.y);
+  });
 }
 
 // The forwards' form of the same pass, for one warp's 16-row slab of scores in the accumulator
@@ -144,6 +166,22 @@ __device__ __forceinline__ void mask_scores(float (&acc)[kI][kNb][4], const Atte
 template <bool kDocMask, int kNb>
 __device__ __forceinline__ void mask_slab_scores(float (&acc)[kNb][4], const AttentionParams& p, int b, int row0,
                                                  int n0, int T, int lane) {
+  if (mask_is_causal_only<kDocMask>(p)) {
+    // A row's last key: its own (causal) or T - 1; one compare a score (see mask_is_causal_only).
+    int last[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = row0 + (lane >> 2) + 8 * half;
+      last[half] = p.causal ? min(row, T - 1) : T - 1;
+    }
+    const int col0 = n0 + 2 * (lane & 3);
+#pragma unroll
+    for (int nb = 0; nb < kNb; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (col0 + nb * 8 + (e & 1) > last[e >> 1]) acc[nb][e] = -INFINITY;
+    return;
+  }
 #pragma unroll
   for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
