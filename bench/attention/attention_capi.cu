@@ -212,7 +212,7 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
   // 46: the warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh) at every T; calls it does not
   // cover (dropout, document masks, D = 256, other GPUs) take the shipped forwards.
   // 47-49: the same with its intra-warpgroup overlap (kOverlap), its ping-pong (kPingPong), both
-  // (the dispatch's forms at D = 128: 48 below T = 4096, 49 from there; flash_fwd_ws_form).
+  // (the dispatch's form at D = 128: flash_fwd_ws_form).
   // 50-53: 46-49 with a 3-stage K / V ring. 57, 58: 3 consumer warpgroups (192 rows), plain and with
   // the overlap (D = 64; 58 is the dispatch's form there). 54-56, 59-62: experiments of session 17,
   // removed (bench/attention/NOTES.md).

@@ -40,8 +40,7 @@ struct Case {
   int block_size;  // 0 dense; otherwise window 2, global 1
   bool deterministic;
   const char* path;  // which kernel-choice override: "default", "mma", "wgmma-large", "wide", "ws",
-                     // "ws-stored" (ws with the deterministic dQ from the stored dS at any head dim,
-                     // and the D = 128 forward with its overlap)
+                     // "ws-stored" (ws with the deterministic dQ from the stored dS at any head dim)
   int kv_heads = 2;  // 1: grouped-query (multi-query) attention of the 2 query heads
   int doc_len = 0;   // > 0: a document mask with documents of this many tokens
 };
@@ -54,16 +53,13 @@ void run_case(const Case& c) {
   ft::cuda::set_flash_bwd_wide_min_t(std::strcmp(c.path, "wide") == 0 ? 0 : -1);
   // "wide" turns the warp-specialised backward off (it goes first from T = 1024); "ws" takes the
   // warp-specialised kernels everywhere: the backward, and the forward where it is built (no dropout,
-  // no document mask; D = 64 in its 3-consumer form, D = 128 with the ping-pong: flash_fwd_ws_form);
-  // "ws-stored" adds the intra-warpgroup overlap to the D = 128 forward at every T (by default from
-  // T = 4096 on, so the small cases here would not reach it).
+  // no document mask; D = 64 in its 3-consumer form, D = 128 with the ping-pong: flash_fwd_ws_form).
   const bool stored = std::strcmp(c.path, "ws-stored") == 0;
   const bool ws = stored || std::strcmp(c.path, "ws") == 0;
   const ft::cuda::ScopedFlashDeterministicDq form(stored ? ft::cuda::FlashDeterministicDq::kStoredDs
                                                          : ft::cuda::flash_deterministic_dq());
   ft::cuda::set_flash_bwd_ws_min_t(ws ? 0 : std::strcmp(c.path, "wide") == 0 ? INT_MAX : -1);
   ft::cuda::set_flash_fwd_ws_min_t(ws ? 0 : -1);
-  ft::cuda::set_flash_fwd_ws_overlap_min_t(stored ? 0 : -1);
   const int Hkv = c.kv_heads;
   // q, k, v as slices of one (B, T, H + 2 H_kv, D) buffer, as the model's projection lays them out.
   const Tensor qkv = random_cuda({B, c.T, H + 2 * Hkv, c.D}, 1 + c.T);

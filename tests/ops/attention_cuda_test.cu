@@ -336,10 +336,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsBackward, ::testing::ValuesIn(cases_a
 
 // The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh; by default from T = 1024 at D = 128
 // and T = 16384 at D = 64, flash_fwd_ws_min_t) from T = 0 on, in the dispatch's form at each head dim
-// (flash_fwd_ws_form: at D = 128 two consumers with the ping-pong -- the cases here are below
-// flash_fwd_ws_overlap_min_t --, at D = 64 three consumers, 192 rows, with the overlap): the D = 64
-// and 128 cases; those with dropout (not built) take the shipped forwards, as does every case without
-// an sm_90a build and GPU. FlashCuda.WsForwardTakesItsCalls checks which calls it takes.
+// (flash_fwd_ws_form: at D = 128 two consumers with the overlap and ping-pong, at D = 64 three
+// consumers, 192 rows, with the overlap): the D = 64 and 128 cases; those with dropout (not built)
+// take the shipped forwards, as does every case without an sm_90a build and GPU.
+// FlashCuda.WsForwardTakesItsCalls checks which calls it takes.
 using FlashCudaWsForward = FlashCudaThresholdMoved<ft::cuda::set_flash_fwd_ws_min_t, 0>;
 
 TEST_P(FlashCudaWsForward, WithinTwiceNaiveError) {
@@ -350,32 +350,9 @@ TEST_P(FlashCudaWsForward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsForward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
-// The same at D = 128 with the intra-warpgroup overlap added to the ping-pong at every T (by default
-// from T = 4096, flash_fwd_ws_overlap_min_t).
-class FlashCudaWsForwardOverlap : public ::testing::TestWithParam<AttentionCase> {
- protected:
-  void SetUp() override {
-    ft::cuda::set_flash_fwd_ws_min_t(0);
-    ft::cuda::set_flash_fwd_ws_overlap_min_t(0);
-  }
-  void TearDown() override {
-    ft::cuda::set_flash_fwd_ws_min_t(-1);
-    ft::cuda::set_flash_fwd_ws_overlap_min_t(-1);
-  }
-};
-
-TEST_P(FlashCudaWsForwardOverlap, WithinTwiceNaiveError) {
-  SKIP_WITHOUT_CUDA();
-  expect_case_within_twice_naive(GetParam(), false, " warp-specialised forward with the overlap");
-}
-
-INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsForwardOverlap, ::testing::ValuesIn(cases_at_d({128})),
-                         [](const auto& info) { return case_name(info.param); });
-
 // Host only: the warp-specialised forward's threshold is 1024 at D = 128 and 16384 at D = 64 until set
 // (the test process has no FLASHTRAIN_FLASH_FWD_WS_MIN_T); a set value holds at both head dims, and
-// -1 restores the defaults. Its D = 128 form: the ping-pong alone below T = 4096, with the overlap
-// from there (flash_fwd_ws_overlap_min_t, which the tests can move).
+// -1 restores the defaults.
 TEST(FlashCudaDispatch, WsForwardThreshold) {
   if (std::getenv("FLASHTRAIN_FLASH_FWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_FWD_WS_MIN_T is set";
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 16384);
@@ -386,17 +363,6 @@ TEST(FlashCudaDispatch, WsForwardThreshold) {
   ft::cuda::set_flash_fwd_ws_min_t(-1);
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 16384);
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 1024);
-  using ft::cuda::flash::flash_fwd_ws_form;
-  EXPECT_FALSE(flash_fwd_ws_form(128, 2048).overlap);
-  EXPECT_TRUE(flash_fwd_ws_form(128, 2048).ping_pong);
-  EXPECT_TRUE(flash_fwd_ws_form(128, 4096).overlap);
-  EXPECT_TRUE(flash_fwd_ws_form(128, 4096).ping_pong);
-  EXPECT_TRUE(flash_fwd_ws_form(64, 16384).overlap);
-  EXPECT_EQ(flash_fwd_ws_form(64, 16384).consumers, 3);
-  ft::cuda::set_flash_fwd_ws_overlap_min_t(0);
-  EXPECT_TRUE(flash_fwd_ws_form(128, 1).overlap);
-  ft::cuda::set_flash_fwd_ws_overlap_min_t(-1);
-  EXPECT_FALSE(flash_fwd_ws_form(128, 1024).overlap);
 }
 
 // Host only: the warp-specialised backward's threshold is 1024 until set (the test process has no

@@ -60,20 +60,14 @@ constexpr int kBwdWsMinT = 1024;
 ThresholdOverride g_bwd_ws_min_t;
 // The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh), in flash_fwd_ws_form's form: at
 // D = 128 from T = 1024 on, at D = 64 from T = 16384. D = 128 since the branch-free masks (H200,
-// session 27, B T = 32768, p = 0, stream timing, fwd ms, the wgmma forward / ws with the ping-pong):
-// T = 1024 0.185 / 0.150; before them T = 2048 0.319 / 0.318 and 0.301 / 0.312 (two runs), session 17
-// T = 2048 0.370 / 0.325, T = 4096 0.788 / 0.516, T = 16384 2.390 / 1.497. D = 64 (3 consumer
+// session 27, B T = 32768, p = 0, stream timing, fwd ms, the wgmma forward / ws): T = 1024 0.185 /
+// 0.151 (two calls), T = 2048 ws 0.247 against cuDNN's 0.211 (before the masks the wgmma forward and
+// ws were level there, 0.301-0.319); session 17 T = 4096 0.788 / 0.516, T = 16384 2.390 / 1.497. D = 64 (3 consumer
 // warpgroups and the overlap; session 17) T = 1024 0.231 / 0.470, T = 2048 0.357 / 0.530, T = 4096
 // 0.668 / 0.752, T = 16384 2.200 / 2.070 (2-6% apart across calls; T = 8192 level, 1.164 / 1.158:
 // bench/attention/NOTES.md).
 constexpr int kFwdWsMinT64 = 16384, kFwdWsMinT128 = 1024;
 ThresholdOverride g_fwd_ws_min_t;
-// Its intra-warpgroup overlap at D = 128 from this T on (flash_fwd_ws_form; below it the ping-pong
-// alone). H200, fwd ms, the ping-pong alone / with the overlap: T = 4096 0.455 / 0.425 (session 27),
-// T = 16384 1.615 / 1.497 (session 17); T = 1024 0.239 / 0.258 (session 17, before the branch-free
-// masks; the ping-pong alone 0.150 after them).
-constexpr int kFwdWsOverlapMinT128 = 4096;
-ThresholdOverride g_fwd_ws_overlap_min_t;
 
 // A threshold's default from the environment variable `name` (read by the caller once), else
 // `fallback`; anything but an integer >= 0 is an error.
@@ -162,8 +156,6 @@ int flash_fwd_ws_min_t(int head_dim) {
   return g_fwd_ws_min_t.or_else(from_env >= 0 ? from_env : head_dim == 128 ? kFwdWsMinT128 : kFwdWsMinT64);
 }
 void set_flash_fwd_ws_min_t(int T) { g_fwd_ws_min_t.set(T); }
-int flash_fwd_ws_overlap_min_t() { return g_fwd_ws_overlap_min_t.or_else(kFwdWsOverlapMinT128); }
-void set_flash_fwd_ws_overlap_min_t(int T) { g_fwd_ws_overlap_min_t.set(T); }
 int flash_fwd_small_tile_max_t(bool dropout) { return g_fwd_small_tile_max_t.get(dropout); }
 void set_flash_fwd_small_tile_max_t(int T) { g_fwd_small_tile_max_t.set(T); }
 int flash_bwd_wide_min_t(int head_dim, bool dropout) {

@@ -115,11 +115,6 @@ void set_flash_bwd_ws_min_t(int T);
 // the benchmark's variants 46-58; -1 restores the defaults).
 int flash_fwd_ws_min_t(int head_dim);
 void set_flash_fwd_ws_min_t(int T);
-// At D = 128 that forward adds FlashAttention-3's intra-warpgroup overlap to its ping-pong from this T
-// on (default 4096, measured: flash_attention.cu; flash_fwd_ws_form); set_flash_fwd_ws_overlap_min_t
-// overrides it process-wide (tests; -1 restores the default).
-int flash_fwd_ws_overlap_min_t();
-void set_flash_fwd_ws_overlap_min_t(int T);
 
 // dq_accum: (B, H, flash::dq_accum_rows(T), D) fp32 in the layout of flash_dq_accum.cuh. The
 // deterministic mode's counters: one per (batch * head, 32-query tile, warp of the 4-warp backward

@@ -17,16 +17,15 @@ bool flash_fwd_ws_applies(const AttentionParams& p) {
   return flash_wgmma_enabled() && flash_fwd_tma_supported(p);
 }
 
-// D = 128: the ping-pong, 2 stages, with the intra-warpgroup overlap from flash_fwd_ws_overlap_min_t
-// (4096) on: the overlap drains and refills its pipeline at every query block, which short causal
-// blocks do not repay (H200, session 17, fwd ms at T = 2048 / 4096 / 16384, p = 0: plain 0.352 /
-// 0.554 / 1.595, overlap 0.358 / 0.569 / 1.646, ping-pong 0.334 / 0.541 / 1.615, both 0.325 / 0.516 /
-// 1.497; 3 stages 0.327 / 0.550 / 1.548 with both; session 27 at T = 1024, the ping-pong 0.150,
-// flash_attention.cu). D = 64: 3 consumer warpgroups (192 rows) with the overlap, the only form faster
-// than the wgmma forward anywhere (T = 16384: 2.070 against 2.200; 2 consumers: plain 2.405, overlap
-// 2.231; 3 consumers plain 2.109).
-FlashFwdWsForm flash_fwd_ws_form(int head_dim, int T) {
-  if (head_dim == 128) return FlashFwdWsForm{T >= flash_fwd_ws_overlap_min_t(), true, 2, 2};
+// D = 128: the intra-warpgroup overlap and the ping-pong, 2 stages, the fastest form from T = 1024
+// (H200, session 17, fwd ms at T = 2048 / 4096 / 16384, p = 0: plain 0.352 / 0.554 / 1.595, overlap
+// 0.358 / 0.569 / 1.646, ping-pong 0.334 / 0.541 / 1.615, both 0.325 / 0.516 / 1.497; 3 stages
+// 0.327 / 0.550 / 1.548 with both; session 27, after the branch-free masks, stream timing, ping-pong /
+// both at T = 1024 0.156 / 0.151, 2048 0.256 / 0.247, 4096 0.455 / 0.425). D = 64: 3 consumer
+// warpgroups (192 rows) with the overlap, the only form faster than the wgmma forward anywhere
+// (T = 16384: 2.070 against 2.200; 2 consumers: plain 2.405, overlap 2.231; 3 consumers plain 2.109).
+FlashFwdWsForm flash_fwd_ws_form(int head_dim) {
+  if (head_dim == 128) return FlashFwdWsForm{true, true, 2, 2};
   return FlashFwdWsForm{true, false, 2, 3};
 }
 

@@ -22,8 +22,8 @@
 //   forward  D=64 and 128 on sm_90a, no dropout / document mask, T >= flash_fwd_ws_min_t (D = 128:
 //            1024; D = 64: 16384, the wgmma forward is faster below): flash_fwd_ws_kernel.cuh
 //            (FlashAttention-3's structure: TMA producer, wgmma consumers, intra-warpgroup overlap;
-//            D = 128 two consumers and ping-pong, the overlap from T = 4096; D = 64 three). H200 fwd
-//            ms against the wgmma forward: D = 128 T = 1024 0.150 / 0.185 (session 27), T = 2048
+//            D = 128 two consumers and ping-pong; D = 64 three). H200 fwd ms against the wgmma
+//            forward: D = 128 T = 1024 0.151 / 0.185 (session 27), T = 2048
 //            0.325 / 0.370, T = 4096 0.516 / 0.788, T = 16384 1.497 / 2.390; D = 64 T = 16384
 //            2.070 / 2.200 (p = 0; session 17)
 //   forward  D=128 elsewhere: kBlockM=128, kBlockN=64, 8 warps (16 rows per warp; registers hold
@@ -325,7 +325,7 @@ void run_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Config = FlashConfig<kHeadDim>;
   // The warp-specialised Hopper forward from flash_fwd_ws_min_t on (D = 128: T >= 1024; D = 64: 16384).
   if constexpr (kHeadDim == 64 || kHeadDim == 128)
-    if (flash_fwd_ws_applies(p)) return run_flash_fwd_ws(p, stream, flash_fwd_ws_form(kHeadDim, p.T));
+    if (flash_fwd_ws_applies(p)) return run_flash_fwd_ws(p, stream, flash_fwd_ws_form(kHeadDim));
   [[maybe_unused]] const bool wgmma = kHeadDim <= 128 && flash_wgmma_enabled();
   dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto doc_mask) {
     constexpr bool kBF16 = decltype(bf16)::value, kDropout = decltype(dropout)::value;

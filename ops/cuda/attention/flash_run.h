@@ -28,14 +28,14 @@ void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const Flash
 // in a form: FlashFwdWsTraits's kOverlap (FlashAttention-3's intra-warpgroup overlap), kPingPong (its
 // inter-warpgroup ping-pong), kStages (the K / V ring's depth, 2 or 3) and kConsumers (2, or 3 at
 // D = 64 with 2 stages and no ping-pong). flash_fwd_ws_form: the form the dispatch takes at a head
-// dim and T; the benchmark's variants 47-53, 57 and 58 take the others.
+// dim; the benchmark's variants 47-53, 57 and 58 take the others.
 struct FlashFwdWsForm {
   bool overlap = false;
   bool ping_pong = false;
   int stages = 2;
   int consumers = 2;
 };
-FlashFwdWsForm flash_fwd_ws_form(int head_dim, int T);
+FlashFwdWsForm flash_fwd_ws_form(int head_dim);
 bool flash_fwd_ws_applies(const AttentionParams& p);
 void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashFwdWsForm& form);
 }  // namespace ft::cuda::flash
