@@ -42,7 +42,7 @@
 // benchmark's variants 46-58 the others): kOverlap, FlashAttention-3's intra-warpgroup overlap (the
 // next tile's S = Q K^T in flight with this tile's O += P V, the softmax under the latter); kPingPong,
 // its inter-warpgroup ping-pong (the consumers take turns, on named barriers, to issue their
-// products); kStages; kConsumers. The dispatch takes overlap + ping-pong at D = 128 from T = 2048,
+// products); kStages; kConsumers. The dispatch takes overlap + ping-pong at D = 128 from T = 1024,
 // 3 consumers with the overlap at D = 64 from T = 16384 (session 17).
 // Not done: causal tiles walked masked-first. No fence.proxy.async is needed: nothing
 // the tensor cores or TMA read is written through the generic proxy (P stays in registers), and O's
