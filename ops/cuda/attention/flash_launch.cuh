@@ -23,9 +23,9 @@
 //            1024; D = 64: 16384, the wgmma forward is faster below): flash_fwd_ws_kernel.cuh
 //            (FlashAttention-3's structure: TMA producer, wgmma consumers, intra-warpgroup overlap;
 //            D = 128 two consumers and ping-pong; D = 64 three). H200 fwd ms against the wgmma
-//            forward: D = 128 T = 1024 0.151 / 0.185 (session 27), T = 2048
-//            0.325 / 0.370, T = 4096 0.516 / 0.788, T = 16384 1.497 / 2.390; D = 64 T = 16384
-//            2.070 / 2.200 (p = 0; session 17)
+//            forward: D = 128 T = 1024 0.151 / 0.185 (session 27), T = 2048 0.325 / 0.370,
+//            T = 4096 0.516 / 0.788, T = 16384 1.497 / 2.390; D = 64 T = 16384 2.070 / 2.200
+//            (p = 0; session 17)
 //   forward  D=128 elsewhere: kBlockM=128, kBlockN=64, 8 warps (16 rows per warp; registers hold
 //            O 16x128)
 //   backward D=64 and 128 on sm_90a, T >= 1024 (flash_bwd_ws_min_t), atomic or fixed-point dQ, no
