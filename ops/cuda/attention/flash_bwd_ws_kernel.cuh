@@ -378,8 +378,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     const int key_lo = n0 + 64 * c, key_hi = min(key_lo + 64, T);
     if (attention_tile_kind<false>(p, b, m0, m1, key_lo, key_hi) != kTileFull || key_lo + 64 > T || m0 + BM > T) {
       if (mask_is_causal_only<false>(p)) {
-        // A key's queries are [first, T) (first: the key itself if causal; T, so none, for a key past
-        // T): one unsigned compare a score (flash_tile.cuh, mask_is_causal_only).
+        // mask_scores' causal test in this tile's key-major form, hoisted per key: a key's queries
+        // are [first, T) (first: the key itself if causal; T, so none, for a key past T), so one
+        // unsigned compare a score where mask_scores' form takes three (flash_tile.cuh,
+        // mask_is_causal_only).
         unsigned first[2], count[2];
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
@@ -395,14 +397,9 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
             if (static_cast<unsigned>(query0 + 8 * nb + (e & 1)) - first[e >> 1] >= count[e >> 1])
               acc_s[nb][e] = -INFINITY;
       } else {
-#pragma unroll
-        for (int nb = 0; nb < BM / 8; ++nb)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int key = n0 + key_row0 + (lane >> 2) + 8 * (e >> 1);
-            const int query = m0 + 8 * nb + 2 * (lane & 3) + (e & 1);
-            if (key >= T || query >= T || !attention_allowed<false>(p, b, query, key)) acc_s[nb][e] = -INFINITY;
-          }
+        mask_scores<false>(acc_s, p, b, [&](int nb, int e) {
+          return make_int2(m0 + 8 * nb + 2 * (lane & 3) + (e & 1), n0 + key_row0 + (lane >> 2) + 8 * (e >> 1));
+        });
       }
     }
     const float* lse_s = sLse + s * BM;

@@ -158,6 +158,14 @@ __device__ __forceinline__ void mask_scores(float (&acc)[kI][kNb][4], const Atte
   });
 }
 
+// The same pass for one row of fragments, acc[nb][e] with at(nb, e) (the warp-specialised backward's
+// transposed tiles).
+template <bool kDocMask, int kNb, class At>
+__device__ __forceinline__ void mask_scores(float (&acc)[kNb][4], const AttentionParams& p, int b, At at) {
+  auto& rows = reinterpret_cast<float (&)[1][kNb][4]>(acc);
+  mask_scores<kDocMask>(rows, p, b, [&](int, int nb, int e) { return at(nb, e); });
+}
+
 // The forwards' form of the same pass, for one warp's 16-row slab of scores in the accumulator
 // layout (acc[nb][e]: row row0 + lane / 4 + 8 (e >> 1), key n0 + 8 nb + 2 (lane % 4) + (e & 1)):
 // masked pairs and keys past T to -inf. Rows past T keep their scores: the forwards never store
