@@ -185,7 +185,8 @@ template <void (*kSetMinT)(int)>
 using KernelNever = KernelAtEveryT<kSetMinT, INT_MAX>;
 
 void run_flash_variant(bool forward, int variant, const AttentionParams& p, cudaStream_t s) {
-  // Deterministic: as shipped (4), the ordered dQ (29), the fixed-point dQ (30), the fixed-point dQ with
+  // Deterministic: as shipped (4), the ordered dQ (29; where the warp-specialised backward runs, at
+  // D = 64, its fp32 bulk adds in key-block order), the fixed-point dQ (30), the fixed-point dQ with
   // the wide tile at every T (31; D = 64 and 128), the stored dS (63; where the warp-specialised
   // backward runs, else as 4; its workspace: ft_attn_dq_workspace_floats).
   if (variant == 4 || (variant >= 29 && variant <= 31) || variant == 63) {

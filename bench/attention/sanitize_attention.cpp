@@ -40,7 +40,8 @@ struct Case {
   int block_size;  // 0 dense; otherwise window 2, global 1
   bool deterministic;
   const char* path;  // which kernel-choice override: "default", "mma", "wgmma-large", "wide", "ws",
-                     // "ws-stored" (ws with the deterministic dQ from the stored dS at any head dim)
+                     // "ws-stored" (ws with the deterministic dQ from the stored dS at any head dim),
+                     // "ws-fixed" (ws with the fixed-point dQ, which kAuto no longer takes at D = 64)
   int kv_heads = 2;  // 1: grouped-query (multi-query) attention of the 2 query heads
   int doc_len = 0;   // > 0: a document mask with documents of this many tokens
 };
@@ -54,10 +55,11 @@ void run_case(const Case& c) {
   // "wide" turns the warp-specialised backward off (it goes first from T = 1024); "ws" takes the
   // warp-specialised kernels everywhere: the backward, and the forward where it is built (no dropout,
   // no document mask; D = 64 in its 3-consumer form, D = 128 with the ping-pong: flash_fwd_ws_form).
-  const bool stored = std::strcmp(c.path, "ws-stored") == 0;
-  const bool ws = stored || std::strcmp(c.path, "ws") == 0;
-  const ft::cuda::ScopedFlashDeterministicDq form(stored ? ft::cuda::FlashDeterministicDq::kStoredDs
-                                                         : ft::cuda::flash_deterministic_dq());
+  const bool stored = std::strcmp(c.path, "ws-stored") == 0, fixed = std::strcmp(c.path, "ws-fixed") == 0;
+  const bool ws = stored || fixed || std::strcmp(c.path, "ws") == 0;
+  const ft::cuda::ScopedFlashDeterministicDq form(stored  ? ft::cuda::FlashDeterministicDq::kStoredDs
+                                                  : fixed ? ft::cuda::FlashDeterministicDq::kFixedPoint
+                                                          : ft::cuda::flash_deterministic_dq());
   ft::cuda::set_flash_bwd_ws_min_t(ws ? 0 : std::strcmp(c.path, "wide") == 0 ? INT_MAX : -1);
   ft::cuda::set_flash_fwd_ws_min_t(ws ? 0 : -1);
   const int Hkv = c.kv_heads;
@@ -105,14 +107,17 @@ int main(int argc, char** argv) {
             if (!det) cases.push_back({D, 200, causal, p, 0, det, "wide"});
             cases.push_back({D, 200, causal, p, 32, det, "ws"});
           }
-          cases.push_back({D, 200, causal, p, 0, det, "ws"});  // deterministic: the fixed point (D = 64), the stored dS (128)
+          cases.push_back({D, 200, causal, p, 0, det, "ws"});  // deterministic: the ordered dQ (D = 64), the stored dS (128)
           if (det) cases.push_back({D, 200, causal, p, 0, det, "ws-stored"});
+          if (det && D == 64) cases.push_back({D, 200, causal, p, 0, det, "ws-fixed"});
           cases.push_back({D, 200, causal, p, 32, det, "default"});
         }
   if (quick) {
     cases.push_back({64, 200, true, 0.1f, 0, false, "wide"});
     cases.push_back({64, 200, true, 0.1f, 0, false, "ws"});
-    cases.push_back({64, 200, true, 0.1f, 0, true, "ws"});
+    cases.push_back({64, 200, true, 0.1f, 0, true, "ws"});         // the ordered dQ (kAuto at D = 64)
+    cases.push_back({64, 1000, false, 0.f, 32, true, "ws"});       // ... 8 key blocks a head, block-sparse
+    cases.push_back({64, 200, true, 0.1f, 0, true, "ws-fixed"});
     cases.push_back({128, 200, true, 0.1f, 0, false, "ws"});
     cases.push_back({128, 200, false, 0.f, 0, true, "ws"});  // the stored dS (kAuto at D = 128)
     cases.push_back({64, 200, true, 0.1f, 32, true, "ws-stored"});  // block-sparse: tiles skipped by both kernels

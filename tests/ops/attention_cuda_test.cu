@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -546,9 +547,21 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// max |x - y| over max |x|: how far two sums of the same terms in other orders are apart.
+double relative_max_diff(const std::vector<float>& x, const std::vector<float>& y) {
+  double max_diff = 0, max_abs = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    max_diff = std::max<double>(max_diff, std::abs(x[i] - y[i]));
+    max_abs = std::max<double>(max_abs, std::abs(x[i]));
+  }
+  return max_diff / std::max(max_abs, 1e-30);
+}
+
 // Deterministic mode: repeated backward passes on the same inputs give the same bits in every
 // gradient (three runs, so one lucky pair of atomic orders cannot pass); and its dq equals the
-// atomic path's to rounding (the same sum in another order).
+// atomic path's to rounding (the same sum in another order). dk and dv keep the atomic path's bits,
+// except in the warp-specialised backward's ordered dQ, which sums them in another order too
+// (flash_ws_ordered_dq): to rounding there.
 void expect_deterministic_backward_bit_identical(const std::vector<AttentionCase>& cases) {
   size_t atomic_differs = 0;
   double worst = 0;
@@ -560,8 +573,13 @@ void expect_deterministic_backward_bit_identical(const std::vector<AttentionCase
     EXPECT_TRUE(same_bits(a.dq, b.dq) && same_bits(a.dq, d.dq)) << name << " dq";
     EXPECT_TRUE(same_bits(a.dk, b.dk) && same_bits(a.dk, d.dk)) << name << " dk";
     EXPECT_TRUE(same_bits(a.dv, b.dv) && same_bits(a.dv, d.dv)) << name << " dv";
-    EXPECT_TRUE(same_bits(a.o, atomic.o) && same_bits(a.dk, atomic.dk) && same_bits(a.dv, atomic.dv))
-        << name << ": only dq may depend on the mode";
+    EXPECT_TRUE(same_bits(a.o, atomic.o)) << name << ": the forward does not depend on the mode";
+    if (cuda::flash_ws_ordered_dq(dev.params())) {
+      EXPECT_LE(relative_max_diff(a.dk, atomic.dk), 0.01) << name << " dk, ordered vs atomic";
+      EXPECT_LE(relative_max_diff(a.dv, atomic.dv), 0.01) << name << " dv, ordered vs atomic";
+    } else {
+      EXPECT_TRUE(same_bits(a.dk, atomic.dk) && same_bits(a.dv, atomic.dv)) << name << ": only dq may depend on the mode";
+    }
     double max_diff = 0, max_abs = 0;
     for (size_t i = 0; i < a.dq.size(); ++i) {
       max_diff = std::max<double>(max_diff, std::abs(a.dq[i] - atomic.dq[i]));
@@ -682,8 +700,10 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
   EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(p, atomic), hopper);
   with_deterministic_dq(cuda::FlashDeterministicDq::kFixedPoint,
                         [&] { EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(p, det), hopper) << "fixed-point dq"; });
-  with_deterministic_dq(cuda::FlashDeterministicDq::kOrdered,
-                        [&] { EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(p, det)) << "ordered dq is not built"; });
+  with_deterministic_dq(cuda::FlashDeterministicDq::kOrdered, [&] {
+    EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(p, det), hopper) << "ordered dq";
+    EXPECT_EQ(cuda::flash_ws_ordered_dq(p), hopper) << "ordered dq";
+  });
   AttentionParams dropout = p;
   dropout.dropout.threshold = 6554;
   EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(dropout, atomic), hopper) << "dropout";
@@ -693,12 +713,20 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
   with_deterministic_dq(cuda::FlashDeterministicDq::kFixedPoint, [&] {
     EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(d128, det), hopper) << "D = 128, fixed-point dq (one dQ buffer)";
   });
-  // The deterministic default (kAuto): the stored dS at D = 128 up to a 1 GiB workspace, the fixed
-  // point at D = 64 and beyond it (flash_stored_ds_dq).
+  with_deterministic_dq(cuda::FlashDeterministicDq::kOrdered, [&] {
+    EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(d128, det)) << "D = 128: its ordered dq does not fit";
+    EXPECT_FALSE(cuda::flash_ws_ordered_dq(d128)) << "D = 128: the older kernels' ordered dq";
+  });
+  // The deterministic default (kAuto): the stored dS at D = 128 up to a 1 GiB workspace and the fixed
+  // point beyond it (flash_stored_ds_dq); the ordered dQ at D = 64 (flash_ws_ordered_dq), the fixed
+  // point where the warp-specialised backward does not run.
   with_deterministic_dq(cuda::FlashDeterministicDq::kAuto, [&] {
     EXPECT_EQ(cuda::flash_stored_ds_dq(d128), hopper) << "D = 128: the stored dS";
     EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(d128, det), hopper) << "D = 128, deterministic";
-    EXPECT_FALSE(cuda::flash_stored_ds_dq(p)) << "D = 64: the fixed point";
+    EXPECT_FALSE(cuda::flash_stored_ds_dq(p)) << "D = 64: not the stored dS";
+    EXPECT_EQ(cuda::flash_ws_ordered_dq(p), hopper) << "D = 64: the ordered dq";
+    EXPECT_EQ(cuda::flash_fixed_point_dq(p), !hopper) << "D = 64: the fixed point without the ws backward";
+    EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(p, det), hopper) << "D = 64, deterministic";
     AttentionParams big = d128;
     big.B = 2000;  // 6000 heads x 72 tiles x 16 KiB: past the 1 GiB
     EXPECT_FALSE(cuda::flash_stored_ds_dq(big)) << "a workspace over 1 GiB: the fixed point";
@@ -776,6 +804,42 @@ TEST(FlashCuda, WsBackwardFixedPointDq) {
   cuda::set_flash_bwd_ws_min_t(-1);
 }
 
+// The warp-specialised backward (at every T) in the deterministic form `how` on `cases`, each of which
+// it must take (`takes`): bit-identical runs, dq, dk and dv as the atomic form's (flash_ws_ordered_dq
+// says how close), and the cases at the indices `naive` within twice naive's error of float64.
+void expect_ws_deterministic_form(cuda::FlashDeterministicDq how, bool (*takes)(const AttentionParams&),
+                                  const std::string& form, const std::vector<AttentionCase>& cases,
+                                  std::initializer_list<size_t> naive) {
+  cuda::set_flash_bwd_ws_min_t(0);
+  with_deterministic_dq(how, [&] {
+    for (const AttentionCase& c : cases) {
+      DeviceAttention dev(config_of(c), make_inputs(c, 1));
+      EXPECT_TRUE(takes(dev.params())) << case_name(c) << ": the " << form << " takes the call";
+    }
+    expect_deterministic_backward_bit_identical(cases);
+    for (size_t i : naive) expect_case_within_twice_naive(cases[i], true, " warp-specialised backward, " + form);
+  });
+  cuda::set_flash_bwd_ws_min_t(-1);
+}
+
+// The warp-specialised backward with the ordered dQ (fp32 bulk adds in ascending key-block order,
+// FlashAttention-3's way): it takes the D = 64 calls; bit-identical runs, dq, dk and dv equal to the
+// atomic form's to rounding, and cases against the float64 reference. Also with many key blocks a
+// head (T = 4100: 33 of them, so blocks wait on the ones below them) and B H large enough that the
+// CTAs run in several waves.
+TEST(FlashCuda, WsBackwardOrderedDq) {
+  SKIP_WITHOUT_CUDA();
+  if (!cuda::flash_sm90a_device()) GTEST_SKIP() << "the ordered dQ of the warp-specialised backward is built for sm_90a only";
+  std::vector<AttentionCase> cases;
+  for (const AttentionCase& c : ws_backward_deterministic_cases())
+    if (c.D == 64) cases.push_back(c);
+  cases.push_back({1, 2, 4100, 64, true, 0.1f});
+  cases.push_back({1, 2, 4100, 64, false, 0.f});
+  cases.push_back({24, 12, 1024, 64, true, 0.f});  // 2304 CTAs
+  expect_ws_deterministic_form(cuda::FlashDeterministicDq::kOrdered, cuda::flash_ws_ordered_dq, "ordered dq", cases,
+                               {2, 5, 11, 12, 13});
+}
+
 // The warp-specialised backward with the stored dS (flash_ds_store.cuh: dS written, then dQ = dS K
 // summed in key order by a second kernel): bit-identical runs, dK and dV equal to the atomic form's
 // bits, dQ to rounding, and cases against the float64 reference (twice naive's error). Causal and
@@ -787,18 +851,8 @@ TEST(FlashCuda, WsBackwardStoredDs) {
   std::vector<AttentionCase> cases = ws_backward_deterministic_cases();
   cases.push_back({1, 3, 777, 128, true, 0.f});
   cases.push_back({1, 2, 1000, 128, false, 0.1f, AttentionDType::kBF16, 128, 2, 1});  // block-sparse
-  cuda::set_flash_bwd_ws_min_t(0);
-  with_deterministic_dq(cuda::FlashDeterministicDq::kStoredDs, [&] {
-    for (const AttentionCase& c : cases) {
-      DeviceAttention dev(config_of(c), make_inputs(c, 1));
-      EXPECT_TRUE(cuda::flash_stored_ds_dq(dev.params())) << case_name(c) << ": the stored dS takes the call";
-    }
-    expect_deterministic_backward_bit_identical(cases);
-    for (const AttentionCase& c : {cases[2], cases[5], cases[8], cases[11], cases[12], cases[13], cases[14],
-                                   cases[15], cases[16], cases[17]})
-      expect_case_within_twice_naive(c, true, " warp-specialised backward, stored dS");
-  });
-  cuda::set_flash_bwd_ws_min_t(-1);
+  expect_ws_deterministic_form(cuda::FlashDeterministicDq::kStoredDs, cuda::flash_stored_ds_dq, "stored dS", cases,
+                               {2, 5, 8, 11, 12, 13, 14, 15, 16, 17});
 }
 
 // The stored dS's workspace: the causal layout's tile count against a direct count of the tiles a

@@ -134,6 +134,12 @@ bool flash_fixed_point_dq(const AttentionParams& p) {
   // (session 14): p = 0 T = 4096 2.745 / 2.964 (the split form 2.887), T = 16384 8.60 / 9.93 (10.42);
   // p = 0.1 T = 4096 2.952 / 3.565, T = 16384 9.32 / 13.36.
   const bool dropout = p.dropout.threshold != 0;
+  // Where the warp-specialised backward has the ordered dQ (D = 64) it takes that instead: fp32 bulk
+  // adds in key-block order (flash_bwd_ws_kernel.cuh). H200, session 28 call 6, B T = 32768, causal,
+  // bwd ms, fixed point / ordered / atomic (not deterministic): p = 0 T = 1024 0.646 / 0.605 / 0.544,
+  // T = 4096 1.717 / 1.612 / 1.429, T = 16384 5.926 / 5.731 / 5.334; p = 0.1 0.779 / 0.729 / 0.697,
+  // 2.102 / 2.056 / 1.988, 7.330 / 7.273 / 7.094 (bench/results/attention-ordered-dq-h200.md).
+  if (flash::flash_bwd_ws_runs_here(p) && flash::flash_bwd_ws_has_ordered_dq(p.D)) return false;
   if (p.T >= 4096) return true;
   // Where the warp-specialised backward is enabled its deterministic form is the fixed-point one
   // (bulk int64 adds; flash_bwd_ws_kernel.cuh). H100, session 16, bwd ms, ws fixed point / the
@@ -141,6 +147,11 @@ bool flash_fixed_point_dq(const AttentionParams& p) {
   // 0.739 / 0.987.
   if (flash::flash_bwd_ws_enabled_for(p) && flash::flash_bwd_ws_has_fixed_point_dq(p.D)) return true;
   return dropout && p.D <= 128;
+}
+
+bool flash_ws_ordered_dq(const AttentionParams& p) {
+  return !flash_stored_ds_dq(p) && !flash_fixed_point_dq(p) && flash::flash_bwd_ws_runs_here(p) &&
+         flash::flash_bwd_ws_has_ordered_dq(p.D);
 }
 
 // FLASHTRAIN_FLASH_BWD_WS_MIN_T (read once) moves the default, so that a training run can take the

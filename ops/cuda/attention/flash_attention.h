@@ -3,8 +3,9 @@
 // flash_attention_forward writes p.o and p.lse from p.q, p.k, p.v.
 // flash_attention_backward reads q, k, v, o, lse, dout and writes dq, dk, dv; it needs workspaces
 // from the caller (sizes: flash_attention_backward_workspace; which ones: flash_backward_needs):
-// p.dsum always; p.dq_accum except for the ordered deterministic backward without dropout;
-// mode.dq_semaphore for the ordered one with dropout. dk and dv are always deterministic. dQ is a
+// p.dsum always; p.dq_accum except for the ordered deterministic backward without dropout (but for
+// the warp-specialised one's); mode.dq_semaphore for the ordered one with dropout, and for the
+// warp-specialised one's. dk and dv are always deterministic. dQ is a
 // sum over key blocks: by default added with fp32 atomics in whatever order the CTAs get there
 // (reproducible only to rounding). mode.deterministic makes dq bit-identical run to run, in one of
 // three ways (flash_stored_ds_dq and flash_fixed_point_dq say which a call takes):
@@ -18,10 +19,15 @@
 //     blocks); beyond it that head's dq comes out NaN rather than wrong.
 //   ordered: without dropout a separate dQ kernel sums each row's key tiles in order in registers;
 //     with dropout every (query tile, warp) waits on a counter so the key blocks add in one fixed
-//     order (flash_launch.cuh).
+//     order (flash_launch.cuh). Where the warp-specialised backward runs (D = 64), a counter per
+//     query tile orders its fp32 bulk adds (FlashAttention-3's way, flash_bwd_ws_kernel.cuh); its dK
+//     and dV then differ from the other forms' by rounding (its CTAs walk the query tiles downwards).
 // The integer adds cost 12-30% of the backward against fp32 atomics (H100, session 13;
 // bench/attention/NOTES.md): mostly less than the counters with dropout, mostly more than the
-// separate dQ kernel without it. kAuto takes the faster of the two per call.
+// separate dQ kernel without it. kAuto takes the faster form per call: the stored dS at D = 128 and
+// the warp-specialised backward's ordered dQ at D = 64 where that backward runs (its backward 2-13%
+// slower than atomic dQ's, 1-6% faster than the fixed point's; H200, session 28), the fixed point or
+// the older ordered forms elsewhere.
 // Supported: bf16 / f16, D in {64, 128, 256}, T >= 1, strides multiples of 8 elements, 16-byte aligned
 // pointers (the ops front door validates; the launchers throw ft::Error on other head dims).
 // Dropout with p.dropout.offset_base set: the kernels add *offset_base to the offset at their start
@@ -68,8 +74,12 @@ class ScopedFlashDeterministicDq {
 // measured faster than the fixed point, flash_attention.cu).
 bool flash_stored_ds_dq(const AttentionParams& p);
 // Whether a deterministic backward of p takes the fixed-point dQ (kAuto: where it measured faster,
-// flash_attention.cu: from T = 4096 on at every D, below it with dropout at D <= 128).
+// flash_attention.cu: from T = 4096 on at every D, below it with dropout at D <= 128; never where the
+// warp-specialised backward's ordered dQ runs).
 bool flash_fixed_point_dq(const AttentionParams& p);
+// Whether a deterministic backward of p takes the warp-specialised backward's ordered dQ: neither of
+// the two above, and the warp-specialised backward runs the call and has the form at p.D.
+bool flash_ws_ordered_dq(const AttentionParams& p);
 
 void flash_attention_forward(const AttentionParams& p, Stream stream);
 void flash_attention_backward(const AttentionParams& p, Stream stream, const FlashBackwardMode& mode = {});
@@ -138,6 +148,7 @@ inline FlashBackwardNeeds flash_backward_needs(const AttentionParams& p, bool de
   const bool dropout = p.dropout.threshold != 0;
   if (deterministic && flash_stored_ds_dq(p)) return {true, false, true};
   if (deterministic && flash_fixed_point_dq(p)) return {true, false};
+  if (deterministic && flash_ws_ordered_dq(p)) return {true, true};
   return {!deterministic || dropout, deterministic && dropout};
 }
 

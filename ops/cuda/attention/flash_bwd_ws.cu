@@ -13,14 +13,21 @@ namespace ft::cuda::flash {
 bool flash_bwd_ws_enabled_for(const AttentionParams& p) {
   return p.T >= flash_bwd_ws_min_t() && p.doc_start == nullptr && (p.D == 64 || p.D == 128);
 }
-bool flash_bwd_ws_has_fixed_point_dq(int head_dim) {
+namespace {
+// Whether the kernel's dQ form kDq fits its shared memory at this head dim, with and without dropout.
+template <WsDq kDq>
+bool ws_has(int head_dim) {
   auto fits = [](auto traits) {
     using Kt = decltype(traits);
-    return Kt::fits(Kt::template dq_form<true, false>()) && Kt::fits(Kt::template dq_form<true, true>());
+    return Kt::fits(Kt::template dq_form<kDq, false>()) && Kt::fits(Kt::template dq_form<kDq, true>());
   };
   if (head_dim == 64) return fits(FlashBwdWsTraits<64>{});
   return head_dim == 128 && fits(FlashBwdWsTraits<128>{});
 }
+}  // namespace
+
+bool flash_bwd_ws_has_fixed_point_dq(int head_dim) { return ws_has<WsDq::kFixedPoint>(head_dim); }
+bool flash_bwd_ws_has_ordered_dq(int head_dim) { return ws_has<WsDq::kOrdered>(head_dim); }
 
 bool flash_bwd_ws_runs_here(const AttentionParams& p) {
   return flash_bwd_ws_enabled_for(p) && flash_sm90a_device() && flash_bwd_tma_supported(p);
@@ -28,33 +35,43 @@ bool flash_bwd_ws_runs_here(const AttentionParams& p) {
 
 bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mode) {
   if (!flash_bwd_ws_runs_here(p)) return false;
-  // Of the deterministic forms the stored dS and the fixed point are built, the latter not at every
-  // head dim.
+  // Of the deterministic forms the stored dS, the fixed point and the ordered dQ are built, the last
+  // two not at every head dim.
   return !mode.deterministic || flash_stored_ds_dq(p) ||
-         (flash_fixed_point_dq(p) && flash_bwd_ws_has_fixed_point_dq(p.D));
+         (flash_fixed_point_dq(p) ? flash_bwd_ws_has_fixed_point_dq(p.D) : flash_bwd_ws_has_ordered_dq(p.D));
 }
 
 namespace {
-// The preprocess (D, and the dq_accum zeroing the dQ form needs), the backward, then dQ in the input
-// dtype: the conversion of dq_accum, or (kStoreDs, the kStoredDs form) dQ = dS K from the dS^T the
-// backward left in p.dq_accum (flash_ds_store.cuh, flash_bwd_ds_dq_kernel.cuh; nothing to zero).
-template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq, bool kStoreDs = false>
-void launch_ws(const AttentionParams& p, cudaStream_t stream) {
+// The preprocess (D, and the dq_accum zeroing the dQ form needs; kOrdered: its counters too), the
+// backward, then dQ in the input dtype: the conversion of dq_accum, or (kStoredDs) dQ = dS K from the
+// dS^T the backward left in p.dq_accum (flash_ds_store.cuh, flash_bwd_ds_dq_kernel.cuh; nothing to
+// zero).
+template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq>
+void launch_ws(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore) {
   using Kt = FlashBwdWsTraits<kHeadDim>;
-  constexpr auto kForm = Kt::template dq_form<kFixedDq, kDropout, kStoreDs>();
+  constexpr auto kForm = Kt::template dq_form<kDq, kDropout>();
+  constexpr bool kFixedDq = kDq == WsDq::kFixedPoint, kStoreDs = kDq == WsDq::kStoredDs;
   if constexpr (!Kt::fits(kForm)) {
-    throw Error("[flash_attention] the warp-specialised backward has no fixed-point dQ at this head dim");
+    throw Error("[flash_attention] the warp-specialised backward has no such deterministic dQ at this head dim");
   } else {
     check_grid(p);
     const BwdRowKernels<kHeadDim> rows(p);
-    rows.template preprocess<kBF16>(p, stream, nullptr, 0, kStoreDs ? 0 : rows.accum_to_zero(kFixedDq));
+    // kOrdered: a counter per (batch * head, 64-query tile), within the workspace sized for the
+    // older kernels' 32-query tiles of 4 counters (flash_attention.h).
+    static_assert(Kt::kBlockM >= kFlashDqTileRows, "the ordered dQ's counters fit dq_semaphore");
+    const int64_t n_semaphores =
+        kDq == WsDq::kOrdered ? static_cast<int64_t>(p.B) * p.H * ((p.T + Kt::kBlockM - 1) / Kt::kBlockM) : 0;
+    if (n_semaphores > 0 && dq_semaphore == nullptr)
+      throw Error("[flash_attention] the ordered dQ needs the dq_semaphore workspace");
+    rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, kStoreDs ? 0 : rows.accum_to_zero(kFixedDq));
     const FlashBwdTmaMaps maps = make_flash_bwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
-    constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kFixedDq, kStoreDs>;
+    constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kDq>;
     constexpr int smem = Kt::smem_bytes(kForm);
     set_smem_limit(kernel, smem);
     check_register_split<Kt, kernel>("backward");  // flash_launch_common.h
     const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;
-    kernel<<<grid, Kt::kNThreads, smem, stream>>>(maps, p, heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens));
+    kernel<<<grid, Kt::kNThreads, smem, stream>>>(maps, p, heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens),
+                                                  dq_semaphore);
     CUDA_CHECK_LAUNCH();
     if constexpr (kStoreDs) {
       using Dt = FlashDsDqTraits<kHeadDim>;
@@ -70,21 +87,27 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream) {
 }
 
 template <int kHeadDim>
-void run_ws(const AttentionParams& p, cudaStream_t stream, bool fixed_dq, bool stored_ds) {
+void run_ws(const AttentionParams& p, cudaStream_t stream, WsDq dq, int* dq_semaphore) {
   dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto /*doc_mask: never, flash_bwd_ws_applies*/) {
     constexpr bool kB = decltype(bf16)::value, kP = decltype(dropout)::value;
-    if (stored_ds) return launch_ws<kHeadDim, kB, kP, false, true>(p, stream);
-    fixed_dq ? launch_ws<kHeadDim, kB, kP, true>(p, stream) : launch_ws<kHeadDim, kB, kP, false>(p, stream);
+    switch (dq) {
+      case WsDq::kAtomic: return launch_ws<kHeadDim, kB, kP, WsDq::kAtomic>(p, stream, nullptr);
+      case WsDq::kFixedPoint: return launch_ws<kHeadDim, kB, kP, WsDq::kFixedPoint>(p, stream, nullptr);
+      case WsDq::kStoredDs: return launch_ws<kHeadDim, kB, kP, WsDq::kStoredDs>(p, stream, nullptr);
+      case WsDq::kOrdered: return launch_ws<kHeadDim, kB, kP, WsDq::kOrdered>(p, stream, dq_semaphore);
+    }
   });
 }
 }  // namespace
 
 void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode) {
-  // flash_bwd_ws_applies: deterministic means the stored dS or the fixed-point dQ here.
-  const bool stored_ds = mode.deterministic && flash_stored_ds_dq(p);
-  const bool fixed_dq = mode.deterministic && !stored_ds;
-  if (p.D == 128) run_ws<128>(p, stream, fixed_dq, stored_ds);
-  else run_ws<64>(p, stream, fixed_dq, stored_ds);
+  // flash_bwd_ws_applies: deterministic means the stored dS, the fixed point or the ordered dQ here.
+  const WsDq dq = !mode.deterministic        ? WsDq::kAtomic
+                  : flash_stored_ds_dq(p)    ? WsDq::kStoredDs
+                  : flash_fixed_point_dq(p) ? WsDq::kFixedPoint
+                                             : WsDq::kOrdered;
+  if (p.D == 128) run_ws<128>(p, stream, dq, mode.dq_semaphore);
+  else run_ws<64>(p, stream, dq, mode.dq_semaphore);
 }
 
 }  // namespace ft::cuda::flash

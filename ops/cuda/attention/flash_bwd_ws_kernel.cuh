@@ -19,7 +19,9 @@
 //             (dq_empty);
 //     warps 1-3, the fixed-point dQ's kConverted form (D = 64 with dropout): for each tile, wait
 //             for both partials, sum them, convert the sums to int64 into a staging buffer and send
-//             it with one bulk reduce-add; otherwise warp 1 sends kSummed's sums and warps 2, 3 exit.
+//             it with one bulk reduce-add; the ordered dQ's kOrdered form (D = 64): warps 2, 3 sum
+//             into fp32 staging buffers and lanes 0, 1 of warp 1 send the sums in key-block order
+//             (below); otherwise warp 1 sends kSummed's sums and warps 2, 3 exit.
 //   warpgroups 1 and 2, the consumers c = 0, 1 (setmaxnreg up to kConsumerRegs): keys
 //     n0 + 64 c .. + 63; per query tile, on wgmma (m64 n64 k16; D = 128: S^T and dP^T take eight k
 //     steps over two 64-column panels, the D-wide products one n64 per panel):
@@ -45,16 +47,29 @@
 //     H100, bwd ms: D = 64 T = 4096 p = 0 2.435 -> 1.931, T = 16384 8.38 -> 6.44; the same summing
 //     made fp32 slower (T = 16384 p = 0.1 6.64 -> 7.54: consumer 1 waits for consumer 0 each tile),
 //     so fp32 keeps two adds (bench/attention/NOTES.md).
+// kOrdered, FlashAttention-3's deterministic dQ: every tile's sum is added in ascending key-block
+// order, so dQ's fp32 bits do not depend on timing. A counter per (batch * head, query tile) says how
+// many key blocks have added there; block n sends once it reads the number of non-empty blocks below
+// n, waits for its adds to complete and counts itself. Waiting is rare because of the order of the
+// work. The CTAs launch in ascending key blocks (grouped_block_order: block n - 1 of a head starts
+// before block n, so no CTA waits for one that has not started and there is no deadlock; CUDA does
+// not promise that blocks start in index order, but they do, and the older ordered kernels rely on
+// it too). And in this form every CTA walks its query tiles downwards from the last, so blocks n - 1
+// and n reach a tile at the same step of their walks (upwards, n - 1 would get there two tiles after
+// n). dK and dV are then summed in the other order, so their bits differ from the other forms' by
+// rounding.
 // Not covered yet (the launcher sends these calls to the other kernels): the document mask, D = 256,
-// strides TMA cannot describe, the ordered deterministic dQ. D = 128 with dropout compiles with 40
-// bytes of spill (bench/attention/NOTES.md, session 15). The tile shapes, the stage count and the
-// register split are the first guesses of session 15 (written without a GPU), not yet tuned.
+// strides TMA cannot describe, the ordered dQ at D = 128 (its buffers do not fit). D = 128 with
+// dropout compiles with 32-38 bytes of spill (atomic, fixed point; ptxas, session 28: 40-50 before
+// the shared mask_scores, bench/attention/NOTES.md). The tile shapes, the stage count and the register
+// split are the first guesses of session 15 (written without a GPU), not yet tuned.
 #pragma once
 
 #include <cmath>
 
 #include "ops/attention_params.h"
 #include "ops/cuda/attention/flash_dq_accum.cuh"
+#include "ops/cuda/attention/flash_dq_order.cuh"
 #include "ops/cuda/attention/flash_ds_store.cuh"
 #include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
@@ -64,6 +79,11 @@
 #include "ops/cuda/attention/flash_wgmma.cuh"
 
 namespace ft::cuda::flash {
+
+// How a launch of the kernel forms dQ: fp32 bulk adds in any order (kAtomic), int64 fixed-point ones
+// (kFixedPoint), none but the stored dS^T (kStoredDs), or fp32 bulk adds in ascending key-block order
+// (kOrdered). The last three are the deterministic backward's forms.
+enum class WsDq { kAtomic, kFixedPoint, kStoredDs, kOrdered };
 
 // kHeadDim 64 or 128: rows of one or two 64-column panels (flash_wgmma.cuh); a tile of R rows keeps
 // panel p at p * R * 128 bytes.
@@ -96,9 +116,15 @@ struct FlashBwdWsTraits {
   static constexpr int kOffK = 0, kOffV = kKvBytes, kOffQ = 2 * kKvBytes, kOffDo = kOffQ + kStages * kQBytes,
                        kOffDs = kOffDo + kStages * kQBytes, kOffDq = kOffDs + kDsBytes;
   static constexpr int kSmemLimit = 227 * 1024;
-  // kv_full, q_full[kStages], q_empty[kStages], then dq_half[2], dq_full[4], dq_empty[4].
-  static constexpr int kNumBars = 1 + 2 * kStages + 2 + 4 + 4;
-  static constexpr int kRowsAndBarsBytes = 2 * kStages * kBlockM * 4 /* lse, D */ + kNumBars * 8;
+  // kOrdered's staging buffers, each with its own sender, so that one tile's wait for its adds
+  // overlaps the next one's. H200, session 28, bwd ms, two / four senders (four polled the counter
+  // before the sums were in): D = 64 T = 4096 p = 0 1.597 / 1.679, T = 16384 5.526 / 5.893; level at
+  // T = 1024 and with dropout.
+  static constexpr int kOrderedStaging = 2;
+  // kv_full, q_full[kStages], q_empty[kStages], then dq_half[2], dq_full[4], dq_empty[4],
+  // staged[kOrderedStaging], staging_free[kOrderedStaging]; after them kOrdered's ints (sBefore).
+  static constexpr int kNumBars = 1 + 2 * kStages + 2 + 4 + 4 + 2 * kOrderedStaging;
+  static constexpr int kRowsAndBarsBytes = 2 * kStages * kBlockM * 4 /* lse, D */ + kNumBars * 8 + kOrderedStaging * 4;
   // How dQ leaves the consumers:
   //   kF32        fp32: one buffer per consumer, one bulk add each (not deterministic);
   //   kConverted  two fp32 buffers per consumer (the consumers never wait for each other); the
@@ -109,47 +135,58 @@ struct FlashBwdWsTraits {
   //   kStoredDs   no dQ here: each consumer bulk-stores its half of the tile's dS^T (flash_ds_store.cuh)
   //               and flash_bwd_ds_dq_kernel.cuh forms dQ = dS K afterwards. The dQ region holds a
   //               second dS^T buffer instead, so a tile's store still reads one while the next is
-  //               written.
+  //               written;
+  //   kOrdered    two fp32 buffers per consumer; warps 2, 3 sum a tile's partials into one of two fp32
+  //               staging buffers, and a sender per staging buffer (lanes 0, 1 of warp 1) adds it with
+  //               one bulk add once the tile's counter says every key block below this one has added
+  //               its own (FlashAttention-3's deterministic mode; the kernel's header says how the
+  //               order is kept without waiting).
   // dq_form: the fixed point takes kConverted with dropout where it fits (D = 64), kSummed otherwise.
   // H100, session 18, D = 64 bwd ms, kConverted / kSummed, same call: p = 0.1 T = 1024 1.028 /
   // 1.055, 4096 2.290 / 2.316, 16384 7.338 / 7.578; p = 0 0.869 / 0.856, 2.020 / 1.920, 6.459 /
   // 6.388 (bench/attention/NOTES.md).
-  enum class DqForm { kF32, kConverted, kSummed, kStoredDs };
+  enum class DqForm { kF32, kConverted, kSummed, kStoredDs, kOrdered };
   static constexpr int kStagingBuffers = 2;  // kConverted
   static constexpr int smem_with(DqForm f, int buffers) {
     const int dq = f == DqForm::kF32         ? 2 * kDqBytesF32
                    : f == DqForm::kConverted ? 4 * kDqBytesF32 + kStagingBuffers * kDqBytesFixed
+                   : f == DqForm::kOrdered   ? 4 * kDqBytesF32 + kOrderedStaging * kDqBytesF32
                    : f == DqForm::kStoredDs  ? kDsBytes
                                              : buffers * kDqBytesFixed;
     return 1024 /* alignment */ + kOffDq + dq + kRowsAndBarsBytes;
   }
   // dQ buffers: kSummed's (shared by the consumers), the other forms' per consumer.
   static constexpr int dq_buffers(DqForm f) {
-    return f == DqForm::kSummed ? (smem_with(f, 2) <= kSmemLimit ? 2 : 1) : f == DqForm::kConverted ? 2 : 1;
+    return f == DqForm::kSummed                                  ? (smem_with(f, 2) <= kSmemLimit ? 2 : 1)
+           : f == DqForm::kConverted || f == DqForm::kOrdered ? 2
+                                                                : 1;
   }
   static constexpr int dq_bytes(DqForm f) { return f == DqForm::kSummed ? kDqBytesFixed : kDqBytesF32; }
   static constexpr int smem_bytes(DqForm f) { return smem_with(f, dq_buffers(f)); }
   static constexpr bool fits(DqForm f) { return smem_bytes(f) <= kSmemLimit; }
-  static constexpr int kOffStaging = kOffDq + 4 * kDqBytesF32;  // kConverted
+  static constexpr int kOffStaging = kOffDq + 4 * kDqBytesF32;  // kConverted, kOrdered
   static constexpr int off_rows(DqForm f) { return smem_bytes(f) - 1024 - kRowsAndBarsBytes; }  // lse, D
   static constexpr int off_bars(DqForm f) { return off_rows(f) + 2 * kStages * kBlockM * 4; }
-  template <bool kFixedDq, bool kDropout, bool kStoreDs = false>
+  template <WsDq kDq, bool kDropout>
   static constexpr DqForm dq_form() {
-    if (kStoreDs) return DqForm::kStoredDs;
-    if (!kFixedDq) return DqForm::kF32;
+    if (kDq == WsDq::kStoredDs) return DqForm::kStoredDs;
+    if (kDq == WsDq::kOrdered) return DqForm::kOrdered;
+    if (kDq == WsDq::kAtomic) return DqForm::kF32;
     return kDropout && fits(DqForm::kConverted) ? DqForm::kConverted : DqForm::kSummed;
   }
 };
 
-// kStoreDs (kFixedDq false): the kStoredDs form, dS^T out to p.dq_accum (flash_ds_store.cuh), no dQ.
-template <int kHeadDim, bool kBF16, bool kDropout, bool kFixedDq, bool kStoreDs = false>
+// kDq: WsDq above. dq_semaphore (kOrdered): one counter per (batch * head, 64-query tile), zeroed.
+template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq>
 __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
-    flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group) {
+    flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group,
+                        int* dq_semaphore) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Kt = FlashBwdWsTraits<kHeadDim>;
   using DqForm = typename Kt::DqForm;
-  static_assert(!(kStoreDs && kFixedDq), "one dQ form");
-  constexpr DqForm kForm = Kt::template dq_form<kFixedDq, kDropout, kStoreDs>();
+  constexpr bool kFixedDq = kDq == WsDq::kFixedPoint, kStoreDs = kDq == WsDq::kStoredDs;
+  constexpr bool kOrderDq = kDq == WsDq::kOrdered;
+  constexpr DqForm kForm = Kt::template dq_form<kDq, kDropout>();
   static_assert(Kt::fits(kForm), "shared memory");
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, kStages = Kt::kStages, kPanels = Kt::kPanels;
   using DqLayout = DqAccumLayout<D>;
@@ -165,7 +202,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   uint8_t* sDq = smem + Kt::kOffDq;  // kDqBuffers (per consumer, but kSummed's) x dq_bytes
   constexpr int kDqBuffers = Kt::dq_buffers(kForm);
   constexpr bool kSumDq = kForm == DqForm::kSummed, kConvertDq = kForm == DqForm::kConverted;
-  constexpr int kConverters = 96;  // kConverted: warps 1-3
+  constexpr int kConverters = 96;       // kConverted: warps 1-3
+  constexpr int kOrderedSummers = 64;   // kOrdered: warps 2, 3
   // The dQ buffer of tile `it` for consumer c, and how many tiles used it before (its phase).
   auto dq_buffer = [](int it, int c) { return kSumDq ? it % kDqBuffers : c * kDqBuffers + it % kDqBuffers; };
   auto dq_uses = [](int it) { return it / kDqBuffers; };
@@ -178,6 +216,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   uint64_t* dq_half = q_empty + kStages;      // [2], by dq_buffer: consumer 0's partial is in (kSumDq)
   uint64_t* dq_full = dq_half + 2;            // [4], by dq_buffer: the tile's dQ (or sum) is in
   uint64_t* dq_empty = dq_full + 4;           // [4], by dq_buffer: the writer has read it
+  constexpr int kOrderedStaging = Kt::kOrderedStaging;
+  uint64_t* staged = dq_empty + 4;                       // kOrdered, by staging buffer: it holds a tile's sums
+  uint64_t* staging_free = staged + kOrderedStaging;     // kOrdered, by staging buffer: its sender is done
+  int* sBefore = reinterpret_cast<int*>(staging_free + kOrderedStaging);  // kOrdered: the adds before its tile's
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = tid / 128;
   const int T = p.T;
@@ -186,6 +228,18 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, m_blocks = blk.m_blocks;
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
+  // The query tiles in the order every role of the CTA visits them: ascending, or (kOrderDq)
+  // descending, so that key block n reaches each tile about when block n - 1, launched before it,
+  // adds there (the header's kOrdered note).
+  auto first_tile = [&] {
+    if constexpr (kOrderDq) return blk.prev_query_tile(p, m_blocks - 1);
+    return blk.next_query_tile(p, blk.m_begin);
+  };
+  auto next_tile = [&](int m) {
+    if constexpr (kOrderDq) return blk.prev_query_tile(p, m - 1);
+    return blk.next_query_tile(p, m + 1);
+  };
+  auto tile_left = [&](int m) { return kOrderDq ? m >= blk.m_begin : m < m_blocks; };
 
   if (tid == 0) {
     mbarrier_init(kv_full, 1);
@@ -196,7 +250,12 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     for (int i = 0; i < (kStoreDs ? 0 : kSumDq ? 1 : 2) * kDqBuffers; ++i) {
       if (kSumDq) mbarrier_init(&dq_half[i], 128);  // the threads of the consumer that wrote the partial
       mbarrier_init(&dq_full[i], 128);              // the threads of the consumer that wrote it
-      mbarrier_init(&dq_empty[i], kConvertDq ? kConverters : 1);  // the dQ writer, or every converter thread
+      // the dQ writer, or every converter (summer) thread
+      mbarrier_init(&dq_empty[i], kConvertDq ? kConverters : kOrderDq ? kOrderedSummers : 1);
+    }
+    for (int s = 0; s < (kOrderDq ? kOrderedStaging : 0); ++s) {
+      mbarrier_init(&staged[s], kOrderedSummers);
+      mbarrier_init(&staging_free[s], 1);  // its sender
     }
     fence_mbarrier_init();
   }
@@ -218,7 +277,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         }
       }
       int it = 0;
-      for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
+      for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
         const int s = it % kStages;
         // The consumers are done with tile it - kStages.
         mbarrier_wait(&q_empty[s], ((it / kStages) & 1) ^ 1, "q_empty (producer), tile", m);
@@ -253,7 +312,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       unsigned long long* words = dq_fixed_words<D>(p.dq_accum, bh, T);
       DqFixedAdder fixed(blk.n_blocks);  // each dQ element gets n_blocks terms (one per CTA)
       int it = 0;
-      for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
+      for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
         const int i0 = dq_buffer(it, 0), i1 = dq_buffer(it, 1);
         const uint32_t phase = dq_uses(it) & 1;
         const float4* part0 = reinterpret_cast<const float4*>(sDq + i0 * Kt::kDqBytesF32);
@@ -288,11 +347,68 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       }
       if (ct == 0) bulk_wait<0>();
       fixed.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
+    } else if constexpr (kOrderDq) {
+      // The ordered dQ: warps 2 and 3 sum each tile's two fp32 partials into a staging buffer, as
+      // kConverted does without the conversion; lanes 0 and 1 of warp 1 send the sums, lane L the
+      // tiles it with it % 2 == L from staging buffer L. Once a tile's sums are in, its sender waits
+      // until the tile's counter shows every non-empty key block below this one, adds the sums with
+      // one bulk reduce-add, waits for the adds to complete and counts itself. One sender per staging
+      // buffer, so that a tile's round trips to L2 (the counter, then the adds) overlap the next
+      // tile's; the summers never wait for the counters. (Polling the counter before the sums were
+      // in, or with relaxed loads and one fence after, measured slower: bench/attention/NOTES.md.)
+      if (warp == 1) {
+        if (lane < kOrderedStaging) {
+          float* dq_tiles = p.dq_accum + bh * DqLayout::rows(T) * D;
+          int it = 0;
+          for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
+            if (it % kOrderedStaging != lane) continue;
+            int* counter = dq_semaphore + static_cast<int64_t>(bh) * m_blocks + m;
+            mbarrier_wait(&staged[lane], (it / kOrderedStaging) & 1, "staged (dQ sender), tile", m);
+            const int before = sBefore[lane];  // the count to wait for, put beside the sums
+            while (ld_acquire_gpu(counter) != before) {
+            }
+            fence_proxy_async_global();  // the adds below come after those the counter shows
+            bulk_reduce_add_f32(dq_tiles + static_cast<int64_t>(m) * BM * D,
+                                smem + Kt::kOffStaging + lane * Kt::kDqBytesF32, Kt::kDqBytesF32);
+            bulk_commit();
+            bulk_wait<0>();              // this CTA's adds are done in global memory ...
+            fence_proxy_async_global();  // ... and ordered before the count that releases them
+            red_release_gpu_add(counter, 1);
+            mbarrier_arrive(&staging_free[lane]);
+          }
+        }
+      } else {
+        const int sw = warp - 2;  // summer warp 0, 1
+        int it = 0;
+        for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
+          const int s = it % kOrderedStaging, i0 = dq_buffer(it, 0), i1 = dq_buffer(it, 1);
+          const uint32_t phase = dq_uses(it) & 1;
+          // The adds that come first (a ballot where the mask is block-sparse), for the sender.
+          int before = 0;
+          if (sw == 0) before = dq_blocks_below<false>(p, b, m * BM, min(m * BM + BM, T), blk.n_block, BN, lane);
+          mbarrier_wait(&staging_free[s], ((it / kOrderedStaging) & 1) ^ 1, "staging_free (dQ summer), tile", m);
+          mbarrier_wait(&dq_full[i0], phase, "dq_full (dQ summer, consumer 0), tile", m);
+          mbarrier_wait(&dq_full[i1], phase, "dq_full (dQ summer, consumer 1), tile", m);
+          const float4* part0 = reinterpret_cast<const float4*>(sDq + i0 * Kt::kDqBytesF32);
+          const float4* part1 = reinterpret_cast<const float4*>(sDq + i1 * Kt::kDqBytesF32);
+          float4* sums = reinterpret_cast<float4*>(smem + Kt::kOffStaging + s * Kt::kDqBytesF32);
+#pragma unroll 4
+          for (int g = sw; g < BM * D / 128; g += kOrderedSummers / 32) {  // chunks 32 g .. + 31
+            const float4 x = part0[32 * g + lane], y = part1[32 * g + lane];
+            sums[32 * g + lane] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);  // x + y = y + x
+          }
+          if (sw == 0 && lane == 0) sBefore[s] = before;
+          mbarrier_arrive(&dq_empty[i0]);  // this thread's part of both partials is read
+          mbarrier_arrive(&dq_empty[i1]);
+          fence_proxy_async_smem();  // the sums are visible to the bulk add
+          mbarrier_arrive(&staged[s]);
+        }
+      }
     } else if (!kStoreDs && warp == 1 && lane == 0) {
       // dQ writer: bulk reduce-adds into the tile's 64 rows of dq_accum (one per consumer, or one
       // for their sum).
       int it = 0;
-      for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
+      for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
         const int64_t tile_floats = static_cast<int64_t>(m) * BM * D;  // DqLayout: 64 rows are contiguous
         for (int c = 0; c < (kSumDq ? 1 : 2); ++c) {
           const int i = dq_buffer(it, c);
@@ -347,7 +463,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   mbarrier_wait<false>(kv_full, 0, "kv_full (consumer)", c);
 
   int it = 0;
-  for (int m = blk.next_query_tile(p, blk.m_begin); m < m_blocks; m = blk.next_query_tile(p, m + 1), ++it) {
+  for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
     const int s = it % kStages;
     const int m0 = m * BM, m1 = min(m0 + BM, T);
     const uint32_t stage = s * kStageUnits;

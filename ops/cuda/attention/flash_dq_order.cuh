@@ -1,6 +1,7 @@
-// The fixed order in which key blocks add into a dQ tile in the deterministic backward with dropout
-// (kOrderedDq of flash_bwd_kernel.cuh and flash_bwd_wide_kernel.cuh): descending key blocks, each
-// waiting on a per-(query tile, warp) counter until every non-empty block above it has added.
+// The fixed order in which key blocks add into a dQ tile in the ordered deterministic backward:
+// descending key blocks in flash_bwd_kernel.cuh and flash_bwd_wide_kernel.cuh (kOrderedDq, with
+// dropout), each waiting on a per-(query tile, warp) counter until every non-empty block above it has
+// added; ascending ones in the warp-specialised backward (kOrdered), a counter per query tile.
 #pragma once
 
 #include "ops/attention_params.h"
@@ -14,10 +15,25 @@ __device__ __forceinline__ bool dq_blocks_above_closed_form(const AttentionParam
   return p.block_size == 0 && (!kDocMask || p.doc_start == nullptr);
 }
 
+// The key blocks in [lo, hi) whose tile with query rows [m0, m1) of batch b is non-empty, counted by
+// a whole warp (32 key blocks a step, with a ballot).
+template <bool kDocMask>
+__device__ __forceinline__ int dq_live_blocks(const AttentionParams& p, int b, int m0, int m1, int lo, int hi,
+                                              int block_n, int lane) {
+  int count = 0;
+  for (int base = lo; base < hi; base += 32) {
+    const int nb = base + lane;
+    const int n0 = nb * block_n, n1 = min(n0 + block_n, p.T);
+    const bool live = nb < hi && attention_tile_kind<kDocMask>(p, b, m0, m1, n0, n1) != kTileEmpty;
+    count += __popc(__ballot_sync(0xffffffffu, live));
+  }
+  return count;
+}
+
 // The number of key blocks above n_block whose tile with query rows [m0, m1) of batch b is
 // non-empty: how many adds into that dQ tile precede this block's in the deterministic
-// (descending) order. Called by a whole warp (the block-sparse and document masks count 32 key
-// blocks per step with a ballot).
+// (descending) order. Called by a whole warp (the block-sparse and document masks count with
+// dq_live_blocks).
 template <bool kDocMask>
 __device__ __forceinline__ int dq_blocks_above(const AttentionParams& p, int b, int m0, int m1, int n_block,
                                                int n_blocks, int block_n, int lane) {
@@ -25,14 +41,17 @@ __device__ __forceinline__ int dq_blocks_above(const AttentionParams& p, int b, 
     const int last = p.causal ? min(n_blocks - 1, (m1 - 1) / block_n) : n_blocks - 1;
     return max(0, last - n_block);
   }
-  int count = 0;
-  for (int base = n_block + 1; base < n_blocks; base += 32) {
-    const int nb = base + lane;
-    const int n0 = nb * block_n, n1 = min(n0 + block_n, p.T);
-    const bool live = nb < n_blocks && attention_tile_kind<kDocMask>(p, b, m0, m1, n0, n1) != kTileEmpty;
-    count += __popc(__ballot_sync(0xffffffffu, live));
-  }
-  return count;
+  return dq_live_blocks<kDocMask>(p, b, m0, m1, n_block + 1, n_blocks, block_n, lane);
+}
+
+// The same count below n_block, for the ascending order of the warp-specialised backward's ordered
+// dQ (flash_bwd_ws_kernel.cuh). Dense or causal, every block below a block that sees the tile sees
+// it too: n_block of them.
+template <bool kDocMask>
+__device__ __forceinline__ int dq_blocks_below(const AttentionParams& p, int b, int m0, int m1, int n_block,
+                                               int block_n, int lane) {
+  if (dq_blocks_above_closed_form<kDocMask>(p)) return n_block;
+  return dq_live_blocks<kDocMask>(p, b, m0, m1, 0, n_block, block_n, lane);
 }
 
 }  // namespace ft::cuda::flash

@@ -14,13 +14,14 @@ void run_flash_fwd(const AttentionParams& p, cudaStream_t stream);
 template <int kHeadDim>
 void run_flash_bwd(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode);
 // The warp-specialised Hopper backward (flash_bwd_ws.cu): whether its threshold and coverage (head
-// dim, no document mask) admit the call; whether it has the fixed-point dQ at a head dim (its int64
-// staging fits in shared memory); whether it takes the call (the mode, the GPU and the strides too);
-// and the call.
+// dim, no document mask) admit the call; whether it has the fixed-point or the ordered dQ at a head
+// dim (their staging fits in shared memory); whether it takes the call (the mode, the GPU and the
+// strides too); and the call.
 bool flash_bwd_ws_enabled_for(const AttentionParams& p);
 // Whether it can run the call in some dQ form: enabled_for, and the GPU (sm_90a) and strides (TMA).
 bool flash_bwd_ws_runs_here(const AttentionParams& p);
 bool flash_bwd_ws_has_fixed_point_dq(int head_dim);
+bool flash_bwd_ws_has_ordered_dq(int head_dim);
 bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mode);
 void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode);
 // The warp-specialised Hopper forward (flash_fwd_ws.cu): whether it takes the call (its threshold,

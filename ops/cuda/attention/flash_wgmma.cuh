@@ -84,6 +84,11 @@ __device__ __forceinline__ void wgmma_wait() {
 __device__ __forceinline__ void fence_proxy_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
+// The same between the async proxy's global writes (bulk reduce-adds) and generic-proxy accesses
+// that order them for other CTAs (the ordered dQ's counters).
+__device__ __forceinline__ void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
 // Keeps the compiler from moving reads or writes of an accumulator across an asynchronous wgmma
 // (it cannot see that the tensor cores write the register later), and pins the computation of A
 // fragments before the wgmma.fence that opens their products: ptxas serialises all wgmmas of a
