@@ -2,8 +2,6 @@
 // launch (the same preprocess and dQ conversion as the other backwards around it, or, in the
 // deterministic kStoredDs form, the dQ product from the stored dS after it: flash_ds_store.cuh). Its
 // own translation unit, so the kernel does not lengthen the per-head-dim builds.
-#include <cstdlib>
-
 #include "ops/cuda/attention/flash_bwd_ds_dq_kernel.cuh"
 #include "ops/cuda/attention/flash_bwd_ws_kernel.cuh"
 #include "ops/cuda/attention/flash_launch.cuh"
@@ -73,8 +71,7 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore)
     check_register_split<Kt, kernel>("backward");  // flash_launch_common.h
     const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;
     kernel<<<grid, Kt::kNThreads, smem, stream>>>(maps, p, heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens),
-                                                  dq_semaphore,
-                                                  std::getenv("FLASHTRAIN_EXP_WS") ? std::atoi(std::getenv("FLASHTRAIN_EXP_WS")) : 0);
+                                                  dq_semaphore);
     CUDA_CHECK_LAUNCH();
     if constexpr (kStoreDs) {
       using Dt = FlashDsDqTraits<kHeadDim>;

@@ -120,7 +120,7 @@ struct FlashBwdWsTraits {
   // overlaps the next one's. H200, session 28, bwd ms, two / four senders (four polled the counter
   // before the sums were in): D = 64 T = 4096 p = 0 1.597 / 1.679, T = 16384 5.526 / 5.893; level at
   // T = 1024 and with dropout.
-  static constexpr int kOrderedStaging = 4;  // experiment: FLASHTRAIN_EXP_WS bit 16 uses two
+  static constexpr int kOrderedStaging = 2;
   // kv_full, q_full[kStages], q_empty[kStages], then dq_half[2], dq_full[4], dq_empty[4],
   // staged[kOrderedStaging], staging_free[kOrderedStaging]; after them kOrdered's ints (sBefore).
   static constexpr int kNumBars = 1 + 2 * kStages + 2 + 4 + 4 + 2 * kOrderedStaging;
@@ -180,7 +180,7 @@ struct FlashBwdWsTraits {
 template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq>
 __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group,
-                        int* dq_semaphore, int exp) {
+                        int* dq_semaphore) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Kt = FlashBwdWsTraits<kHeadDim>;
   using DqForm = typename Kt::DqForm;
@@ -231,33 +231,15 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   // The query tiles in the order every role of the CTA visits them: ascending, or (kOrderDq)
   // descending, so that key block n reaches each tile about when block n - 1, launched before it,
   // adds there (the header's kOrdered note).
-  // Experiment (session 28, FLASHTRAIN_EXP_WS bits): 1 poll the counter before the sums are in (the
-  // closed form), 2 relaxed polling and one fence.acq_rel.gpu, 4 the downward walk in every form,
-  // 8 __nanosleep(32) between polls, 16 two senders instead of four, 32 no counter (unordered), 64
-  // wait for the bulk add's read only.
-  const bool kDesc = kOrderDq || (exp & 4);
-  const int nstage = (exp & 16) ? 2 : Kt::kOrderedStaging;
   auto first_tile = [&] {
-    if (kDesc) return blk.prev_query_tile(p, m_blocks - 1);
+    if constexpr (kOrderDq) return blk.prev_query_tile(p, m_blocks - 1);
     return blk.next_query_tile(p, blk.m_begin);
   };
   auto next_tile = [&](int m) {
-    if (kDesc) return blk.prev_query_tile(p, m - 1);
+    if constexpr (kOrderDq) return blk.prev_query_tile(p, m - 1);
     return blk.next_query_tile(p, m + 1);
   };
-  auto tile_left = [&](int m) { return kDesc ? m >= blk.m_begin : m < m_blocks; };
-  auto spin = [&](int* counter, int before) {
-    if (exp & 2) {
-      while (ld_relaxed_gpu(counter) != before) {
-        if (exp & 8) __nanosleep(32);
-      }
-      asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
-    } else {
-      while (ld_acquire_gpu(counter) != before) {
-        if (exp & 8) __nanosleep(32);
-      }
-    }
-  };
+  auto tile_left = [&](int m) { return kOrderDq ? m >= blk.m_begin : m < m_blocks; };
 
   if (tid == 0) {
     mbarrier_init(kv_full, 1);
@@ -375,23 +357,23 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       // tile's; the summers never wait for the counters. (Polling the counter before the sums were
       // in, or with relaxed loads and one fence after, measured slower: bench/attention/NOTES.md.)
       if (warp == 1) {
-        if (lane < nstage) {
+        if (lane < kOrderedStaging) {
           float* dq_tiles = p.dq_accum + bh * DqLayout::rows(T) * D;
           int it = 0;
           for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
-            if (it % nstage != lane) continue;
+            if (it % kOrderedStaging != lane) continue;
             int* counter = dq_semaphore + static_cast<int64_t>(bh) * m_blocks + m;
-            const bool closed = dq_blocks_above_closed_form<false>(p) && (exp & 1);
-            if (closed) spin(counter, blk.n_block);  // dq_blocks_below's closed form
-            mbarrier_wait(&staged[lane], (it / nstage) & 1, "staged (dQ sender), tile", m);
-            if (!closed && !(exp & 32)) spin(counter, sBefore[lane]);
+            mbarrier_wait(&staged[lane], (it / kOrderedStaging) & 1, "staged (dQ sender), tile", m);
+            const int before = sBefore[lane];  // the count to wait for, put beside the sums
+            while (ld_acquire_gpu(counter) != before) {
+            }
             fence_proxy_async_global();  // the adds below come after those the counter shows
             bulk_reduce_add_f32(dq_tiles + static_cast<int64_t>(m) * BM * D,
                                 smem + Kt::kOffStaging + lane * Kt::kDqBytesF32, Kt::kDqBytesF32);
             bulk_commit();
-            if (exp & 64) bulk_wait_read<0>(); else bulk_wait<0>();  // this CTA's adds are done ...
+            bulk_wait<0>();              // this CTA's adds are done in global memory ...
             fence_proxy_async_global();  // ... and ordered before the count that releases them
-            if (!(exp & 32)) red_release_gpu_add(counter, 1);
+            red_release_gpu_add(counter, 1);
             mbarrier_arrive(&staging_free[lane]);
           }
         }
@@ -399,12 +381,12 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         const int sw = warp - 2;  // summer warp 0, 1
         int it = 0;
         for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
-          const int s = it % nstage, i0 = dq_buffer(it, 0), i1 = dq_buffer(it, 1);
+          const int s = it % kOrderedStaging, i0 = dq_buffer(it, 0), i1 = dq_buffer(it, 1);
           const uint32_t phase = dq_uses(it) & 1;
           // The adds that come first (a ballot where the mask is block-sparse), for the sender.
           int before = 0;
           if (sw == 0) before = dq_blocks_below<false>(p, b, m * BM, min(m * BM + BM, T), blk.n_block, BN, lane);
-          mbarrier_wait(&staging_free[s], ((it / nstage) & 1) ^ 1, "staging_free (dQ summer), tile", m);
+          mbarrier_wait(&staging_free[s], ((it / kOrderedStaging) & 1) ^ 1, "staging_free (dQ summer), tile", m);
           mbarrier_wait(&dq_full[i0], phase, "dq_full (dQ summer, consumer 0), tile", m);
           mbarrier_wait(&dq_full[i1], phase, "dq_full (dQ summer, consumer 1), tile", m);
           const float4* part0 = reinterpret_cast<const float4*>(sDq + i0 * Kt::kDqBytesF32);
