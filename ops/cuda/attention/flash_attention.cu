@@ -121,6 +121,13 @@ bool flash_stored_ds_dq(const AttentionParams& p) {
   return p.D == 128 && flash_attention_backward_workspace(p).ds_floats * 4 <= kStoredDsMaxBytes;
 }
 
+namespace {
+// Whether the warp-specialised backward takes p and has the ordered dQ at its head dim (D = 64).
+bool ws_ordered_dq_runs(const AttentionParams& p) {
+  return flash::flash_bwd_ws_runs_here(p) && flash::flash_bwd_ws_has_ordered_dq(p.D);
+}
+}  // namespace
+
 bool flash_fixed_point_dq(const AttentionParams& p) {
   switch (flash_deterministic_dq()) {
     case FlashDeterministicDq::kFixedPoint: return true;
@@ -139,7 +146,7 @@ bool flash_fixed_point_dq(const AttentionParams& p) {
   // bwd ms, fixed point / ordered / atomic (not deterministic): p = 0 T = 1024 0.646 / 0.605 / 0.544,
   // T = 4096 1.717 / 1.612 / 1.429, T = 16384 5.926 / 5.731 / 5.334; p = 0.1 0.779 / 0.729 / 0.697,
   // 2.102 / 2.056 / 1.988, 7.330 / 7.273 / 7.094 (bench/results/attention-ordered-dq-h200.md).
-  if (flash::flash_bwd_ws_runs_here(p) && flash::flash_bwd_ws_has_ordered_dq(p.D)) return false;
+  if (ws_ordered_dq_runs(p)) return false;
   if (p.T >= 4096) return true;
   // Where the warp-specialised backward is enabled its deterministic form is the fixed-point one
   // (bulk int64 adds; flash_bwd_ws_kernel.cuh). H100, session 16, bwd ms, ws fixed point / the
@@ -150,8 +157,7 @@ bool flash_fixed_point_dq(const AttentionParams& p) {
 }
 
 bool flash_ws_ordered_dq(const AttentionParams& p) {
-  return !flash_stored_ds_dq(p) && !flash_fixed_point_dq(p) && flash::flash_bwd_ws_runs_here(p) &&
-         flash::flash_bwd_ws_has_ordered_dq(p.D);
+  return !flash_stored_ds_dq(p) && !flash_fixed_point_dq(p) && ws_ordered_dq_runs(p);
 }
 
 // FLASHTRAIN_FLASH_BWD_WS_MIN_T (read once) moves the default, so that a training run can take the

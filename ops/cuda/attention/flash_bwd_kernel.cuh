@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
   const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, n1 = blk.n1, m_blocks = blk.m_blocks;
   const int n_blocks = blk.n_blocks, n_block = blk.n_block;
-  float* dq_accum = p.dq_accum + bh * DqLayout::rows(T) * D;
+  float* dq_accum = dq_head_floats<D>(p.dq_accum, bh, T);
   // The atomic backward (not kOrderedDq) keeps a pointer to this warp's dQ chunks of query tile 0
   // (flash_dq_accum.cuh): those of tile m are m * kDqTileChunks further, dj * 32 apart, so a tile's
   // adds cost one 64-bit multiply-add and take immediate offsets (from chunk() per add, the
@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
     if constexpr (kOrderedDq) {
       if (lane == 0) {
         if (pending_release != nullptr) red_release_gpu_add(pending_release, 1);
-        if (dq_blocks_above_closed_form<kDocMask>(p) &&
+        if (dq_blocks_closed_form<kDocMask>(p) &&
             peek != dq_blocks_above<kDocMask>(p, b, m0, m1, n_block, n_blocks, BN, 0))
           peek = ld_relaxed_gpu(dq_sem(m));
       }

@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
   const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, n1 = blk.n1, m_blocks = blk.m_blocks;
-  float* dq_accum = p.dq_accum + bh * DqLayout::rows(T) * D;
+  float* dq_accum = dq_head_floats<D>(p.dq_accum, bh, T);
   unsigned long long* const dq_fixed = dq_fixed_words<D>(p.dq_accum, bh, T);
   DqFixedAdder fixed_adder(blk.n_blocks);
   auto load_q_tile = [&](int m, int stage) {

@@ -207,6 +207,19 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   // The dQ buffer of tile `it` for consumer c, and how many tiles used it before (its phase).
   auto dq_buffer = [](int it, int c) { return kSumDq ? it % kDqBuffers : c * kDqBuffers + it % kDqBuffers; };
   auto dq_uses = [](int it) { return it / kDqBuffers; };
+  // kConverted, kOrdered: a producer summer's share of tile it's sum of the two consumers' fp32
+  // partials (x + y = y + x: the bits do not depend on which came first). Summer warp `sw` of
+  // `summer_warps` takes chunk groups g = sw, sw + summer_warps, ... (chunks 32 g .. + 31 of the
+  // tile, floats 128 g ..) and hands this lane's float4 of each sum to store(g, sum).
+  auto sum_dq_partials = [&](int it, int sw, int summer_warps, int lane, auto store) {
+    const float4* part0 = reinterpret_cast<const float4*>(sDq + dq_buffer(it, 0) * Kt::kDqBytesF32);
+    const float4* part1 = reinterpret_cast<const float4*>(sDq + dq_buffer(it, 1) * Kt::kDqBytesF32);
+#pragma unroll 4
+    for (int g = sw; g < Kt::kBlockM * Kt::kHeadDim / 128; g += summer_warps) {
+      const float4 x = part0[32 * g + lane], y = part1[32 * g + lane];
+      store(g, make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w));
+    }
+  };
   float* sLse = reinterpret_cast<float*>(smem + Kt::off_rows(kForm));  // kStages x BM, log2 units
   float* sDsum = sLse + kStages * BM;                                        // kStages x BM
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Kt::off_bars(kForm));
@@ -303,10 +316,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         }
       }
     } else if constexpr (kConvertDq) {
-      // dQ converter, warps 1-3: per tile, once both consumers' fp32 partials are in, the sum of each
-      // element (a + b = b + a: the bits do not depend on which came first) as int64 fixed point into
-      // a staging buffer, which thread 32 sends with one bulk reduce-add. In the summed form consumer
-      // 1 did this work on its own path (bench/attention/NOTES.md, session 18).
+      // dQ converter, warps 1-3: per tile, once both consumers' fp32 partials are in, their sums
+      // (sum_dq_partials) as int64 fixed point into a staging buffer, which thread 32 sends with one
+      // bulk reduce-add. In the summed form consumer 1 did this work on its own path
+      // (bench/attention/NOTES.md, session 18).
       const int ct = tid - 32, cw = ct / 32;  // converter thread 0..95, warp 0..2
       constexpr int kBarConvert = 3;          // named barriers 1, 2: the consumers'
       unsigned long long* words = dq_fixed_words<D>(p.dq_accum, bh, T);
@@ -315,8 +328,6 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
         const int i0 = dq_buffer(it, 0), i1 = dq_buffer(it, 1);
         const uint32_t phase = dq_uses(it) & 1;
-        const float4* part0 = reinterpret_cast<const float4*>(sDq + i0 * Kt::kDqBytesF32);
-        const float4* part1 = reinterpret_cast<const float4*>(sDq + i1 * Kt::kDqBytesF32);
         auto* stage_words =
             reinterpret_cast<unsigned long long*>(smem + Kt::kOffStaging + (it % Kt::kStagingBuffers) * Kt::kDqBytesFixed);
         // The staging buffer is free once the bulk add that last read it has (the newer one may
@@ -325,14 +336,12 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         mbarrier_wait(&dq_full[i0], phase, "dq_full (dQ converter, consumer 0), tile", m);
         mbarrier_wait(&dq_full[i1], phase, "dq_full (dQ converter, consumer 1), tile", m);
         named_barrier_sync(kBarConvert, kConverters);  // thread 0's bulk_wait_read covers them all
-        // Group g: chunks 32 g .. + 31 of the tile (floats 128 g ..), as words 128 g + lane + 32 e.
-#pragma unroll 4
-        for (int g = cw; g < Kt::kBlockM * D / 128; g += kConverters / 32) {
-          const float4 a = part0[32 * g + lane], b = part1[32 * g + lane];
-          const float v[4] = {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w};
+        // Group g's sums as words 128 g + lane + 32 e.
+        sum_dq_partials(it, cw, kConverters / 32, lane, [&](int g, float4 sum) {
+          const float v[4] = {sum.x, sum.y, sum.z, sum.w};
 #pragma unroll
           for (int e = 0; e < 4; ++e) stage_words[128 * g + lane + 32 * e] = fixed.to_word(v[e]);
-        }
+        });
         // This thread's part of both partials is read (each thread arrives for its own reads, which
         // racecheck follows; one arrival after the barrier below is as correct, but it reported
         // write-after-read hazards there).
@@ -358,7 +367,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       // in, or with relaxed loads and one fence after, measured slower: bench/attention/NOTES.md.)
       if (warp == 1) {
         if (lane < kOrderedStaging) {
-          float* dq_tiles = p.dq_accum + bh * DqLayout::rows(T) * D;
+          float* dq_tiles = dq_head_floats<D>(p.dq_accum, bh, T);
           int it = 0;
           for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
             if (it % kOrderedStaging != lane) continue;
@@ -389,14 +398,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
           mbarrier_wait(&staging_free[s], ((it / kOrderedStaging) & 1) ^ 1, "staging_free (dQ summer), tile", m);
           mbarrier_wait(&dq_full[i0], phase, "dq_full (dQ summer, consumer 0), tile", m);
           mbarrier_wait(&dq_full[i1], phase, "dq_full (dQ summer, consumer 1), tile", m);
-          const float4* part0 = reinterpret_cast<const float4*>(sDq + i0 * Kt::kDqBytesF32);
-          const float4* part1 = reinterpret_cast<const float4*>(sDq + i1 * Kt::kDqBytesF32);
           float4* sums = reinterpret_cast<float4*>(smem + Kt::kOffStaging + s * Kt::kDqBytesF32);
-#pragma unroll 4
-          for (int g = sw; g < BM * D / 128; g += kOrderedSummers / 32) {  // chunks 32 g .. + 31
-            const float4 x = part0[32 * g + lane], y = part1[32 * g + lane];
-            sums[32 * g + lane] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);  // x + y = y + x
-          }
+          sum_dq_partials(it, sw, kOrderedSummers / 32, lane, [&](int g, float4 sum) { sums[32 * g + lane] = sum; });
           if (sw == 0 && lane == 0) sBefore[s] = before;
           mbarrier_arrive(&dq_empty[i0]);  // this thread's part of both partials is read
           mbarrier_arrive(&dq_empty[i1]);
@@ -417,7 +420,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
           if constexpr (kFixedDq) {
             bulk_reduce_add_u64(dq_fixed_words<D>(p.dq_accum, bh, T) + tile_floats, src, Kt::kDqBytesFixed);
           } else {
-            bulk_reduce_add_f32(p.dq_accum + bh * DqLayout::rows(T) * D + tile_floats, src, Kt::kDqBytesF32);
+            bulk_reduce_add_f32(dq_head_floats<D>(p.dq_accum, bh, T) + tile_floats, src, Kt::kDqBytesF32);
           }
           bulk_commit();
           bulk_wait_read<0>();  // the buffer may be overwritten once read

@@ -99,6 +99,11 @@ struct DqFixedAdder {
   }
 };
 
+// The fp32 accumulator of batch * head `bh` (its DqAccumLayout chunks start here).
+template <int kHeadDim>
+__device__ inline float* dq_head_floats(float* dq_accum, int64_t bh, int T) {
+  return dq_accum + bh * dq_accum_rows(T) * kHeadDim;
+}
 // The fixed-point words of batch * head `bh`, and its overflow flag.
 template <int kHeadDim>
 __device__ inline unsigned long long* dq_fixed_words(float* dq_accum, int64_t bh, int T) {

@@ -8,10 +8,11 @@
 
 namespace ft::cuda::flash {
 
-// Whether dq_blocks_above has a closed form (dense or causal), so one lane may call it alone.
+// Whether dq_blocks_above and dq_blocks_below have a closed form (dense or causal), so one lane may
+// call them alone.
 // kDocMask: attention_params.h.
 template <bool kDocMask>
-__device__ __forceinline__ bool dq_blocks_above_closed_form(const AttentionParams& p) {
+__device__ __forceinline__ bool dq_blocks_closed_form(const AttentionParams& p) {
   return p.block_size == 0 && (!kDocMask || p.doc_start == nullptr);
 }
 
@@ -37,7 +38,7 @@ __device__ __forceinline__ int dq_live_blocks(const AttentionParams& p, int b, i
 template <bool kDocMask>
 __device__ __forceinline__ int dq_blocks_above(const AttentionParams& p, int b, int m0, int m1, int n_block,
                                                int n_blocks, int block_n, int lane) {
-  if (dq_blocks_above_closed_form<kDocMask>(p)) {
+  if (dq_blocks_closed_form<kDocMask>(p)) {
     const int last = p.causal ? min(n_blocks - 1, (m1 - 1) / block_n) : n_blocks - 1;
     return max(0, last - n_block);
   }
@@ -50,7 +51,7 @@ __device__ __forceinline__ int dq_blocks_above(const AttentionParams& p, int b, 
 template <bool kDocMask>
 __device__ __forceinline__ int dq_blocks_below(const AttentionParams& p, int b, int m0, int m1, int n_block,
                                                int block_n, int lane) {
-  if (dq_blocks_above_closed_form<kDocMask>(p)) return n_block;
+  if (dq_blocks_closed_form<kDocMask>(p)) return n_block;
   return dq_live_blocks<kDocMask>(p, b, m0, m1, 0, n_block, block_n, lane);
 }
 
