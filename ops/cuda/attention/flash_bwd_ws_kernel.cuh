@@ -127,9 +127,9 @@ struct FlashBwdWsTraits {
   // T = 1024 and with dropout.
   static constexpr int kOrderedStaging = 2;
   // kv_full, q_full[kStages], q_empty[kStages], then dq_half[2], dq_full[4], dq_empty[4],
-  // staged[kOrderedStaging], staging_free[kOrderedStaging], so_far_full; after them kOrdered's ints
-  // (sBefore).
-  static constexpr int kNumBars = 1 + 2 * kStages + 2 + 4 + 4 + 2 * kOrderedStaging + 1;
+  // staged[kOrderedStaging], staging_free[kOrderedStaging], so_far_full[2], so_far_free[2]; after
+  // them kOrdered's ints (sBefore).
+  static constexpr int kNumBars = 1 + 2 * kStages + 2 + 4 + 4 + 2 * kOrderedStaging + 4;
   static constexpr int kRowsAndBarsBytes = 2 * kStages * kBlockM * 4 /* lse, D */ + kNumBars * 8 + kOrderedStaging * 4;
   // How dQ leaves the consumers:
   //   kF32        fp32: one buffer per consumer, one bulk add each (not deterministic);
@@ -156,7 +156,7 @@ struct FlashBwdWsTraits {
   static constexpr int smem_with(DqForm f, int buffers) {
     const int dq = f == DqForm::kF32         ? 2 * kDqBytesF32
                    : f == DqForm::kConverted ? 4 * kDqBytesF32 + kStagingBuffers * kDqBytesFixed
-                   : f == DqForm::kOrdered   ? 4 * kDqBytesF32 + (kOrderedStaging + 1) * kDqBytesF32
+                   : f == DqForm::kOrdered   ? 4 * kDqBytesF32 + (kOrderedStaging + 2) * kDqBytesF32
                    : f == DqForm::kStoredDs  ? kDsBytes
                                              : buffers * kDqBytesFixed;
     return 1024 /* alignment */ + kOffDq + dq + kRowsAndBarsBytes;
@@ -171,7 +171,8 @@ struct FlashBwdWsTraits {
   static constexpr int smem_bytes(DqForm f) { return smem_with(f, dq_buffers(f)); }
   static constexpr bool fits(DqForm f) { return smem_bytes(f) <= kSmemLimit; }
   static constexpr int kOffStaging = kOffDq + 4 * kDqBytesF32;  // kConverted, kOrdered
-  // kOrdered: where a tile's last key block loads the sum of the blocks below (ws_last_block_writes_dq).
+  // kOrdered: two buffers where a tile's last key block loads the sum of the blocks below
+  // (ws_last_block_writes_dq).
   static constexpr int kOffSoFar = kOffStaging + kOrderedStaging * kDqBytesF32;
   static constexpr int off_rows(DqForm f) { return smem_bytes(f) - 1024 - kRowsAndBarsBytes; }  // lse, D
   static constexpr int off_bars(DqForm f) { return off_rows(f) + 2 * kStages * kBlockM * 4; }
@@ -240,8 +241,9 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   constexpr int kOrderedStaging = Kt::kOrderedStaging;
   uint64_t* staged = dq_empty + 4;                       // kOrdered, by staging buffer: it holds a tile's sums
   uint64_t* staging_free = staged + kOrderedStaging;     // kOrdered, by staging buffer: its sender is done
-  uint64_t* so_far_full = staging_free + kOrderedStaging;  // kOrdered: the blocks below's sum has landed
-  int* sBefore = reinterpret_cast<int*>(so_far_full + 1);  // kOrdered: the adds before its tile's
+  uint64_t* so_far_full = staging_free + kOrderedStaging;  // kOrdered, [2]: the blocks below's sum has landed
+  uint64_t* so_far_free = so_far_full + 2;                 // kOrdered, [2]: the summers have read it
+  int* sBefore = reinterpret_cast<int*>(so_far_free + 2);  // kOrdered: the adds before its tile's
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = tid / 128;
   const int T = p.T;
@@ -279,7 +281,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       mbarrier_init(&staged[s], kOrderedSummers);
       mbarrier_init(&staging_free[s], 1);  // its sender
     }
-    if (kOrderDq) mbarrier_init(so_far_full, 1);  // the summer that loads (its arrival carries the bytes)
+    for (int s = 0; s < (kOrderDq ? 2 : 0); ++s) {
+      mbarrier_init(&so_far_full[s], 1);  // the sender that loads it (its arrival carries the bytes)
+      mbarrier_init(&so_far_free[s], kOrderedSummers);
+    }
     fence_mbarrier_init();
   }
   __syncthreads();  // the last CTA-wide barrier: from here on the roles only meet at mbarriers
@@ -407,6 +412,25 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
             red_release_gpu_add(counter, 1);
             mbarrier_arrive(&staging_free[lane]);
           }
+          // Then the tiles this block is the last for (below): sender L loads the blocks below's sum
+          // of every other one into buffer L, as soon as the counter shows them all, so that the load
+          // runs under the consumers' last tiles.
+          if (blk.n_block > 0) {
+            int written = 0;
+            for (int m = first_tile(); tile_left(m); m = next_tile(m)) {
+              if (staged_tile(m)) continue;
+              const int w = written++;
+              if (w % 2 != lane) continue;
+              mbarrier_wait(&so_far_free[lane], ((w / 2) & 1) ^ 1, "so_far_free (dQ sender), tile", m);
+              const int* counter = dq_semaphore + static_cast<int64_t>(bh) * m_blocks + m;
+              while (ld_acquire_gpu(counter) != blk.n_block) {
+              }
+              fence_proxy_async_global();  // the load below comes after the adds the counter shows
+              mbarrier_arrive_expect_tx(&so_far_full[lane], Kt::kDqBytesF32);
+              bulk_load(smem + Kt::kOffSoFar + lane * Kt::kDqBytesF32, dq_tiles + static_cast<int64_t>(m) * BM * D,
+                        Kt::kDqBytesF32, &so_far_full[lane]);
+            }
+          }
         }
       } else {
         const int sw = warp - 2;  // summer warp 0, 1
@@ -430,24 +454,15 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         }
         // The tiles this block is the last for: dQ = softmax_scale * (the sum of the n_block blocks
         // below + ours), rounded to the input dtype as the conversion kernel rounds it. The blocks
-        // below's sum comes into shared memory with one bulk load once the counter shows them all.
-        constexpr int kBarSummers = 3;  // named barriers 1, 2: the consumers'
+        // below's sum is in so-far buffer w % 2 (the senders load it).
         const bool below = blk.n_block > 0;
         uint16_t* dq_rows = static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride + h * p.dq_head_stride;
-        const float4* so_far = reinterpret_cast<const float4*>(smem + Kt::kOffSoFar);
-        for (int written = 0; tile_left(m); m = next_tile(m), ++it, ++written) {
+        for (int w = 0; tile_left(m); m = next_tile(m), ++it, ++w) {
           const int i0 = dq_buffer(it, 0), i1 = dq_buffer(it, 1);
-          if (below && sw == 0 && lane == 0) {
-            const int* counter = dq_semaphore + static_cast<int64_t>(bh) * m_blocks + m;
-            while (ld_acquire_gpu(counter) != blk.n_block) {
-            }
-            fence_proxy_async_global();  // the load below comes after the adds the counter shows
-            mbarrier_arrive_expect_tx(so_far_full, Kt::kDqBytesF32);
-            bulk_load(smem + Kt::kOffSoFar, dq_tiles + static_cast<int64_t>(m) * BM * D, Kt::kDqBytesF32, so_far_full);
-          }
+          const float4* so_far = reinterpret_cast<const float4*>(smem + Kt::kOffSoFar + (w % 2) * Kt::kDqBytesF32);
           mbarrier_wait(&dq_full[i0], dq_uses(it) & 1, "dq_full (dQ writer, consumer 0), tile", m);
           mbarrier_wait(&dq_full[i1], dq_uses(it) & 1, "dq_full (dQ writer, consumer 1), tile", m);
-          if (below) mbarrier_wait(so_far_full, written & 1, "so_far_full (dQ writer), tile", m);
+          if (below) mbarrier_wait(&so_far_full[w % 2], (w / 2) & 1, "so_far_full (dQ writer), tile", m);
           const float4* part0 = reinterpret_cast<const float4*>(sDq + i0 * Kt::kDqBytesF32);
           const float4* part1 = reinterpret_cast<const float4*>(sDq + i1 * Kt::kDqBytesF32);
           // Chunk 32 g + lane of the tile: rows r, r + 8, columns c, c + 1 (DqAccumLayout).
@@ -466,10 +481,9 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
             if (r + 8 < T)
               *reinterpret_cast<uint32_t*>(dq_rows + (r + 8) * p.dq_row_stride + col) = pack2<kBF16>(v.z * sc, v.w * sc);
           }
-          mbarrier_arrive(&dq_empty[i0]);  // this thread's part of both partials is read
+          mbarrier_arrive(&dq_empty[i0]);  // this thread's part of both partials (and so_far) is read
           mbarrier_arrive(&dq_empty[i1]);
-          // Every summer has read so_far before the next tile's load replaces it.
-          if (below) named_barrier_sync(kBarSummers, kOrderedSummers);
+          if (below) mbarrier_arrive(&so_far_free[w % 2]);
         }
       }
     } else if (!kStoreDs && warp == 1 && lane == 0) {
