@@ -63,9 +63,7 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore)
         kDq == WsDq::kOrdered ? static_cast<int64_t>(p.B) * p.H * ((p.T + Kt::kBlockM - 1) / Kt::kBlockM) : 0;
     if (n_semaphores > 0 && dq_semaphore == nullptr)
       throw Error("[flash_attention] the ordered dQ needs the dq_semaphore workspace");
-    const bool last_block_writes_dq = kDq == WsDq::kOrdered && ws_last_block_writes_dq(p);
-    rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores,
-                                    kStoreDs || last_block_writes_dq ? 0 : rows.accum_to_zero(kFixedDq));
+    rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, kStoreDs ? 0 : rows.accum_to_zero(kFixedDq));
     const FlashBwdTmaMaps maps = make_flash_bwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
     constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kDq>;
     constexpr int smem = Kt::smem_bytes(kForm);
@@ -82,7 +80,7 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore)
       const unsigned dq_grid = static_cast<unsigned>(ds_query_tiles(p.T)) * p.B * p.H;
       dq_kernel<<<dq_grid, Dt::kNThreads, Dt::kSmemBytes, stream>>>(maps, p);
       CUDA_CHECK_LAUNCH();
-    } else if (!last_block_writes_dq) {
+    } else {
       rows.template convert_dq<kBF16, kFixedDq>(p, stream);
     }
   }

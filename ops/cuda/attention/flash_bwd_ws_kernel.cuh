@@ -21,8 +21,7 @@
 //             for both partials, sum them, convert the sums to int64 into a staging buffer and send
 //             it with one bulk reduce-add; the ordered dQ's kOrdered form (D = 64): warps 2, 3 sum
 //             into fp32 staging buffers and lanes 0, 1 of warp 1 send the sums in key-block order
-//             (below), or warps 2, 3 write the tile's dQ where this is its last key block;
-//             otherwise warp 1 sends kSummed's sums and warps 2, 3 exit.
+//             (below); otherwise warp 1 sends kSummed's sums and warps 2, 3 exit.
 //   warpgroups 1 and 2, the consumers c = 0, 1 (setmaxnreg up to kConsumerRegs): keys
 //     n0 + 64 c .. + 63; per query tile, on wgmma (m64 n64 k16; D = 128: S^T and dP^T take eight k
 //     steps over two 64-column panels, the D-wide products one n64 per panel):
@@ -58,11 +57,7 @@
 // it too). And in this form every CTA walks its query tiles downwards from the last, so blocks n - 1
 // and n reach a tile at the same step of their walks (upwards, n - 1 would get there two tiles after
 // n). dK and dV are then summed in the other order, so their bits differ from the other forms' by
-// rounding. Dense or causal (ws_last_block_writes_dq, flash_dq_order.cuh), key block 0 stores where
-// the others add, and a tile's last key block writes its dQ in the input dtype: its summers wait for
-// the counter, add the sum so far to their own and round it, the arithmetic of the conversion kernel.
-// So dq_accum is neither zeroed nor converted (two passes over it, about 11% of the T = 1024
-// backward; bench/attention/NOTES.md, session 29).
+// rounding.
 // Not covered yet (the launcher sends these calls to the other kernels): the document mask, D = 256,
 // strides TMA cannot describe, the ordered dQ at D = 128 (its buffers do not fit). D = 128 with
 // dropout compiles with 32-38 bytes of spill (atomic, fixed point; ptxas, session 28: 40-50 before
@@ -127,9 +122,8 @@ struct FlashBwdWsTraits {
   // T = 1024 and with dropout.
   static constexpr int kOrderedStaging = 2;
   // kv_full, q_full[kStages], q_empty[kStages], then dq_half[2], dq_full[4], dq_empty[4],
-  // staged[kOrderedStaging], staging_free[kOrderedStaging], so_far_full[2], so_far_free[2]; after
-  // them kOrdered's ints (sBefore).
-  static constexpr int kNumBars = 1 + 2 * kStages + 2 + 4 + 4 + 2 * kOrderedStaging + 4;
+  // staged[kOrderedStaging], staging_free[kOrderedStaging]; after them kOrdered's ints (sBefore).
+  static constexpr int kNumBars = 1 + 2 * kStages + 2 + 4 + 4 + 2 * kOrderedStaging;
   static constexpr int kRowsAndBarsBytes = 2 * kStages * kBlockM * 4 /* lse, D */ + kNumBars * 8 + kOrderedStaging * 4;
   // How dQ leaves the consumers:
   //   kF32        fp32: one buffer per consumer, one bulk add each (not deterministic);
@@ -156,7 +150,7 @@ struct FlashBwdWsTraits {
   static constexpr int smem_with(DqForm f, int buffers) {
     const int dq = f == DqForm::kF32         ? 2 * kDqBytesF32
                    : f == DqForm::kConverted ? 4 * kDqBytesF32 + kStagingBuffers * kDqBytesFixed
-                   : f == DqForm::kOrdered   ? 4 * kDqBytesF32 + (kOrderedStaging + 2) * kDqBytesF32
+                   : f == DqForm::kOrdered   ? 4 * kDqBytesF32 + kOrderedStaging * kDqBytesF32
                    : f == DqForm::kStoredDs  ? kDsBytes
                                              : buffers * kDqBytesFixed;
     return 1024 /* alignment */ + kOffDq + dq + kRowsAndBarsBytes;
@@ -171,9 +165,6 @@ struct FlashBwdWsTraits {
   static constexpr int smem_bytes(DqForm f) { return smem_with(f, dq_buffers(f)); }
   static constexpr bool fits(DqForm f) { return smem_bytes(f) <= kSmemLimit; }
   static constexpr int kOffStaging = kOffDq + 4 * kDqBytesF32;  // kConverted, kOrdered
-  // kOrdered: two buffers where a tile's last key block loads the sum of the blocks below
-  // (ws_last_block_writes_dq).
-  static constexpr int kOffSoFar = kOffStaging + kOrderedStaging * kDqBytesF32;
   static constexpr int off_rows(DqForm f) { return smem_bytes(f) - 1024 - kRowsAndBarsBytes; }  // lse, D
   static constexpr int off_bars(DqForm f) { return off_rows(f) + 2 * kStages * kBlockM * 4; }
   template <WsDq kDq, bool kDropout>
@@ -241,9 +232,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   constexpr int kOrderedStaging = Kt::kOrderedStaging;
   uint64_t* staged = dq_empty + 4;                       // kOrdered, by staging buffer: it holds a tile's sums
   uint64_t* staging_free = staged + kOrderedStaging;     // kOrdered, by staging buffer: its sender is done
-  uint64_t* so_far_full = staging_free + kOrderedStaging;  // kOrdered, [2]: the blocks below's sum has landed
-  uint64_t* so_far_free = so_far_full + 2;                 // kOrdered, [2]: the summers have read it
-  int* sBefore = reinterpret_cast<int*>(so_far_free + 2);  // kOrdered: the adds before its tile's
+  int* sBefore = reinterpret_cast<int*>(staging_free + kOrderedStaging);  // kOrdered: the adds before its tile's
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = tid / 128;
   const int T = p.T;
@@ -280,10 +269,6 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     for (int s = 0; s < (kOrderDq ? kOrderedStaging : 0); ++s) {
       mbarrier_init(&staged[s], kOrderedSummers);
       mbarrier_init(&staging_free[s], 1);  // its sender
-    }
-    for (int s = 0; s < (kOrderDq ? 2 : 0); ++s) {
-      mbarrier_init(&so_far_full[s], 1);  // the sender that loads it (its arrival carries the bytes)
-      mbarrier_init(&so_far_free[s], kOrderedSummers);
     }
     fence_mbarrier_init();
   }
@@ -380,21 +365,11 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       // buffer, so that a tile's round trips to L2 (the counter, then the adds) overlap the next
       // tile's; the summers never wait for the counters. (Polling the counter before the sums were
       // in, or with relaxed loads and one fence after, measured slower: bench/attention/NOTES.md.)
-      // Dense or causal (ws_last_block_writes_dq), block 0 stores its sums instead of adding them, so
-      // dq_accum needs no zeroing, and a tile's last key block writes its dQ (the summers, once the
-      // counter shows every block below) instead of staging a last add for the conversion pass. The
-      // tiles a block is the last for are those with dq_last_block(m) <= n_block, so they end its
-      // (descending) walk: each role takes the staged tiles first, then the summers write the rest.
-      const bool last_writes_dq = ws_last_block_writes_dq(p);
-      auto staged_tile = [&](int m) {
-        return tile_left(m) &&
-               !(last_writes_dq && blk.n_block == dq_last_block(p, min(m * BM + BM, T), blk.n_blocks, BN));
-      };
-      float* dq_tiles = dq_head_floats<D>(p.dq_accum, bh, T);
       if (warp == 1) {
         if (lane < kOrderedStaging) {
+          float* dq_tiles = dq_head_floats<D>(p.dq_accum, bh, T);
           int it = 0;
-          for (int m = first_tile(); staged_tile(m); m = next_tile(m), ++it) {
+          for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
             if (it % kOrderedStaging != lane) continue;
             int* counter = dq_semaphore + static_cast<int64_t>(bh) * m_blocks + m;
             mbarrier_wait(&staged[lane], (it / kOrderedStaging) & 1, "staged (dQ sender), tile", m);
@@ -402,40 +377,19 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
             while (ld_acquire_gpu(counter) != before) {
             }
             fence_proxy_async_global();  // the adds below come after those the counter shows
-            float* dst = dq_tiles + static_cast<int64_t>(m) * BM * D;
-            const uint8_t* sums = smem + Kt::kOffStaging + lane * Kt::kDqBytesF32;
-            if (last_writes_dq && blk.n_block == 0) bulk_store(dst, sums, Kt::kDqBytesF32);
-            else bulk_reduce_add_f32(dst, sums, Kt::kDqBytesF32);
+            bulk_reduce_add_f32(dq_tiles + static_cast<int64_t>(m) * BM * D,
+                                smem + Kt::kOffStaging + lane * Kt::kDqBytesF32, Kt::kDqBytesF32);
             bulk_commit();
             bulk_wait<0>();              // this CTA's adds are done in global memory ...
             fence_proxy_async_global();  // ... and ordered before the count that releases them
             red_release_gpu_add(counter, 1);
             mbarrier_arrive(&staging_free[lane]);
           }
-          // Then the tiles this block is the last for (below): sender L loads the blocks below's sum
-          // of every other one into buffer L, as soon as the counter shows them all, so that the load
-          // runs under the consumers' last tiles.
-          if (blk.n_block > 0) {
-            int written = 0;
-            for (int m = first_tile(); tile_left(m); m = next_tile(m)) {
-              if (staged_tile(m)) continue;
-              const int w = written++;
-              if (w % 2 != lane) continue;
-              mbarrier_wait(&so_far_free[lane], ((w / 2) & 1) ^ 1, "so_far_free (dQ sender), tile", m);
-              const int* counter = dq_semaphore + static_cast<int64_t>(bh) * m_blocks + m;
-              while (ld_acquire_gpu(counter) != blk.n_block) {
-              }
-              fence_proxy_async_global();  // the load below comes after the adds the counter shows
-              mbarrier_arrive_expect_tx(&so_far_full[lane], Kt::kDqBytesF32);
-              bulk_load(smem + Kt::kOffSoFar + lane * Kt::kDqBytesF32, dq_tiles + static_cast<int64_t>(m) * BM * D,
-                        Kt::kDqBytesF32, &so_far_full[lane]);
-            }
-          }
         }
       } else {
         const int sw = warp - 2;  // summer warp 0, 1
-        int it = 0, m = first_tile();
-        for (; staged_tile(m); m = next_tile(m), ++it) {
+        int it = 0;
+        for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
           const int s = it % kOrderedStaging, i0 = dq_buffer(it, 0), i1 = dq_buffer(it, 1);
           const uint32_t phase = dq_uses(it) & 1;
           // The adds that come first (a ballot where the mask is block-sparse), for the sender.
@@ -451,39 +405,6 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
           mbarrier_arrive(&dq_empty[i1]);
           fence_proxy_async_smem();  // the sums are visible to the bulk add
           mbarrier_arrive(&staged[s]);
-        }
-        // The tiles this block is the last for: dQ = softmax_scale * (the sum of the n_block blocks
-        // below + ours), rounded to the input dtype as the conversion kernel rounds it. The blocks
-        // below's sum is in so-far buffer w % 2 (the senders load it).
-        const bool below = blk.n_block > 0;
-        uint16_t* dq_rows = static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride + h * p.dq_head_stride;
-        for (int w = 0; tile_left(m); m = next_tile(m), ++it, ++w) {
-          const int i0 = dq_buffer(it, 0), i1 = dq_buffer(it, 1);
-          const float4* so_far = reinterpret_cast<const float4*>(smem + Kt::kOffSoFar + (w % 2) * Kt::kDqBytesF32);
-          mbarrier_wait(&dq_full[i0], dq_uses(it) & 1, "dq_full (dQ writer, consumer 0), tile", m);
-          mbarrier_wait(&dq_full[i1], dq_uses(it) & 1, "dq_full (dQ writer, consumer 1), tile", m);
-          if (below) mbarrier_wait(&so_far_full[w % 2], (w / 2) & 1, "so_far_full (dQ writer), tile", m);
-          const float4* part0 = reinterpret_cast<const float4*>(sDq + i0 * Kt::kDqBytesF32);
-          const float4* part1 = reinterpret_cast<const float4*>(sDq + i1 * Kt::kDqBytesF32);
-          // Chunk 32 g + lane of the tile: rows r, r + 8, columns c, c + 1 (DqAccumLayout).
-#pragma unroll 1
-          for (int g = sw; g < BM * D / 128; g += kOrderedSummers / 32) {
-            const int index = 32 * g + lane;
-            const float4 x = part0[index], y = part1[index];
-            float4 v = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);  // sum_dq_partials' sum
-            if (below) {
-              const float4 a = so_far[index];
-              v = make_float4(a.x + v.x, a.y + v.y, a.z + v.z, a.w + v.w);
-            }
-            const int r = m * BM + DqLayout::row_of(index), col = DqLayout::col_of(index);
-            const float sc = p.softmax_scale;
-            if (r < T) *reinterpret_cast<uint32_t*>(dq_rows + r * p.dq_row_stride + col) = pack2<kBF16>(v.x * sc, v.y * sc);
-            if (r + 8 < T)
-              *reinterpret_cast<uint32_t*>(dq_rows + (r + 8) * p.dq_row_stride + col) = pack2<kBF16>(v.z * sc, v.w * sc);
-          }
-          mbarrier_arrive(&dq_empty[i0]);  // this thread's part of both partials (and so_far) is read
-          mbarrier_arrive(&dq_empty[i1]);
-          if (below) mbarrier_arrive(&so_far_free[w % 2]);
         }
       }
     } else if (!kStoreDs && warp == 1 && lane == 0) {

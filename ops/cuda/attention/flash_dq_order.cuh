@@ -4,18 +4,9 @@
 // added; ascending ones in the warp-specialised backward (kOrdered), a counter per query tile.
 #pragma once
 
-#include "core/macros.h"
 #include "ops/attention_params.h"
 
 namespace ft::cuda::flash {
-
-// The warp-specialised backward's ordered dQ without dq_accum's zeroing and conversion passes: where
-// every query tile's key blocks are 0 .. dq_last_block (dense or causal), block 0 stores its sums
-// instead of adding them and the last block writes the tile's dQ in the input dtype. Host and device
-// ask this one predicate.
-FT_HOST_DEVICE bool ws_last_block_writes_dq(const AttentionParams& p) {
-  return p.block_size == 0 && p.doc_start == nullptr;
-}
 
 // Whether dq_blocks_above and dq_blocks_below have a closed form (dense or causal), so one lane may
 // call them alone.
@@ -44,16 +35,13 @@ __device__ __forceinline__ int dq_live_blocks(const AttentionParams& p, int b, i
 // non-empty: how many adds into that dQ tile precede this block's in the deterministic
 // (descending) order. Called by a whole warp (the block-sparse and document masks count with
 // dq_live_blocks).
-// The last key block whose tile with query rows [.., m1) is non-empty, where dq_blocks_closed_form
-// holds.
-__device__ __forceinline__ int dq_last_block(const AttentionParams& p, int m1, int n_blocks, int block_n) {
-  return p.causal ? min(n_blocks - 1, (m1 - 1) / block_n) : n_blocks - 1;
-}
-
 template <bool kDocMask>
 __device__ __forceinline__ int dq_blocks_above(const AttentionParams& p, int b, int m0, int m1, int n_block,
                                                int n_blocks, int block_n, int lane) {
-  if (dq_blocks_closed_form<kDocMask>(p)) return max(0, dq_last_block(p, m1, n_blocks, block_n) - n_block);
+  if (dq_blocks_closed_form<kDocMask>(p)) {
+    const int last = p.causal ? min(n_blocks - 1, (m1 - 1) / block_n) : n_blocks - 1;
+    return max(0, last - n_block);
+  }
   return dq_live_blocks<kDocMask>(p, b, m0, m1, n_block + 1, n_blocks, block_n, lane);
 }
 
