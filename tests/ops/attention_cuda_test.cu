@@ -133,11 +133,14 @@ class DeviceAttention {
   }
 
  private:
-  // NaN-filled outputs: an element a kernel fails to write shows up as NaN.
+  // NaN-filled outputs: an element a kernel fails to write shows up as NaN. The dQ accumulator too
+  // (NaN floats, -1 fixed-point words): each backward zeroes what it adds into, or stores first
+  // (the ordered dQ's key block 0, ws_first_block_stores_dq), and reads nothing it did not write.
   void poison() {
     CUDA_CHECK(cudaMemset(o_.ptr, 0xFF, n_ * 2));
     CUDA_CHECK(cudaMemset(dqkv_.ptr, 0xFF, 3 * n_ * 2));
     CUDA_CHECK(cudaMemset(lse_.ptr, 0xFF, rows_ * 4));
+    CUDA_CHECK(cudaMemset(dq_accum_.ptr, 0xFF, dq_accum_.n * sizeof(float)));
   }
 
   Outputs download() const {

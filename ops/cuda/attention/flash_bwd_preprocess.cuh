@@ -67,6 +67,10 @@ __global__ void __launch_bounds__(kConvertThreads) flash_bwd_convert_dq_kernel(c
   const int bh = static_cast<int>(first / chunks_per_head);
   const int64_t head_chunk = first % chunks_per_head;
   const int row0 = L::row_of(head_chunk), col0 = L::col_of(head_chunk);  // the block's tile corner
+  // A slab wholly past T writes nothing, and its accumulator rows may never have been written (the
+  // ordered dQ's 64-row tiles end before dq_accum's 128-row padding does, unzeroed:
+  // ws_first_block_stores_dq).
+  if (row0 >= p.T) return;
   const int tid = threadIdx.x, lane = tid % 32;
   float4 x;  // dQ before the softmax scale (fp32 path) or after it (fixed point)
   if constexpr (kFixedDq) {

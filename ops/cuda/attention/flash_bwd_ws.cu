@@ -63,7 +63,11 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore)
         kDq == WsDq::kOrdered ? static_cast<int64_t>(p.B) * p.H * ((p.T + Kt::kBlockM - 1) / Kt::kBlockM) : 0;
     if (n_semaphores > 0 && dq_semaphore == nullptr)
       throw Error("[flash_attention] the ordered dQ needs the dq_semaphore workspace");
-    rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores, kStoreDs ? 0 : rows.accum_to_zero(kFixedDq));
+    // kOrdered, dense or causal: key block 0 stores into dq_accum, so there is nothing to zero
+    // (ws_first_block_stores_dq; the conversion reads no 16-row slab past T, which no block writes).
+    const bool zero_accum = !kStoreDs && !(kDq == WsDq::kOrdered && ws_first_block_stores_dq(p));
+    rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores,
+                                    zero_accum ? rows.accum_to_zero(kFixedDq) : 0);
     const FlashBwdTmaMaps maps = make_flash_bwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
     constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kDq>;
     constexpr int smem = Kt::smem_bytes(kForm);

@@ -57,7 +57,8 @@
 // it too). And in this form every CTA walks its query tiles downwards from the last, so blocks n - 1
 // and n reach a tile at the same step of their walks (upwards, n - 1 would get there two tiles after
 // n). dK and dV are then summed in the other order, so their bits differ from the other forms' by
-// rounding.
+// rounding. Dense or causal, block 0 stores where the others add (ws_first_block_stores_dq), so
+// dq_accum is not zeroed first.
 // Not covered yet (the launcher sends these calls to the other kernels): the document mask, D = 256,
 // strides TMA cannot describe, the ordered dQ at D = 128 (its buffers do not fit). D = 128 with
 // dropout compiles with 32-38 bytes of spill (atomic, fixed point; ptxas, session 28: 40-50 before
@@ -368,6 +369,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       if (warp == 1) {
         if (lane < kOrderedStaging) {
           float* dq_tiles = dq_head_floats<D>(p.dq_accum, bh, T);
+          const bool first_stores = blk.n_block == 0 && ws_first_block_stores_dq(p);
           int it = 0;
           for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
             if (it % kOrderedStaging != lane) continue;
@@ -377,8 +379,11 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
             while (ld_acquire_gpu(counter) != before) {
             }
             fence_proxy_async_global();  // the adds below come after those the counter shows
-            bulk_reduce_add_f32(dq_tiles + static_cast<int64_t>(m) * BM * D,
-                                smem + Kt::kOffStaging + lane * Kt::kDqBytesF32, Kt::kDqBytesF32);
+            float* tile = dq_tiles + static_cast<int64_t>(m) * BM * D;
+            const uint8_t* sums = smem + Kt::kOffStaging + lane * Kt::kDqBytesF32;
+            // Dense or causal, block 0 is every tile's first: it stores, so dq_accum is not zeroed.
+            if (first_stores) bulk_store(tile, sums, Kt::kDqBytesF32);
+            else bulk_reduce_add_f32(tile, sums, Kt::kDqBytesF32);
             bulk_commit();
             bulk_wait<0>();              // this CTA's adds are done in global memory ...
             fence_proxy_async_global();  // ... and ordered before the count that releases them

@@ -4,9 +4,19 @@
 // added; ascending ones in the warp-specialised backward (kOrdered), a counter per query tile.
 #pragma once
 
+#include "core/macros.h"
 #include "ops/attention_params.h"
 
 namespace ft::cuda::flash {
+
+// The warp-specialised backward's ordered dQ without the zeroing of dq_accum: dense or causal, key
+// block 0 adds first into every query tile (dq_blocks_below: 0 blocks before it), so it stores its
+// sums there instead of adding them to zeros (the same bits but for the sign of a zero). Under a
+// block-sparse mask block 0 may not see a tile, so the preprocess zeroes dq_accum as before. Host and
+// device ask this one predicate.
+FT_HOST_DEVICE bool ws_first_block_stores_dq(const AttentionParams& p) {
+  return p.block_size == 0 && p.doc_start == nullptr;
+}
 
 // Whether dq_blocks_above and dq_blocks_below have a closed form (dense or causal), so one lane may
 // call them alone.
