@@ -395,6 +395,18 @@ int ft_attn_run_gqa(int op, int impl, int variant, void* q, void* k, void* v, vo
                        stream);
 }
 
+// The warp-specialised backward's dev trace (ops/cuda/attention/flash_bwd_trace.cuh): its calls that
+// follow write 16 uint64 per CTA to `records` (device memory, zeroed), null to stop. 1 where this
+// library was built with -DFT_FLASH_BWD_TRACE, 0 where not, -1 on error (ft_attn_last_error).
+int ft_attn_ws_trace(unsigned long long* records) {
+  try {
+    return ft::cuda::flash::set_flash_bwd_ws_trace(records) ? 1 : 0;
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return -1;
+  }
+}
+
 // Floats of the backward's dq_accum workspace (fp32 or fixed point: flash_attention.h).
 long long ft_attn_dq_accum_floats(int B, int T, int H, int D) {
   return ft::cuda::flash::dq_fixed_float_count(static_cast<long long>(B) * H, T, D);

@@ -104,6 +104,16 @@ void run_ws(const AttentionParams& p, cudaStream_t stream, WsDq dq, int* dq_sema
 }
 }  // namespace
 
+bool set_flash_bwd_ws_trace(unsigned long long* records) {
+#if defined(FT_FLASH_BWD_TRACE)
+  CUDA_CHECK(cudaMemcpyToSymbol(g_ws_trace, &records, sizeof(records)));
+  return true;
+#else
+  (void)records;
+  return false;
+#endif
+}
+
 void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode) {
   // flash_bwd_ws_applies: deterministic means the stored dS, the fixed point or the ordered dQ here.
   const WsDq dq = !mode.deterministic        ? WsDq::kAtomic

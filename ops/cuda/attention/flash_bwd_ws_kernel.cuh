@@ -69,6 +69,7 @@
 #include <cmath>
 
 #include "ops/attention_params.h"
+#include "ops/cuda/attention/flash_bwd_trace.cuh"
 #include "ops/cuda/attention/flash_dq_accum.cuh"
 #include "ops/cuda/attention/flash_dq_order.cuh"
 #include "ops/cuda/attention/flash_ds_store.cuh"
@@ -274,6 +275,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     fence_mbarrier_init();
   }
   __syncthreads();  // the last CTA-wide barrier: from here on the roles only meet at mbarriers
+  if (tid == 0) {  // the dev trace (flash_bwd_trace.cuh; nothing in other builds)
+    ws_trace_time(kWsTraceStart);
+    ws_trace_word(kWsTraceSm, ws_trace_sm());
+  }
 
   if (wg == 0) {
     setmaxnreg_dec<Kt::kProducerRegs>();
@@ -434,6 +439,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       }
       bulk_wait<0>();
     }
+    if (warp == 1 && lane < 2) ws_trace_latest(kWsTraceDq);  // the dQ writer, or kOrdered's senders
     return;
   }
 
@@ -469,6 +475,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     wgmma_rs_transposed_b<BM / 16, kPanels, kBF16>(acc, a, b_desc, Kt::kQPanelUnits);
   };
   mbarrier_wait<false>(kv_full, 0, "kv_full (consumer)", c);
+  const bool tracer = tid == 128;  // consumer 0's first thread records its times (dev trace)
+  if (tracer) ws_trace_time(kWsTraceKv);
 
   int it = 0;
   for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
@@ -476,6 +484,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     const int m0 = m * BM, m1 = min(m0 + BM, T);
     const uint32_t stage = s * kStageUnits;
     mbarrier_wait<false>(&q_full[s], (it / kStages) & 1, "q_full (consumer), tile", m);
+    if (tracer && it == 0) ws_trace_time(kWsTraceFirstQ);
 
     // S^T and dP^T, two commit groups (the first overwrites its accumulator: scale-d 0).
     float acc_s[BM / 8][4], acc_dp[BM / 8][4];
@@ -625,6 +634,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     reg_fence(acc_dk);
     reg_fence(acc_dv);
     mbarrier_arrive(&q_empty[s]);  // this consumer has read stage s (Q, dO, lse, D) for the last time
+    if (tracer && it == 0) ws_trace_time(kWsTraceFirstTile);
     if constexpr (kStoreDs) continue;  // dQ comes from the stored dS (flash_bwd_ds_dq_kernel.cuh)
 
     // dQ into buffer i in dq_accum's layout (rows 16 wq .. of the tile: m16 = wq). Summed: both
@@ -680,6 +690,11 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   }
   if constexpr (kSumDq) fixed.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
   if (ds_storer) bulk_wait<0>();  // the last stores have read shared memory and written dS
+  if (tracer) {
+    ws_trace_time(kWsTraceLastTile);
+    using u64 = unsigned long long;
+    ws_trace_word(kWsTraceWork, static_cast<u64>(it) | static_cast<u64>(blk.n_block) << 16 | static_cast<u64>(bh) << 32);
+  }
 
   // dK (times the softmax scale) and dV through this consumer's own rows of sK and sV (no one else
   // reads them), then 16-byte stores; rows past T are skipped.
@@ -697,6 +712,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   __syncwarp();
   store_staged_rows<16, D>(dk, p.dk_row_stride, 16 * wq, n0 + 64 * c, T, at_k, lane);
   store_staged_rows<16, D>(dv, p.dv_row_stride, 16 * wq, n0 + 64 * c, T, at_v, lane);
+  if (tracer) ws_trace_time(kWsTraceEpilogue);
+  if (tid == 256) ws_trace_time(kWsTraceConsumer1);
 #else
   __trap();  // built without sm_90a: the launcher never picks this kernel there
 #endif

@@ -24,6 +24,10 @@ bool flash_bwd_ws_has_fixed_point_dq(int head_dim);
 bool flash_bwd_ws_has_ordered_dq(int head_dim);
 bool flash_bwd_ws_applies(const AttentionParams& p, const FlashBackwardMode& mode);
 void run_flash_bwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashBackwardMode& mode);
+// The dev trace of its CTAs (flash_bwd_trace.cuh): the calls that follow write one record of 16
+// uint64 per CTA to `records` (device memory, zeroed; null: stop). False, and nothing is set, in a
+// build without -DFT_FLASH_BWD_TRACE.
+bool set_flash_bwd_ws_trace(unsigned long long* records);
 // The warp-specialised Hopper forward (flash_fwd_ws.cu): whether it takes the call (its threshold,
 // coverage -- D = 64 and 128, no dropout, no document mask --, the GPU and the strides), and the call
 // in a form: FlashFwdWsTraits's kOverlap (FlashAttention-3's intra-warpgroup overlap), kPingPong (its
