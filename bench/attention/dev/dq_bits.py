@@ -6,7 +6,7 @@ Prints the differing elements per case (and how many of them are zeros of the ot
 as equal) and IDENTICAL or how many cases differ (exit status 1).
   FLASHTRAIN_DETERMINISTIC_DQ=fixed python3 bench/attention/dev/dq_bits.py NEW_LIB BASE_LIB
 (the variable forces the fixed-point form below T = 4096 too; "ordered" checks the other form, with
-FLASHTRAIN_FLASH_BWD_WS_MIN_T=0 where the warp-specialised backward's should run at T = 1000 too)."""
+FLASHTRAIN_FLASH_BWD_WS_MIN_T=0 so that the warp-specialised backward's form runs at T = 1000 too)."""
 import ctypes
 import os
 import sys

@@ -2,9 +2,10 @@
 // with -DFT_FLASH_BWD_TRACE; in any other build every call here compiles to nothing. Sessions 28-29
 // estimated the kernel's fixed cost per CTA from total times (bench/attention/NOTES.md); this says
 // where a CTA's time goes. Each CTA writes one record of kWsTraceWords words (by blockIdx.x): the
-// %globaltimer (ns) at its start, when consumer 0 has K / V and its first Q / dO, when it finishes
-// its first and its last query tile and its dK / dV epilogue, when consumer 1 ends and when the dQ
-// writer (or the last sender) ends; the SM it ran on; and its tile count, key block and batch * head.
+// %globaltimer (ns) at its start; when consumer 0 has K / V and its first Q / dO, is through its first
+// tile's products (its dQ partial not yet written), through its last tile and through its dK / dV
+// epilogue; when consumer 1 ends and when the dQ writer (or the last sender) ends; the SM it ran on;
+// and its tile count, key block and batch * head.
 // bench/attention/dev/ws_trace.py runs a backward with the trace on and prints the phases.
 #pragma once
 
