@@ -9,22 +9,20 @@
 
 namespace ft::cuda::flash {
 
-// The warp-specialised backward's ordered dQ without the zeroing of dq_accum: dense or causal, key
-// block 0 adds first into every query tile (dq_blocks_below: 0 blocks before it), so it stores its
-// sums there instead of adding them to zeros (the same bits but for the sign of a zero). Under a
-// block-sparse mask block 0 may not see a tile, so the preprocess zeroes dq_accum as before. Host and
-// device ask this one predicate.
-FT_HOST_DEVICE bool ws_first_block_stores_dq(const AttentionParams& p) {
-  return p.block_size == 0 && p.doc_start == nullptr;
-}
-
 // Whether dq_blocks_above and dq_blocks_below have a closed form (dense or causal), so one lane may
 // call them alone.
 // kDocMask: attention_params.h.
 template <bool kDocMask>
-__device__ __forceinline__ bool dq_blocks_closed_form(const AttentionParams& p) {
+FT_HOST_DEVICE bool dq_blocks_closed_form(const AttentionParams& p) {
   return p.block_size == 0 && (!kDocMask || p.doc_start == nullptr);
 }
+
+// The warp-specialised backward's ordered dQ without the zeroing of dq_accum: where the counts have
+// their closed form, key block 0 sees every query tile and adds first there (dq_blocks_below: 0
+// blocks before it), so it stores its sums instead of adding them to zeros (the same bits but for
+// the sign of a zero). Under a block-sparse mask block 0 may not see a tile, so the preprocess
+// zeroes dq_accum as before. Host and device ask this one predicate.
+FT_HOST_DEVICE bool ws_first_block_stores_dq(const AttentionParams& p) { return dq_blocks_closed_form<true>(p); }
 
 // The key blocks in [lo, hi) whose tile with query rows [m0, m1) of batch b is non-empty, counted by
 // a whole warp (32 key blocks a step, with a ballot).
