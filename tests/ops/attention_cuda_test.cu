@@ -792,20 +792,6 @@ std::vector<AttentionCase> ws_backward_deterministic_cases() {
   return cases;
 }
 
-// The warp-specialised backward with the fixed-point dQ (bulk int64 adds): bit-identical runs, dK
-// and dV equal to its atomic form's bits, dQ to rounding, and cases against the float64 reference.
-// (D = 128 has one dQ buffer: two do not fit beside its tiles.)
-TEST(FlashCuda, WsBackwardFixedPointDq) {
-  SKIP_WITHOUT_CUDA();
-  const std::vector<AttentionCase> cases = ws_backward_deterministic_cases();
-  cuda::set_flash_bwd_ws_min_t(0);
-  with_deterministic_dq(cuda::FlashDeterministicDq::kFixedPoint, [&] {
-    expect_deterministic_backward_bit_identical(cases);
-    for (const AttentionCase& c : {cases[2], cases[5], cases[11], cases[12], cases[13], cases[14], cases[15]})
-      expect_case_within_twice_naive(c, true, " warp-specialised backward, fixed-point dq");
-  });
-  cuda::set_flash_bwd_ws_min_t(-1);
-}
 
 // The warp-specialised backward (at every T) in the deterministic form `how` on `cases`, each of which
 // it must take (`takes`): bit-identical runs, dq, dk and dv as the atomic form's (flash_ws_ordered_dq
@@ -823,6 +809,15 @@ void expect_ws_deterministic_form(cuda::FlashDeterministicDq how, bool (*takes)(
     for (size_t i : naive) expect_case_within_twice_naive(cases[i], true, " warp-specialised backward, " + form);
   });
   cuda::set_flash_bwd_ws_min_t(-1);
+}
+
+// The warp-specialised backward with the fixed-point dQ (bulk int64 adds): bit-identical runs, dK
+// and dV equal to its atomic form's bits, dQ to rounding, and cases against the float64 reference.
+// (D = 128 has one dQ buffer: two do not fit beside its tiles.)
+TEST(FlashCuda, WsBackwardFixedPointDq) {
+  SKIP_WITHOUT_CUDA();
+  expect_ws_deterministic_form(cuda::FlashDeterministicDq::kFixedPoint, cuda::flash_fixed_point_dq, "fixed-point dq",
+                               ws_backward_deterministic_cases(), {2, 5, 11, 12, 13, 14, 15});
 }
 
 // The warp-specialised backward with the ordered dQ (fp32 bulk adds in ascending key-block order,
