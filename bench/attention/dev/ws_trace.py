@@ -50,23 +50,24 @@ def summarise(rec, label):
     if missing:
         sys.exit(f"ws_trace: {missing} of {len(rec)} CTAs wrote no record: did the warp-specialised backward take "
                  f"the call (T >= 1024, sm_90a)?")
+    ph = [phases(r) for r in rec]
     t0 = min(r[START] for r in rec)
     span = (max(max(r[EPILOGUE], r[CONSUMER1], r[DQ]) for r in rec) - t0) / 1e3
-    busy = sum(phases(r)["whole CTA"] for r in rec)
+    busy = sum(x["whole CTA"] for x in ph)
     sms = sorted({r[SM] for r in rec})
     print(f"ws_trace {label}: {len(rec)} CTAs on {len(sms)} SMs, "
           f"kernel span {span:.1f} us, SMs busy with a CTA {100 * busy / (len(sms) * span):.1f}% of it")
     summary = {"span_us": span, "busy_pct": 100 * busy / (len(sms) * span)}
     print(f"{'phase':30s} {'mean us':>9s} {'median':>9s} {'p90':>9s}")
-    for name in phases(rec[0]):
-        v = sorted(x for x in (phases(r)[name] for r in rec) if x is not None)
+    for name in ph[0]:
+        v = sorted(x[name] for x in ph if x[name] is not None)
         if not v:
             continue
         summary[name] = {"mean": statistics.fmean(v), "median": v[len(v) // 2], "p90": v[int(0.9 * (len(v) - 1))]}
         print(f"{name:30s} {summary[name]['mean']:9.2f} {summary[name]['median']:9.2f} {summary[name]['p90']:9.2f}")
     by_tiles = {}
-    for r in rec:
-        by_tiles.setdefault(r[WORK] & 0xFFFF, []).append(phases(r)["whole CTA"])
+    for r, x in zip(rec, ph):
+        by_tiles.setdefault(r[WORK] & 0xFFFF, []).append(x["whole CTA"])
     print("CTA time by query tiles (tiles: CTAs, mean us):",
           ", ".join(f"{k}: {len(v)}, {statistics.fmean(v):.1f}" for k, v in sorted(by_tiles.items())))
     gaps = []
