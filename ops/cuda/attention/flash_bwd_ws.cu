@@ -2,6 +2,8 @@
 // launch (the same preprocess and dQ conversion as the other backwards around it, or, in the
 // deterministic kStoredDs form, the dQ product from the stored dS after it: flash_ds_store.cuh). Its
 // own translation unit, so the kernel does not lengthen the per-head-dim builds.
+#include <algorithm>
+
 #include "ops/cuda/attention/flash_bwd_ds_dq_kernel.cuh"
 #include "ops/cuda/attention/flash_bwd_ws_kernel.cuh"
 #include "ops/cuda/attention/flash_launch.cuh"
@@ -46,9 +48,9 @@ namespace {
 // backward, then dQ in the input dtype: the conversion of dq_accum, or (kStoredDs) dQ = dS K from the
 // dS^T the backward left in p.dq_accum (flash_ds_store.cuh, flash_bwd_ds_dq_kernel.cuh; nothing to
 // zero).
-template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq>
-void launch_ws(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore) {
-  using Kt = FlashBwdWsTraits<kHeadDim>;
+template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq, bool kPersistent>
+void launch_ws_as(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore) {
+  using Kt = FlashBwdWsTraits<kHeadDim, kPersistent ? 2 : 1>;
   constexpr auto kForm = Kt::template dq_form<kDq, kDropout>();
   constexpr bool kFixedDq = kDq == WsDq::kFixedPoint, kStoreDs = kDq == WsDq::kStoredDs;
   if constexpr (!Kt::fits(kForm)) {
@@ -66,16 +68,30 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore)
     // kOrdered, dense or causal: key block 0 stores into dq_accum, so there is nothing to zero
     // (ws_first_block_stores_dq; the conversion reads no 16-row slab past T, which no block writes).
     const bool zero_accum = !kStoreDs && !(kDq == WsDq::kOrdered && ws_first_block_stores_dq(p));
-    rows.template preprocess<kBF16>(p, stream, dq_semaphore, n_semaphores,
+    const int64_t items = static_cast<int64_t>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;
+    int* work_counter = nullptr;  // kPersistent: zeroed by the preprocess with the ordered dQ's counters
+    int64_t n_zeroed = n_semaphores;
+    if constexpr (kPersistent) {
+      work_counter = kDq == WsDq::kOrdered ? dq_semaphore + n_semaphores
+                                           : reinterpret_cast<int*>(p.dq_accum + rows.accum_floats);
+      n_zeroed = n_semaphores + 1;
+    }
+    rows.template preprocess<kBF16>(p, stream, kDq == WsDq::kOrdered ? dq_semaphore : work_counter, n_zeroed,
                                     zero_accum ? rows.accum_to_zero(kFixedDq) : 0);
     const FlashBwdTmaMaps maps = make_flash_bwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
-    constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kDq>;
+    constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kDq, kPersistent>;
     constexpr int smem = Kt::smem_bytes(kForm);
     set_smem_limit(kernel, smem);
     check_register_split<Kt, kernel>("backward");  // flash_launch_common.h
-    const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockN - 1) / Kt::kBlockN) * p.B * p.H;
-    kernel<<<grid, Kt::kNThreads, smem, stream>>>(maps, p, heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens),
-                                                  dq_semaphore);
+    int64_t grid = items;
+    if constexpr (kPersistent) {
+      int device = 0, sms = 0;
+      CUDA_CHECK(cudaGetDevice(&device));
+      CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      grid = std::min<int64_t>(items, sms);  // one CTA an SM (its registers and shared memory)
+    }
+    kernel<<<static_cast<unsigned>(grid), Kt::kNThreads, smem, stream>>>(
+        maps, p, heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens), dq_semaphore, work_counter);
     CUDA_CHECK_LAUNCH();
     if constexpr (kStoreDs) {
       using Dt = FlashDsDqTraits<kHeadDim>;
@@ -87,6 +103,29 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore)
     } else {
       rows.template convert_dq<kBF16, kFixedDq>(p, stream);
     }
+  }
+}
+
+// The persistent form (a CTA per SM taking work items from a counter; flash_bwd_ws_kernel.cuh) where
+// its second K / V buffer fits and the counter has a place: D = 64 with the atomic or the ordered dQ
+// (the counter in the fixed-point half of dq_accum, which the fp32 forms leave unused, or after the
+// ordered dQ's counters). It hides what each non-persistent CTA paid alone: the K / V load before its
+// first product, the last tile's dQ adds and the launch gap, about 4 of a CTA's 18 us at T = 1024
+// (H200, session 30, bench/attention/NOTES.md). With dropout it is taken up to T = 2048 only: at
+// T = 4096 and 16384 the ordered dQ was 4-9% slower persistent, the atomic one level.
+template <int kHeadDim, WsDq kDq>
+constexpr bool kWsPersistent = kHeadDim == 64 && (kDq == WsDq::kAtomic || kDq == WsDq::kOrdered);
+constexpr int kWsPersistentMaxTWithDropout = 2048;
+
+template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq>
+void launch_ws(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore) {
+  if constexpr (kWsPersistent<kHeadDim, kDq> && !kDropout) {
+    launch_ws_as<kHeadDim, kBF16, kDropout, kDq, true>(p, stream, dq_semaphore);
+  } else if constexpr (kWsPersistent<kHeadDim, kDq>) {
+    if (p.T <= kWsPersistentMaxTWithDropout) launch_ws_as<kHeadDim, kBF16, kDropout, kDq, true>(p, stream, dq_semaphore);
+    else launch_ws_as<kHeadDim, kBF16, kDropout, kDq, false>(p, stream, dq_semaphore);
+  } else {
+    launch_ws_as<kHeadDim, kBF16, kDropout, kDq, false>(p, stream, dq_semaphore);
   }
 }
 

@@ -59,11 +59,18 @@
 // n). dK and dV are then summed in the other order, so their bits differ from the other forms' by
 // rounding. Dense or causal, block 0 stores where the others add (ws_first_block_stores_dq), so
 // dq_accum is not zeroed first.
+// kPersistent (D = 64, atomic or ordered dQ; flash_bwd_ws.cu says when): one CTA per SM, each taking
+// work items (the key blocks above, in the non-persistent grid's order) from a global counter until
+// none is left, with two K / V buffers, so that an item's K and V load while the one before finishes
+// and its dQ tail and dK / dV epilogue overlap the next item's first tiles. The producer takes the
+// items and writes each beside its first Q / dO stage; consumer 0 passes it on to the dQ roles beside
+// the item's first dQ tile (tell_dq_tile); every role walks an item's query tiles itself. A session 30
+// trace of the non-persistent CTAs (H200, T = 1024, D = 64) put 1.2 us in the K / V wait, 0.5-0.7 in
+// the first Q / dO wait, 1 in the gap between CTAs and 2-5 in the dQ tail, of 18-20 a CTA.
 // Not covered yet (the launcher sends these calls to the other kernels): the document mask, D = 256,
 // strides TMA cannot describe, the ordered dQ at D = 128 (its buffers do not fit). D = 128 with
-// dropout compiles with 32-38 bytes of spill (atomic, fixed point; ptxas, session 28: 40-50 before
-// the shared mask_scores, bench/attention/NOTES.md). The tile shapes, the stage count and the register
-// split are the first guesses of session 15 (written without a GPU), not yet tuned.
+// dropout compiles with 12-46 bytes of spill (ptxas, session 30). The tile shapes, the stage count and
+// the register split are the first guesses of session 15 (written without a GPU), not yet tuned.
 #pragma once
 
 #include <cmath>
@@ -88,8 +95,9 @@ namespace ft::cuda::flash {
 enum class WsDq { kAtomic, kFixedPoint, kStoredDs, kOrdered };
 
 // kHeadDim 64 or 128: rows of one or two 64-column panels (flash_wgmma.cuh); a tile of R rows keeps
-// panel p at p * R * 128 bytes.
-template <int kHeadDim_>
+// panel p at p * R * 128 bytes. kKvBuffers_: K / V buffers, 2 in the persistent kernel (a work item's
+// K and V load while the one before finishes in the other buffer).
+template <int kHeadDim_, int kKvBuffers_ = 1>
 struct FlashBwdWsTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kPanels = kHeadDim / 64;
@@ -105,7 +113,9 @@ struct FlashBwdWsTraits {
   static constexpr int kProducerRegs = kHeadDim == 64 ? 56 : 24;
   static constexpr int kConsumerRegs = kHeadDim == 64 ? 224 : 240;
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 384 * 168, "registers of one CTA per SM");
+  static constexpr int kKvBuffers = kKvBuffers_;
   static constexpr int kKvBytes = kBlockN * kHeadDim * 2;         // K (or V) of the CTA
+  static constexpr int kKvBufferBytes = 2 * kKvBytes;             // one buffer: K, then V
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;          // one stage of Q (or dO)
   // Panel strides in descriptor units (16 bytes): a K / V tile's, a Q / dO stage's.
   static constexpr uint32_t kKvPanelUnits = kBlockN * 128 / 16, kQPanelUnits = kBlockM * 128 / 16;
@@ -115,7 +125,7 @@ struct FlashBwdWsTraits {
   // partial in the low half of each word, until consumer 1 replaces the word with the sum's).
   static constexpr int kDqBytesF32 = kBlockM * kHeadDim * 4, kDqBytesFixed = 2 * kDqBytesF32;
   // Offsets (bytes) from the 1024-byte-aligned base; swizzled tiles first (1024-byte multiples).
-  static constexpr int kOffK = 0, kOffV = kKvBytes, kOffQ = 2 * kKvBytes, kOffDo = kOffQ + kStages * kQBytes,
+  static constexpr int kOffK = 0, kOffV = kKvBytes, kOffQ = kKvBuffers * kKvBufferBytes, kOffDo = kOffQ + kStages * kQBytes,
                        kOffDs = kOffDo + kStages * kQBytes, kOffDq = kOffDs + kDsBytes;
   static constexpr int kSmemLimit = 227 * 1024;
   // kOrdered's staging buffers, each with its own sender, so that one tile's wait for its adds
@@ -123,10 +133,15 @@ struct FlashBwdWsTraits {
   // before the sums were in): D = 64 T = 4096 p = 0 1.597 / 1.679, T = 16384 5.526 / 5.893; level at
   // T = 1024 and with dropout.
   static constexpr int kOrderedStaging = 2;
-  // kv_full, q_full[kStages], q_empty[kStages], then dq_half[2], dq_full[4], dq_empty[4],
-  // staged[kOrderedStaging], staging_free[kOrderedStaging]; after them kOrdered's ints (sBefore).
-  static constexpr int kNumBars = 1 + 2 * kStages + 2 + 4 + 4 + 2 * kOrderedStaging;
-  static constexpr int kRowsAndBarsBytes = 2 * kStages * kBlockM * 4 /* lse, D */ + kNumBars * 8 + kOrderedStaging * 4;
+  // kv_full[kKvBuffers], kv_empty[kKvBuffers], q_full[kStages], q_empty[kStages], then dq_half[2],
+  // dq_full[4], dq_empty[4], staged[kOrderedStaging], staging_free[kOrderedStaging]; after them the
+  // items (kPersistent: 1 int a Q / dO stage, 4 a dQ tile slot) and kOrdered's sends (4 ints each).
+  static constexpr int kNumBars = 2 * kKvBuffers + 2 * kStages + 2 + 4 + 4 + 2 * kOrderedStaging;
+  // The item of dQ tile t in slot t % kDqTileSlots: written by consumer 0 as it starts tile t, when tile
+  // t - kDqTileSlots's reader is done (it has released the dQ buffers of tile t - 3; two per consumer).
+  static constexpr int kDqTileSlots = 4;
+  static constexpr int kTileInts = kStages + 4 * kDqTileSlots + 4 * kOrderedStaging;
+  static constexpr int kRowsAndBarsBytes = 2 * kStages * kBlockM * 4 /* lse, D */ + kNumBars * 8 + kTileInts * 4;
   // How dQ leaves the consumers:
   //   kF32        fp32: one buffer per consumer, one bulk add each (not deterministic);
   //   kConverted  two fp32 buffers per consumer (the consumers never wait for each other); the
@@ -178,13 +193,29 @@ struct FlashBwdWsTraits {
   }
 };
 
+// kPersistent: the producer alone decides which work item comes next (a global counter) and writes
+// it beside the item's first Q / dO stage; the consumers read it there and consumer 0 passes it on to
+// the dQ roles beside the item's first dQ tile. Every role walks an item's query tiles itself.
+struct WsTile {
+  static constexpr int kEnd = -1;  // the item after the CTA's last
+};
+
+// A work item of the backward: key block n_block (keys n0 ..) of batch b, head h (bh = b H + h).
+struct WsItem {
+  int b, h, bh, n_block, n0;
+};
+
 // kDq: WsDq above. dq_semaphore (kOrdered): one counter per (batch * head, 64-query tile), zeroed.
-template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq>
+// kPersistent: a CTA per SM, each taking work items (key blocks, numbered in grouped_block_order as
+// the other launch's blockIdx.x) from the zeroed *work_counter until none is left, with two K / V
+// buffers. Items are taken in ascending order, so the ordered dQ's waits still only look back: the
+// lowest unfinished item's CTA is working on it, and every item it waits for is lower.
+template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq, bool kPersistent>
 __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group,
-                        int* dq_semaphore) {
+                        int* dq_semaphore, int* work_counter) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Kt = FlashBwdWsTraits<kHeadDim>;
+  using Kt = FlashBwdWsTraits<kHeadDim, kPersistent ? 2 : 1>;
   using DqForm = typename Kt::DqForm;
   constexpr bool kFixedDq = kDq == WsDq::kFixedPoint, kStoreDs = kDq == WsDq::kStoredDs;
   constexpr bool kOrderDq = kDq == WsDq::kOrdered;
@@ -196,7 +227,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   extern __shared__ __align__(16) uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   uint8_t* smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);  // swizzled tiles: 1 KiB aligned
-  uint8_t* sK = smem + Kt::kOffK;
+  uint8_t* sK = smem + Kt::kOffK;    // K / V buffer kb: + kb * Kt::kKvBufferBytes
   uint8_t* sV = smem + Kt::kOffV;
   uint8_t* sQ = smem + Kt::kOffQ;    // kStages x kQBytes
   uint8_t* sdO = smem + Kt::kOffDo;  // kStages x kQBytes
@@ -225,8 +256,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   float* sLse = reinterpret_cast<float*>(smem + Kt::off_rows(kForm));  // kStages x BM, log2 units
   float* sDsum = sLse + kStages * BM;                                        // kStages x BM
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Kt::off_bars(kForm));
-  uint64_t* kv_full = bars;
-  uint64_t* q_full = bars + 1;                // [kStages]
+  constexpr int kKvBuffers = Kt::kKvBuffers;
+  uint64_t* kv_full = bars;                   // [kKvBuffers]: an item's K and V have landed
+  uint64_t* kv_empty = kv_full + kKvBuffers;  // [kKvBuffers]: the consumers' epilogue is done with them
+  uint64_t* q_full = kv_empty + kKvBuffers;   // [kStages]
   uint64_t* q_empty = q_full + kStages;       // [kStages]
   uint64_t* dq_half = q_empty + kStages;      // [2], by dq_buffer: consumer 0's partial is in (kSumDq)
   uint64_t* dq_full = dq_half + 2;            // [4], by dq_buffer: the tile's dQ (or sum) is in
@@ -234,30 +267,76 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   constexpr int kOrderedStaging = Kt::kOrderedStaging;
   uint64_t* staged = dq_empty + 4;                       // kOrdered, by staging buffer: it holds a tile's sums
   uint64_t* staging_free = staged + kOrderedStaging;     // kOrdered, by staging buffer: its sender is done
-  int* sBefore = reinterpret_cast<int*>(staging_free + kOrderedStaging);  // kOrdered: the adds before its tile's
+  int* sTile = reinterpret_cast<int*>(staging_free + kOrderedStaging);  // [kStages]: an item's first stage's item
+  // [kDqTileSlots][4]: the item (bh, b, h, n_block; bh = WsTile::kEnd: none left) whose first dQ tile
+  // is tile t, in slot t % kDqTileSlots (kPersistent; tell_dq_tile).
+  int* sDqTile = sTile + kStages;
+  int* sSend = sDqTile + 4 * Kt::kDqTileSlots;  // kOrdered [kOrderedStaging][4]: adds before, bh, query tile, stores (block 0)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = tid / 128;
   const int T = p.T;
-  // BN keys per CTA, BM-row query tiles; the load helpers of KeyBlock are not used (TMA loads).
-  const KeyBlock<BM, BN, D, D, 128, false> blk(p, heads_per_group, false);
-  const int bh = blk.bh, b = blk.b, h = blk.h, n0 = blk.n0, m_blocks = blk.m_blocks;
+  // BN keys per work item, BM-row query tiles; the load helpers of KeyBlock are not used (TMA loads).
+  using Block = KeyBlock<BM, BN, D, D, 128, false>;
+  auto key_block = [&](int item) { return Block(p, heads_per_group, false, item); };
+  const int m_blocks = (T + BM - 1) / BM, n_blocks = (T + BN - 1) / BN;
+  const int n_items = n_blocks * p.B * p.H;
   DropoutParams drop = p.dropout;
   if constexpr (kDropout) resolve_dropout_offset(drop);  // graph replay: before any dropout_bits
-  // The query tiles in the order every role of the CTA visits them: ascending, or (kOrderDq)
-  // descending, so that key block n reaches each tile about when block n - 1, launched before it,
-  // adds there (the header's kOrdered note).
-  auto first_tile = [&] {
-    if constexpr (kOrderDq) return blk.prev_query_tile(p, m_blocks - 1);
-    return blk.next_query_tile(p, blk.m_begin);
+  // An item's batch, head, keys (n0 = BN n_block), without KeyBlock's pointers (the consumers keep these
+  // across their tiles).
+  auto ws_item = [&](int item) {
+    const BlockOrder order = grouped_block_order(item, n_blocks, p.B * p.H, heads_per_group);
+    return WsItem{order.bh / p.H, order.bh % p.H, order.bh, order.rank, order.rank * BN};
   };
-  auto next_tile = [&](int m) {
-    if constexpr (kOrderDq) return blk.prev_query_tile(p, m - 1);
-    return blk.next_query_tile(p, m + 1);
+  // An item's query tiles, in the order every role walks them by itself (only the item comes through
+  // shared memory, once per item): ascending, or (kOrderDq) descending, so that key block n reaches each
+  // tile about when block n - 1, started before it, adds there (the header's kOrdered note). Tiles a
+  // block-sparse mask leaves empty are skipped (as KeyBlock's next_query_tile / prev_query_tile).
+  auto m_begin = [&](const WsItem& w) { return p.causal ? w.n0 / BM : 0; };
+  auto tile_left = [&](const WsItem& w, int m) { return kOrderDq ? m >= m_begin(w) : m < m_blocks; };
+  auto live_tile = [&](const WsItem& w, int m) {  // the first non-empty tile from m on, in walk order
+    for (; tile_left(w, m); m += kOrderDq ? -1 : 1)
+      if (attention_tile_kind<false>(p, w.b, m * BM, min(m * BM + BM, T), w.n0, min(w.n0 + BN, T)) != kTileEmpty) break;
+    return m;
   };
-  auto tile_left = [&](int m) { return kOrderDq ? m >= blk.m_begin : m < m_blocks; };
+  auto first_tile = [&](const WsItem& w) { return live_tile(w, kOrderDq ? m_blocks - 1 : m_begin(w)); };
+  auto next_tile = [&](const WsItem& w, int m) { return live_tile(w, kOrderDq ? m - 1 : m + 1); };
+  // The dQ roles' walk over dQ tiles 0, 1, ... (w, m: the next tile's item and query tile). Without
+  // kPersistent it is the CTA's item's walk (dq_walk_has: a tile is left); with it, the slot of each
+  // item's first tile says which item it is, or that none is left (dq_walk_item, once the tile's dQ
+  // buffers are full). dq_walk_advance moves on and says whether that ended the item.
+  struct DqWalk {
+    WsItem w;
+    int m;
+    bool in_item;
+  };
+  auto dq_walk_start = [&] {
+    DqWalk d{WsItem{}, 0, false};
+    if constexpr (!kPersistent) d.w = ws_item(blockIdx.x), d.m = first_tile(d.w), d.in_item = true;
+    return d;
+  };
+  auto dq_walk_has = [&](const DqWalk& d) { return kPersistent || tile_left(d.w, d.m); };
+  auto dq_walk_item = [&](DqWalk& d, int t) {
+    if (kPersistent && !d.in_item) {
+      const int* slot = sDqTile + 4 * (t % Kt::kDqTileSlots);
+      if (slot[0] == WsTile::kEnd) return false;
+      d.w = WsItem{slot[1], slot[2], slot[0], slot[3], slot[3] * BN};
+      d.m = first_tile(d.w), d.in_item = true;
+    }
+    return true;
+  };
+  auto dq_walk_advance = [&](DqWalk& d) {
+    d.m = next_tile(d.w, d.m);
+    const bool ended = !tile_left(d.w, d.m);
+    if (kPersistent && ended) d.in_item = false;
+    return ended;
+  };
 
   if (tid == 0) {
-    mbarrier_init(kv_full, 1);
+    for (int kb = 0; kb < kKvBuffers; ++kb) {
+      mbarrier_init(&kv_full[kb], 1);
+      mbarrier_init(&kv_empty[kb], 256);  // every consumer thread, after its epilogue
+    }
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(&q_full[s], 32);    // the producer warp's 32 lanes (lane 0's arrival carries the TMA bytes)
       mbarrier_init(&q_empty[s], 256);  // every consumer thread
@@ -275,7 +354,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     fence_mbarrier_init();
   }
   __syncthreads();  // the last CTA-wide barrier: from here on the roles only meet at mbarriers
-  if (tid == 0) {  // the dev trace (flash_bwd_trace.cuh; nothing in other builds)
+  if (!kPersistent && tid == 0) {  // the dev trace (flash_bwd_trace.cuh; nothing in other builds)
     ws_trace_time(kWsTraceStart);
     ws_trace_word(kWsTraceSm, ws_trace_sm());
   }
@@ -283,44 +362,76 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   if (wg == 0) {
     setmaxnreg_dec<Kt::kProducerRegs>();
     if (warp == 0) {
-      // Producer: K and V once, then the Q / dO / lse / D ring.
+      // Producer: per work item its K and V (TMA, into K / V buffer `use % kKvBuffers`), then its query
+      // tiles' Q, dO, lse and D into the ring, the item itself beside its first stage; an item without
+      // a tile (block-sparse) gets one stage without loads, and after the last item one says so.
       if (lane == 0) {
         tma_prefetch_map(&maps.q);
         tma_prefetch_map(&maps.dout);
-        const int hk = attention_kv_head(p, h);
-        mbarrier_arrive_expect_tx(kv_full, 2 * Kt::kKvBytes);
-#pragma unroll
-        for (int pn = 0; pn < kPanels; ++pn) {  // one box per 64-column panel
-          tma_load_4d(sK + pn * BN * 128, &maps.k, kv_full, 64 * pn, n0, hk, b);
-          tma_load_4d(sV + pn * BN * 128, &maps.v, kv_full, 64 * pn, n0, hk, b);
-        }
       }
-      int it = 0;
-      for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
+      int it = 0;  // stages handed out
+      // One stage: query tile m of `item` (an item's first stage: tell its index) with that tile's rows
+      // from `blk` (the item's) unless null.
+      auto hand_out = [&](int item, bool first, int m, const Block* blk) {
         const int s = it % kStages;
-        // The consumers are done with tile it - kStages.
-        mbarrier_wait(&q_empty[s], ((it / kStages) & 1) ^ 1, "q_empty (producer), tile", m);
+        // The consumers are done with stage s's last tile.
+        mbarrier_wait(&q_empty[s], ((it / kStages) & 1) ^ 1, "q_empty (producer), stage", it);
         const int m0 = m * BM;
-        // lse in log2 units (-inf, a row that sees no key: +inf, so its P row is exp2(-inf) = 0; past
-        // T: +inf too, and D = 0, so padding rows contribute nothing).
+        if (blk != nullptr) {
+          // lse in log2 units (-inf, a row that sees no key: +inf, so its P row is exp2(-inf) = 0; past
+          // T: +inf too, and D = 0, so padding rows contribute nothing).
 #pragma unroll
-        for (int i = 0; i < BM / 32; ++i) {
-          const int r = m0 + lane + 32 * i;
-          const float lse = r < T ? blk.lse[r] : -INFINITY;
-          sLse[s * BM + lane + 32 * i] = lse == -INFINITY ? INFINITY : lse * kLog2e;
-          sDsum[s * BM + lane + 32 * i] = r < T ? blk.dsum[r] : 0.f;
+          for (int i = 0; i < BM / 32; ++i) {
+            const int r = m0 + lane + 32 * i;
+            const float lse = r < T ? blk->lse[r] : -INFINITY;
+            sLse[s * BM + lane + 32 * i] = lse == -INFINITY ? INFINITY : lse * kLog2e;
+            sDsum[s * BM + lane + 32 * i] = r < T ? blk->dsum[r] : 0.f;
+          }
         }
-        if (lane == 0) {
+        if (lane == 0 && first) sTile[s] = item;
+        if (lane == 0 && blk != nullptr) {
           mbarrier_arrive_expect_tx(&q_full[s], 2 * Kt::kQBytes);
 #pragma unroll
           for (int pn = 0; pn < kPanels; ++pn) {
-            tma_load_4d(sQ + s * Kt::kQBytes + pn * BM * 128, &maps.q, &q_full[s], 64 * pn, m0, h, b);
-            tma_load_4d(sdO + s * Kt::kQBytes + pn * BM * 128, &maps.dout, &q_full[s], 64 * pn, m0, h, b);
+            tma_load_4d(sQ + s * Kt::kQBytes + pn * BM * 128, &maps.q, &q_full[s], 64 * pn, m0, blk->h, blk->b);
+            tma_load_4d(sdO + s * Kt::kQBytes + pn * BM * 128, &maps.dout, &q_full[s], 64 * pn, m0, blk->h, blk->b);
           }
         } else {
           mbarrier_arrive(&q_full[s]);
         }
+        ++it;
+      };
+      int item = blockIdx.x;
+      for (int use = 0;; ++use) {
+        const Block blk = key_block(item);  // (its lse and D rows)
+        const WsItem w{blk.b, blk.h, blk.bh, blk.n_block, blk.n0};
+        const int kb = use % kKvBuffers;
+        if (lane == 0) {
+          // The buffer's item before is done (its epilogue staged dK and dV there).
+          mbarrier_wait(&kv_empty[kb], ((use / kKvBuffers) & 1) ^ 1, "kv_empty (producer), item", item);
+          const int hk = attention_kv_head(p, w.h);
+          mbarrier_arrive_expect_tx(&kv_full[kb], 2 * Kt::kKvBytes);
+#pragma unroll
+          for (int pn = 0; pn < kPanels; ++pn) {  // one box per 64-column panel
+            tma_load_4d(sK + kb * Kt::kKvBufferBytes + pn * BN * 128, &maps.k, &kv_full[kb], 64 * pn, w.n0, hk, w.b);
+            tma_load_4d(sV + kb * Kt::kKvBufferBytes + pn * BN * 128, &maps.v, &kv_full[kb], 64 * pn, w.n0, hk, w.b);
+          }
+        }
+        int m = first_tile(w);
+        if (!tile_left(w, m)) hand_out(item, true, 0, nullptr);
+        for (bool first = true; tile_left(w, m); m = next_tile(w, m), first = false) hand_out(item, first, m, &blk);
+        if constexpr (!kPersistent) break;  // (a loop the compiler sees run once: no loop-carried state)
+        // The next item, taken now that this one's last tile is handed out (the consumers are one or two
+        // tiles from it), so that its K and V land before they get there. Taken at this item's start, it
+        // waited for the whole item while later ones ran, and with the ordered dQ those wait for it (3-4x
+        // slower). Taken only once the consumers were done with the last tile, T = 1024 without dropout
+        // lost 4-5 of the 8% the persistent form gains there (H200, session 30).
+        int next = 0;
+        if (lane == 0) next = static_cast<int>(gridDim.x) + atomicAdd(work_counter, 1);
+        item = __shfl_sync(0xffffffffu, next, 0);
+        if (item >= n_items) break;
       }
+      if constexpr (kPersistent) hand_out(WsTile::kEnd, true, 0, nullptr);
     } else if constexpr (kConvertDq) {
       // dQ converter, warps 1-3: per tile, once both consumers' fp32 partials are in, their sums
       // (sum_dq_partials) as int64 fixed point into a staging buffer, which thread 32 sends with one
@@ -328,10 +439,9 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       // (bench/attention/NOTES.md, session 18).
       const int ct = tid - 32, cw = ct / 32;  // converter thread 0..95, warp 0..2
       constexpr int kBarConvert = 3;          // named barriers 1, 2: the consumers'
-      unsigned long long* words = dq_fixed_words<D>(p.dq_accum, bh, T);
-      DqFixedAdder fixed(blk.n_blocks);  // each dQ element gets n_blocks terms (one per CTA)
-      int it = 0;
-      for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
+      DqFixedAdder fixed(n_blocks);  // each dQ element gets n_blocks terms (one per key block)
+      DqWalk walk = dq_walk_start();
+      for (int it = 0; dq_walk_has(walk); ++it) {
         const int i0 = dq_buffer(it, 0), i1 = dq_buffer(it, 1);
         const uint32_t phase = dq_uses(it) & 1;
         auto* stage_words =
@@ -339,8 +449,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         // The staging buffer is free once the bulk add that last read it has (the newer one may
         // still read).
         if (ct == 0) bulk_wait_read<Kt::kStagingBuffers - 1>();
-        mbarrier_wait(&dq_full[i0], phase, "dq_full (dQ converter, consumer 0), tile", m);
-        mbarrier_wait(&dq_full[i1], phase, "dq_full (dQ converter, consumer 1), tile", m);
+        mbarrier_wait(&dq_full[i0], phase, "dq_full (dQ converter, consumer 0), tile", it);
+        mbarrier_wait(&dq_full[i1], phase, "dq_full (dQ converter, consumer 1), tile", it);
+        if (!dq_walk_item(walk, it)) break;
+        const int bh = walk.w.bh, m = walk.m;
         named_barrier_sync(kBarConvert, kConverters);  // thread 0's bulk_wait_read covers them all
         // Group g's sums as words 128 g + lane + 32 e.
         sum_dq_partials(it, cw, kConverters / 32, lane, [&](int g, float4 sum) {
@@ -356,12 +468,16 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         fence_proxy_async_smem();                      // the words are visible to the bulk add ...
         named_barrier_sync(kBarConvert, kConverters);  // ... once every converter has written its own
         if (ct == 0) {
-          bulk_reduce_add_u64(words + static_cast<int64_t>(m) * BM * D, stage_words, Kt::kDqBytesFixed);
+          bulk_reduce_add_u64(dq_fixed_words<D>(p.dq_accum, bh, T) + static_cast<int64_t>(m) * BM * D, stage_words,
+                              Kt::kDqBytesFixed);
           bulk_commit();
+        }
+        if (dq_walk_advance(walk)) {  // the item's head: flag an out-of-range term
+          fixed.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
+          fixed.overflow = false;
         }
       }
       if (ct == 0) bulk_wait<0>();
-      fixed.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
     } else if constexpr (kOrderDq) {
       // The ordered dQ: warps 2 and 3 sum each tile's two fp32 partials into a staging buffer, as
       // kConverted does without the conversion; lanes 0 and 1 of warp 1 send the sums, lane L the
@@ -373,21 +489,19 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       // in, or with relaxed loads and one fence after, measured slower: bench/attention/NOTES.md.)
       if (warp == 1) {
         if (lane < kOrderedStaging) {
-          float* dq_tiles = dq_head_floats<D>(p.dq_accum, bh, T);
-          const bool first_stores = blk.n_block == 0 && ws_first_block_stores_dq(p);
-          int it = 0;
-          for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
-            if (it % kOrderedStaging != lane) continue;
+          for (int it = lane;; it += kOrderedStaging) {
+            mbarrier_wait(&staged[lane], (it / kOrderedStaging) & 1, "staged (dQ sender), tile", it);
+            const int* send = sSend + 4 * lane;  // put beside the sums by the summers
+            const int before = send[0], bh = send[1], m = send[2];
+            if (bh == WsTile::kEnd) break;
             int* counter = dq_semaphore + static_cast<int64_t>(bh) * m_blocks + m;
-            mbarrier_wait(&staged[lane], (it / kOrderedStaging) & 1, "staged (dQ sender), tile", m);
-            const int before = sBefore[lane];  // the count to wait for, put beside the sums
             while (ld_acquire_gpu(counter) != before) {
             }
             fence_proxy_async_global();  // the adds below come after those the counter shows
-            float* tile = dq_tiles + static_cast<int64_t>(m) * BM * D;
+            float* tile = dq_head_floats<D>(p.dq_accum, bh, T) + static_cast<int64_t>(m) * BM * D;
             const uint8_t* sums = smem + Kt::kOffStaging + lane * Kt::kDqBytesF32;
             // Dense or causal, block 0 is every tile's first: it stores, so dq_accum is not zeroed.
-            if (first_stores) bulk_store(tile, sums, Kt::kDqBytesF32);
+            if (send[3]) bulk_store(tile, sums, Kt::kDqBytesF32);
             else bulk_reduce_add_f32(tile, sums, Kt::kDqBytesF32);
             bulk_commit();
             bulk_wait<0>();              // this CTA's adds are done in global memory ...
@@ -398,44 +512,75 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         }
       } else {
         const int sw = warp - 2;  // summer warp 0, 1
+        const bool first_block_stores = ws_first_block_stores_dq(p);
+        // Staging buffer s is free for tile it (its sender is done with tile it - kOrderedStaging).
+        auto wait_staging = [&](int it, int s) {
+          mbarrier_wait(&staging_free[s], ((it / kOrderedStaging) & 1) ^ 1, "staging_free (dQ summer), tile", it);
+        };
+        DqWalk walk = dq_walk_start();
         int it = 0;
-        for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
+        for (; dq_walk_has(walk); ++it) {
           const int s = it % kOrderedStaging, i0 = dq_buffer(it, 0), i1 = dq_buffer(it, 1);
           const uint32_t phase = dq_uses(it) & 1;
-          // The adds that come first (a ballot where the mask is block-sparse), for the sender.
+          // The adds that come first there (a ballot where the mask is block-sparse), for the sender:
+          // counted while the partials are still coming where the tile is known.
           int before = 0;
-          if (sw == 0) before = dq_blocks_below<false>(p, b, m * BM, min(m * BM + BM, T), blk.n_block, BN, lane);
-          mbarrier_wait(&staging_free[s], ((it / kOrderedStaging) & 1) ^ 1, "staging_free (dQ summer), tile", m);
-          mbarrier_wait(&dq_full[i0], phase, "dq_full (dQ summer, consumer 0), tile", m);
-          mbarrier_wait(&dq_full[i1], phase, "dq_full (dQ summer, consumer 1), tile", m);
+          auto count_before = [&] {
+            if (sw == 0)
+              before = dq_blocks_below<false>(p, walk.w.b, walk.m * BM, min(walk.m * BM + BM, T), walk.w.n_block, BN, lane);
+          };
+          const bool known = walk.in_item;
+          if (known) count_before();
+          wait_staging(it, s);
+          mbarrier_wait(&dq_full[i0], phase, "dq_full (dQ summer, consumer 0), tile", it);
+          mbarrier_wait(&dq_full[i1], phase, "dq_full (dQ summer, consumer 1), tile", it);
+          if (!dq_walk_item(walk, it)) break;
+          if (!known) count_before();
           float4* sums = reinterpret_cast<float4*>(smem + Kt::kOffStaging + s * Kt::kDqBytesF32);
           sum_dq_partials(it, sw, kOrderedSummers / 32, lane, [&](int g, float4 sum) { sums[32 * g + lane] = sum; });
-          if (sw == 0 && lane == 0) sBefore[s] = before;
+          if (sw == 0 && lane == 0) {
+            int* send = sSend + 4 * s;
+            send[0] = before, send[1] = walk.w.bh, send[2] = walk.m, send[3] = walk.w.n_block == 0 && first_block_stores;
+          }
           mbarrier_arrive(&dq_empty[i0]);  // this thread's part of both partials is read
           mbarrier_arrive(&dq_empty[i1]);
           fence_proxy_async_smem();  // the sums are visible to the bulk add
           mbarrier_arrive(&staged[s]);
+          dq_walk_advance(walk);
+        }
+        // No tile left: each sender's next staging buffer says so.
+        for (int k = 0; k < kOrderedStaging; ++k) {
+          const int s_end = (it + k) % kOrderedStaging;
+          wait_staging(it + k, s_end);
+          if (sw == 0 && lane == 0) sSend[4 * s_end + 1] = WsTile::kEnd;
+          mbarrier_arrive(&staged[s_end]);
         }
       }
     } else if (!kStoreDs && warp == 1 && lane == 0) {
       // dQ writer: bulk reduce-adds into the tile's 64 rows of dq_accum (one per consumer, or one
       // for their sum).
-      int it = 0;
-      for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
-        const int64_t tile_floats = static_cast<int64_t>(m) * BM * D;  // DqLayout: 64 rows are contiguous
+      DqWalk walk = dq_walk_start();
+      for (int it = 0; dq_walk_has(walk); ++it) {
+        const uint32_t phase = dq_uses(it) & 1;
+        const int i0 = dq_buffer(it, 0);
+        mbarrier_wait(&dq_full[i0], phase, "dq_full (dQ writer), tile", it);
+        if (!dq_walk_item(walk, it)) break;
+        // DqLayout: 64 rows are contiguous
+        const int64_t tile_floats = (static_cast<int64_t>(walk.w.bh) * dq_accum_rows(T) + walk.m * BM) * D;
         for (int c = 0; c < (kSumDq ? 1 : 2); ++c) {
           const int i = dq_buffer(it, c);
-          mbarrier_wait(&dq_full[i], dq_uses(it) & 1, "dq_full (dQ writer), tile", m);
+          if (c > 0) mbarrier_wait(&dq_full[i], phase, "dq_full (dQ writer), tile", it);
           const uint8_t* src = sDq + i * Kt::dq_bytes(kForm);
           if constexpr (kFixedDq) {
-            bulk_reduce_add_u64(dq_fixed_words<D>(p.dq_accum, bh, T) + tile_floats, src, Kt::kDqBytesFixed);
+            bulk_reduce_add_u64(reinterpret_cast<unsigned long long*>(p.dq_accum) + tile_floats, src, Kt::kDqBytesFixed);
           } else {
-            bulk_reduce_add_f32(dq_head_floats<D>(p.dq_accum, bh, T) + tile_floats, src, Kt::kDqBytesF32);
+            bulk_reduce_add_f32(p.dq_accum + tile_floats, src, Kt::kDqBytesF32);
           }
           bulk_commit();
           bulk_wait_read<0>();  // the buffer may be overwritten once read
           mbarrier_arrive(&dq_empty[i]);
         }
+        dq_walk_advance(walk);
       }
       bulk_wait<0>();
     }
@@ -450,270 +595,344 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   const int key_row0 = 64 * c + 16 * wq;  // the warp's first key, local to the CTA
   const float scale_log2 = p.softmax_scale * kLog2e;
   const float keep_scale = kDropout ? drop.keep_scale : 1.f;
-  // Descriptor low words (flash_wgmma.cuh; 16-byte units). K-major operands step 32 bytes per k step
-  // (2 units) inside a panel and a panel every 4 steps (sw128_kmajor_kstep); transposed ones 16 rows
-  // (2048 bytes, 128 units) per k step, with the N panels kKvPanelUnits / kQPanelUnits apart.
-  const uint32_t k_desc = wgmma_desc_sw128_lo(smem_u32(sK + 64 * c * 128));
-  const uint32_t v_desc = wgmma_desc_sw128_lo(smem_u32(sV + 64 * c * 128));
+  // Descriptor low words of the stage-0 Q and dO tiles and of dS^T (flash_wgmma.cuh; the item's K and V
+  // below).
   const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ));
   const uint32_t do_desc = wgmma_desc_sw128_lo(smem_u32(sdO));
   const uint32_t ds_desc = wgmma_desc_sw128_lo(smem_u32(sdS + 64 * c * 128));
   constexpr uint32_t kStageUnits = Kt::kQBytes / 16;
-  // kSummed: each dQ element gets n_blocks terms (one per CTA: the two consumers' sum).
-  [[maybe_unused]] DqFixedAdder fixed(blk.n_blocks);
+  // kSummed: each dQ element gets n_blocks terms (one per key block: the two consumers' sum).
+  [[maybe_unused]] DqFixedAdder fixed(n_blocks);
   // kStoreDs: thread 0 of each consumer stores its 64 keys' rows of each tile's dS^T (8 KiB) from one
   // of two buffers (tile parity).
   const bool ds_storer = kStoreDs && wq == 0 && lane == 0;
+  // The consumer whose dQ goes into a tile's buffer first: kSummed's partial writer (the header's dQ
+  // forms), in the other forms each consumer into its own.
+  auto dq_partial_writer = [&](int tile) { return !kSumDq ? c : kDropout ? tile & 1 : 0; };
+  // kPersistent: the item (bh = WsTile::kEnd: none left) whose first dQ tile is tile t, for the dQ
+  // roles, who read it once the dQ buffers of tile t are full: consumer 0 writes it as it starts the
+  // tile (so before its dq_full or, kSummed, dq_half arrival), or the consumer that posts the end.
+  auto tell_dq_tile = [&](int t, const WsItem& w) {
+    int* slot = sDqTile + 4 * (t % Kt::kDqTileSlots);
+    if (wq == 0 && lane == 0) slot[0] = w.bh, slot[1] = w.b, slot[2] = w.h, slot[3] = w.n_block;
+  };
 
   float acc_dk[D / 8][4], acc_dv[D / 8][4];
-  zero_fragments(acc_dk);
-  zero_fragments(acc_dv);
   // acc += A B over the tile's 64 queries, one commit group: A from registers (P^T o Z or dS^T,
   // 64 keys x 16 queries a k step), B = the stage's dO or Q rows read transposed (b_desc: its low word).
   auto accumulate_rs = [&](float(&acc)[D / 8][4], uint32_t(&a)[BM / 16][4], uint32_t b_desc) {
     reg_fence(a);
     wgmma_rs_transposed_b<BM / 16, kPanels, kBF16>(acc, a, b_desc, Kt::kQPanelUnits);
   };
-  mbarrier_wait<false>(kv_full, 0, "kv_full (consumer)", c);
-  const bool tracer = tid == 128;  // consumer 0's first thread records its times (dev trace)
-  if (tracer) ws_trace_time(kWsTraceKv);
-
-  int it = 0;
-  for (int m = first_tile(); tile_left(m); m = next_tile(m), ++it) {
-    const int s = it % kStages;
-    const int m0 = m * BM, m1 = min(m0 + BM, T);
-    const uint32_t stage = s * kStageUnits;
-    mbarrier_wait<false>(&q_full[s], (it / kStages) & 1, "q_full (consumer), tile", m);
-    if (tracer && it == 0) ws_trace_time(kWsTraceFirstQ);
-
-    // S^T and dP^T, two commit groups (the first overwrites its accumulator: scale-d 0).
-    float acc_s[BM / 8][4], acc_dp[BM / 8][4];
-    wgmma_fence();
-    wgmma_ss_kmajor<BM, kBF16, D / 16>(acc_s, k_desc, Kt::kKvPanelUnits, q_desc + stage, Kt::kQPanelUnits);
-    wgmma_commit();
-    wgmma_ss_kmajor<BM, kBF16, D / 16>(acc_dp, v_desc, Kt::kKvPanelUnits, do_desc + stage, Kt::kQPanelUnits);
-    wgmma_commit();
-    // Dropout keep bits of this warp's 16 keys x 64 queries (bit 4 nb + e: element [nb][e]), drawn
-    // while the products run.
-    uint32_t keep = 0;
-    if constexpr (kDropout) keep = transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0, lane);
-    // dV is issued as soon as P^T is ready and dS^T computed while it runs, except at D = 128 with
-    // dropout, which has no registers for that (dK and dV are 64 each, the keep bits more; ptxas
-    // spilled 148 bytes): it waits for both products, forms dS^T and then P^T o Z (each freeing its
-    // fp32 accumulator) and issues dV with dK (40 bytes of spill).
-    constexpr bool kOverlapDv = D == 64 || !kDropout;
-    wgmma_wait<kOverlapDv ? 1 : 0>();  // S^T (and, kOverlapDv, dP^T may still run)
-    reg_fence(acc_s);
-    if constexpr (!kOverlapDv) reg_fence(acc_dp);
-
-    // Accumulator element acc[nb][e]: key n0 + key_row0 + lane / 4 + 8 (e >> 1), query
-    // m0 + 8 nb + 2 (lane % 4) + (e & 1).
-    const int key_lo = n0 + 64 * c, key_hi = min(key_lo + 64, T);
-    if (attention_tile_kind<false>(p, b, m0, m1, key_lo, key_hi) != kTileFull || key_lo + 64 > T || m0 + BM > T) {
-      if (mask_is_causal_only<false>(p)) {
-        // mask_scores' causal test in this tile's key-major form, hoisted per key: a key's queries
-        // are [first, T) (first: the key itself if causal; T, so none, for a key past T), so one
-        // unsigned compare a score where mask_scores' form takes three (flash_tile.cuh,
-        // mask_is_causal_only).
-        unsigned first[2], count[2];
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int key = n0 + key_row0 + (lane >> 2) + 8 * half;
-          const int lo = key >= T ? T : (p.causal ? key : 0);
-          first[half] = static_cast<unsigned>(lo), count[half] = static_cast<unsigned>(T - lo);
-        }
-        const int query0 = m0 + 2 * (lane & 3);
-#pragma unroll
-        for (int nb = 0; nb < BM / 8; ++nb)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            if (static_cast<unsigned>(query0 + 8 * nb + (e & 1)) - first[e >> 1] >= count[e >> 1])
-              acc_s[nb][e] = -INFINITY;
-      } else {
-        mask_scores<false>(acc_s, p, b, [&](int nb, int e) {
-          return make_int2(m0 + 8 * nb + 2 * (lane & 3) + (e & 1), n0 + key_row0 + (lane >> 2) + 8 * (e >> 1));
-        });
-      }
+  const bool tracer = !kPersistent && tid == 128;  // consumer 0's first thread records its times (dev trace)
+  // The current item and its K / V buffer. Without kPersistent the CTA's only item is blockIdx.x, set
+  // here once, so that its values stay loop-invariant as before the persistent form (set per item
+  // they cost the D = 128 kernels 150-350 bytes of spill).
+  WsItem cur = kPersistent ? WsItem{} : ws_item(blockIdx.x);
+  int kb = 0, item_tiles = 0;
+  // Descriptor low words (flash_wgmma.cuh; 16-byte units) of this consumer's 64 rows of K and V in
+  // buffer 0 (buffer kb: kb * kKvBufferBytes further). K-major operands step 32 bytes per k step (2
+  // units) inside a panel and a panel every 4 steps (sw128_kmajor_kstep); transposed ones 16 rows (2048
+  // bytes, 128 units) per k step, with the N panels kKvPanelUnits / kQPanelUnits apart.
+  const uint32_t k_desc0 = wgmma_desc_sw128_lo(smem_u32(sK + 64 * c * 128));
+  const uint32_t v_desc0 = wgmma_desc_sw128_lo(smem_u32(sV + 64 * c * 128));
+  // An item's start (its K and V landed, dK and dV zeroed) and end (finish_item, below). Without
+  // kPersistent both stay outside the tile loop, which ends at the item's last tile, as before the
+  // persistent form: inside it they cost the D = 128 kernels about 300 bytes of spill.
+  auto start_item = [&](int use) {
+    item_tiles = 0;
+    zero_fragments(acc_dk);
+    zero_fragments(acc_dv);
+    mbarrier_wait<false>(&kv_full[kb], (use / kKvBuffers) & 1, "kv_full (consumer), item use", use);
+    if (tracer) ws_trace_time(kWsTraceKv);
+  };
+  auto finish_item = [&] {
+    // The item is done: its dK (times the softmax scale) and dV through this consumer's own rows of
+    // its K / V buffer (no one else reads them), then 16-byte stores; rows past T are skipped.
+    const int b = cur.b, bh = cur.bh, n0 = cur.n0;
+    if constexpr (kSumDq) {  // its head's overflow flag
+      fixed.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
+      fixed.overflow = false;
     }
-    const float* lse_s = sLse + s * BM;
-    const float* dsum_s = sDsum + s * BM;
-#pragma unroll
-    for (int nb = 0; nb < BM / 8; ++nb) {
-      const float2 l2 = *reinterpret_cast<const float2*>(lse_s + 8 * nb + 2 * (lane & 3));
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc_s[nb][e] = fast_exp2(fmaf(acc_s[nb][e], scale_log2, -((e & 1) ? l2.y : l2.x)));
+    if (tracer) {
+      ws_trace_time(kWsTraceLastTile);
+      using u64 = unsigned long long;
+      ws_trace_word(kWsTraceWork, static_cast<u64>(item_tiles) | static_cast<u64>(cur.n_block) << 16 |
+                                      static_cast<u64>(bh) << 32);
     }
-    auto zeta = [&](int nb, int e) {  // Z: the dropout mask times 1 / (1 - p)
-      if constexpr (kDropout) return ((keep >> (4 * nb + e)) & 1u) ? keep_scale : 0.f;
-      return keep_scale;
+    uint16_t* dk = static_cast<uint16_t*>(p.dk) + b * p.dk_batch_stride + cur.h * p.dk_head_stride;
+    uint16_t* dv = static_cast<uint16_t*>(p.dv) + b * p.dv_batch_stride + cur.h * p.dv_head_stride;
+    uint8_t* sK_item = sK + kb * Kt::kKvBufferBytes;
+    uint8_t* sV_item = sV + kb * Kt::kKvBufferBytes;
+    auto at_k = [&](int r, int col) {
+      return reinterpret_cast<uint16_t*>(sK_item + sw128_panel_offset<BN, D>(64 * c + r, col));
     };
-    // P^T o Z as A fragments (for dV += (P^T o Z) dO).
-    uint32_t pf[BM / 16][4];
-    auto make_pf = [&] {
-#pragma unroll
-      for (int kk = 0; kk < BM / 16; ++kk) {
-        float pz[2][4];
-#pragma unroll
-        for (int t = 0; t < 2; ++t)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) pz[t][e] = acc_s[2 * kk + t][e] * zeta(2 * kk + t, e);
-        acc_to_a<kBF16>(pf[kk], pz[0], pz[1]);
-      }
+    auto at_v = [&](int r, int col) {
+      return reinterpret_cast<uint16_t*>(sV_item + sw128_panel_offset<BN, D>(64 * c + r, col));
     };
-    if constexpr (kOverlapDv) {
-      make_pf();
-      accumulate_rs(acc_dv, pf, do_desc + stage);
-      wgmma_wait<1>();  // dP^T (dV may still run)
-      reg_fence(acc_dp);
+    named_barrier_sync(1 + c, 128);  // every warp of this consumer is done reading K_c, V_c (dQ, S^T, dP^T)
+    stage_rows<kBF16, D>(acc_dk, p.softmax_scale, 16 * wq, at_k, lane);
+    stage_rows<kBF16, D>(acc_dv, 1.f, 16 * wq, at_v, lane);
+    __syncwarp();
+    store_staged_rows<16, D>(dk, p.dk_row_stride, 16 * wq, n0 + 64 * c, T, at_k, lane);
+    store_staged_rows<16, D>(dv, p.dv_row_stride, 16 * wq, n0 + 64 * c, T, at_v, lane);
+    if (tracer) ws_trace_time(kWsTraceEpilogue);
+    if (!kPersistent && tid == 256) ws_trace_time(kWsTraceConsumer1);
+    fence_proxy_async_smem();  // this thread's staging is ordered before the next TMA load there
+    mbarrier_arrive(&kv_empty[kb]);
+  };
+  if constexpr (!kPersistent) start_item(0);
+  int tile_no = 0;  // tiles with products so far: the dQ buffers' and the stored dS^T's count
+  for (int it = 0, use = 0;;) {  // over the items (without kPersistent: one)
+    // (The wait for a tile's stage ends the tile before it: with the wait at the top of a tile loop, as
+    // before the persistent form, the non-persistent kernels measured 2% slower still; H200, ncu.)
+    int s = it % kStages;
+    mbarrier_wait<false>(&q_full[s], (it / kStages) & 1, "q_full (consumer), stage", it);
+    if constexpr (kPersistent) {
+      const int item = sTile[s];  // beside the item's first stage
+      if (item == WsTile::kEnd) break;
+      cur = ws_item(item), kb = use % kKvBuffers;
+      start_item(use++);
     }
+    int m = first_tile(cur);
+    if (!tile_left(cur, m)) {
+      mbarrier_arrive(&q_empty[s]);  // an item without a tile (one stage without loads): dK = dV = 0
+      ++it;
+    }
+    while (tile_left(cur, m)) {
+      const int b = cur.b, bh = cur.bh, n0 = cur.n0;
+      const int m0 = m * BM, m1 = min(m0 + BM, T);
+      const uint32_t stage = s * kStageUnits;
+      const uint32_t k_desc = k_desc0 + kb * (Kt::kKvBufferBytes / 16), v_desc = v_desc0 + kb * (Kt::kKvBufferBytes / 16);
+      if (tracer && item_tiles == 0) ws_trace_time(kWsTraceFirstQ);
+      // kPersistent: the dQ roles learn the item at its first tile (the slot is free: Kt::kDqTileSlots).
+      if (kPersistent && !kStoreDs && c == 0 && item_tiles == 0) tell_dq_tile(tile_no, cur);
 
-    // dS^T = P^T o (dP^T o Z - D), into acc_dp; its A fragments for dK, and dS^T into shared memory
-    // for dQ.
-#pragma unroll
-    for (int nb = 0; nb < BM / 8; ++nb) {
-      const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + 8 * nb + 2 * (lane & 3));
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        acc_dp[nb][e] = acc_s[nb][e] * (acc_dp[nb][e] * zeta(nb, e) - ((e & 1) ? d2.y : d2.x));
-    }
-    uint32_t dsf[BM / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk) acc_to_a<kBF16>(dsf[kk], acc_dp[2 * kk], acc_dp[2 * kk + 1]);
-    if constexpr (!kOverlapDv) {
-      make_pf();
-      accumulate_rs(acc_dv, pf, do_desc + stage);
-    }
-    // The previous tile's dQ product read every warp's rows of dS^T; each warp waited for it, but
-    // only for itself, so the warps meet before overwriting them (a review's hardening; FA3 does the
-    // same with one dS stage). kStoreDs: this buffer's last bulk store (tile it - 2) has read it.
-    const int ds_buffer = kStoreDs ? (it & 1) : 0;
-    uint8_t* sdS_tile = sdS + ds_buffer * Kt::kDsBytes;
-    if (ds_storer) bulk_wait_read<1>();
-    named_barrier_sync(1 + c, 128);
-    // dsf[kk][2 half + t]: rows key_row0 + lane / 4 + 8 half, queries 16 kk + 8 t + 2 (lane % 4), +1.
-#pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk)
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-        *reinterpret_cast<uint32_t*>(sdS_tile + sw128_offset(key_row0 + (lane >> 2) + 8 * (r & 1),
-                                                             16 * kk + 8 * (r >> 1) + 2 * (lane & 3))) = dsf[kk][r];
-    fence_proxy_async_smem();                  // the stores are visible to the tensor cores ...
-    named_barrier_sync(1 + c, 128);            // ... once every warp of this consumer has made them
-    if (ds_storer) {
-      uint8_t* ds_out = reinterpret_cast<uint8_t*>(p.dq_accum) + ds_tile_offset(bh, m, blk.n_block, T, p.causal);
-      bulk_store(ds_out + c * (Kt::kDsBytes / 2), sdS_tile + c * (Kt::kDsBytes / 2), Kt::kDsBytes / 2);
-      bulk_commit();
-    }
-    if constexpr (kPanels == 1) {
-      accumulate_rs(acc_dk, dsf, q_desc + stage);
-    } else {
-      // D = 128: dK from dS^T in shared memory (K-major: rows = keys, 16 queries a k step), so its A
-      // fragments need no registers while it runs.
+      // S^T and dP^T, two commit groups (the first overwrites its accumulator: scale-d 0).
+      float acc_s[BM / 8][4], acc_dp[BM / 8][4];
       wgmma_fence();
+      wgmma_ss_kmajor<BM, kBF16, D / 16>(acc_s, k_desc, Kt::kKvPanelUnits, q_desc + stage, Kt::kQPanelUnits);
+      wgmma_commit();
+      wgmma_ss_kmajor<BM, kBF16, D / 16>(acc_dp, v_desc, Kt::kKvPanelUnits, do_desc + stage, Kt::kQPanelUnits);
+      wgmma_commit();
+      // Dropout keep bits of this warp's 16 keys x 64 queries (bit 4 nb + e: element [nb][e]), drawn
+      // while the products run.
+      uint32_t keep = 0;
+      if constexpr (kDropout) keep = transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0, lane);
+      // dV is issued as soon as P^T is ready and dS^T computed while it runs, except at D = 128 with
+      // dropout, which has no registers for that (dK and dV are 64 each, the keep bits more; ptxas
+      // spilled 148 bytes): it waits for both products, forms dS^T and then P^T o Z (each freeing its
+      // fp32 accumulator) and issues dV with dK (40 bytes of spill).
+      constexpr bool kOverlapDv = D == 64 || !kDropout;
+      wgmma_wait<kOverlapDv ? 1 : 0>();  // S^T (and, kOverlapDv, dP^T may still run)
+      reg_fence(acc_s);
+      if constexpr (!kOverlapDv) reg_fence(acc_dp);
+
+      // Accumulator element acc[nb][e]: key n0 + key_row0 + lane / 4 + 8 (e >> 1), query
+      // m0 + 8 nb + 2 (lane % 4) + (e & 1).
+      const int key_lo = n0 + 64 * c, key_hi = min(key_lo + 64, T);
+      if (attention_tile_kind<false>(p, b, m0, m1, key_lo, key_hi) != kTileFull || key_lo + 64 > T || m0 + BM > T) {
+        if (mask_is_causal_only<false>(p)) {
+          // mask_scores' causal test in this tile's key-major form, hoisted per key: a key's queries
+          // are [first, T) (first: the key itself if causal; T, so none, for a key past T), so one
+          // unsigned compare a score where mask_scores' form takes three (flash_tile.cuh,
+          // mask_is_causal_only).
+          unsigned first[2], count[2];
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int key = n0 + key_row0 + (lane >> 2) + 8 * half;
+            const int lo = key >= T ? T : (p.causal ? key : 0);
+            first[half] = static_cast<unsigned>(lo), count[half] = static_cast<unsigned>(T - lo);
+          }
+          const int query0 = m0 + 2 * (lane & 3);
+#pragma unroll
+          for (int nb = 0; nb < BM / 8; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              if (static_cast<unsigned>(query0 + 8 * nb + (e & 1)) - first[e >> 1] >= count[e >> 1])
+                acc_s[nb][e] = -INFINITY;
+        } else {
+          mask_scores<false>(acc_s, p, b, [&](int nb, int e) {
+            return make_int2(m0 + 8 * nb + 2 * (lane & 3) + (e & 1), n0 + key_row0 + (lane >> 2) + 8 * (e >> 1));
+          });
+        }
+      }
+      const float* lse_s = sLse + s * BM;
+      const float* dsum_s = sDsum + s * BM;
+#pragma unroll
+      for (int nb = 0; nb < BM / 8; ++nb) {
+        const float2 l2 = *reinterpret_cast<const float2*>(lse_s + 8 * nb + 2 * (lane & 3));
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_s[nb][e] = fast_exp2(fmaf(acc_s[nb][e], scale_log2, -((e & 1) ? l2.y : l2.x)));
+      }
+      auto zeta = [&](int nb, int e) {  // Z: the dropout mask times 1 / (1 - p)
+        if constexpr (kDropout) return ((keep >> (4 * nb + e)) & 1u) ? keep_scale : 0.f;
+        return keep_scale;
+      };
+      // P^T o Z as A fragments (for dV += (P^T o Z) dO).
+      uint32_t pf[BM / 16][4];
+      auto make_pf = [&] {
+#pragma unroll
+        for (int kk = 0; kk < BM / 16; ++kk) {
+          float pz[2][4];
+#pragma unroll
+          for (int t = 0; t < 2; ++t)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) pz[t][e] = acc_s[2 * kk + t][e] * zeta(2 * kk + t, e);
+          acc_to_a<kBF16>(pf[kk], pz[0], pz[1]);
+        }
+      };
+      if constexpr (kOverlapDv) {
+        make_pf();
+        accumulate_rs(acc_dv, pf, do_desc + stage);
+        wgmma_wait<1>();  // dP^T (dV may still run)
+        reg_fence(acc_dp);
+      }
+
+      // dS^T = P^T o (dP^T o Z - D), into acc_dp; its A fragments for dK, and dS^T into shared memory
+      // for dQ.
+#pragma unroll
+      for (int nb = 0; nb < BM / 8; ++nb) {
+        const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + 8 * nb + 2 * (lane & 3));
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          acc_dp[nb][e] = acc_s[nb][e] * (acc_dp[nb][e] * zeta(nb, e) - ((e & 1) ? d2.y : d2.x));
+      }
+      uint32_t dsf[BM / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < BM / 16; ++kk) acc_to_a<kBF16>(dsf[kk], acc_dp[2 * kk], acc_dp[2 * kk + 1]);
+      if constexpr (!kOverlapDv) {
+        make_pf();
+        accumulate_rs(acc_dv, pf, do_desc + stage);
+      }
+      // The previous tile's dQ product read every warp's rows of dS^T; each warp waited for it, but
+      // only for itself, so the warps meet before overwriting them (a review's hardening; FA3 does the
+      // same with one dS stage). kStoreDs: this buffer's last bulk store (tile it - 2) has read it.
+      const int ds_buffer = kStoreDs ? (tile_no & 1) : 0;
+      uint8_t* sdS_tile = sdS + ds_buffer * Kt::kDsBytes;
+      if (ds_storer) bulk_wait_read<1>();
+      named_barrier_sync(1 + c, 128);
+      // dsf[kk][2 half + t]: rows key_row0 + lane / 4 + 8 half, queries 16 kk + 8 t + 2 (lane % 4), +1.
 #pragma unroll
       for (int kk = 0; kk < BM / 16; ++kk)
 #pragma unroll
-        for (int pn = 0; pn < kPanels; ++pn)
-          wgmma_ss<64, kBF16, false, true>(acc_panel(acc_dk, pn),
-                                           wgmma_desc_sw128_from_lo(ds_desc + ds_buffer * (Kt::kDsBytes / 16) + 2 * kk),
-                                           wgmma_desc_sw128_from_lo(q_desc + stage + pn * Kt::kQPanelUnits + 128 * kk));
-      wgmma_commit();
-    }
-    float acc_dq[D / 8][4];
-    if constexpr (!kStoreDs) {
+        for (int r = 0; r < 4; ++r)
+          *reinterpret_cast<uint32_t*>(sdS_tile + sw128_offset(key_row0 + (lane >> 2) + 8 * (r & 1),
+                                                               16 * kk + 8 * (r >> 1) + 2 * (lane & 3))) = dsf[kk][r];
+      fence_proxy_async_smem();                  // the stores are visible to the tensor cores ...
+      named_barrier_sync(1 + c, 128);            // ... once every warp of this consumer has made them
+      if (ds_storer) {
+        uint8_t* ds_out = reinterpret_cast<uint8_t*>(p.dq_accum) + ds_tile_offset(bh, m, cur.n_block, T, p.causal);
+        bulk_store(ds_out + c * (Kt::kDsBytes / 2), sdS_tile + c * (Kt::kDsBytes / 2), Kt::kDsBytes / 2);
+        bulk_commit();
+      }
+      if constexpr (kPanels == 1) {
+        accumulate_rs(acc_dk, dsf, q_desc + stage);
+      } else {
+        // D = 128: dK from dS^T in shared memory (K-major: rows = keys, 16 queries a k step), so its A
+        // fragments need no registers while it runs.
+        wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
+        for (int kk = 0; kk < BM / 16; ++kk)
 #pragma unroll
-        for (int pn = 0; pn < kPanels; ++pn)
-          wgmma_ss<64, kBF16, true, true>(acc_panel(acc_dq, pn), wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
-                                          wgmma_desc_sw128_from_lo(k_desc + pn * Kt::kKvPanelUnits + 128 * kk), kk > 0);
-      wgmma_commit();
-    }
-    wgmma_wait<0>();
-    if constexpr (!kStoreDs) reg_fence(acc_dq);
-    reg_fence(acc_dk);
-    reg_fence(acc_dv);
-    mbarrier_arrive(&q_empty[s]);  // this consumer has read stage s (Q, dO, lse, D) for the last time
-    if (tracer && it == 0) ws_trace_time(kWsTraceFirstTile);
-    if constexpr (kStoreDs) continue;  // dQ comes from the stored dS (flash_bwd_ds_dq_kernel.cuh)
+          for (int pn = 0; pn < kPanels; ++pn)
+            wgmma_ss<64, kBF16, false, true>(acc_panel(acc_dk, pn),
+                                             wgmma_desc_sw128_from_lo(ds_desc + ds_buffer * (Kt::kDsBytes / 16) + 2 * kk),
+                                             wgmma_desc_sw128_from_lo(q_desc + stage + pn * Kt::kQPanelUnits + 128 * kk));
+        wgmma_commit();
+      }
+      float acc_dq[D / 8][4];
+      if constexpr (!kStoreDs) {
+#pragma unroll
+        for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
+#pragma unroll
+          for (int pn = 0; pn < kPanels; ++pn)
+            wgmma_ss<64, kBF16, true, true>(acc_panel(acc_dq, pn), wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
+                                            wgmma_desc_sw128_from_lo(k_desc + pn * Kt::kKvPanelUnits + 128 * kk), kk > 0);
+        wgmma_commit();
+      }
+      wgmma_wait<0>();
+      if constexpr (!kStoreDs) reg_fence(acc_dq);
+      reg_fence(acc_dk);
+      reg_fence(acc_dv);
+      mbarrier_arrive(&q_empty[s]);  // this consumer has read stage s (Q, dO, lse, D) for the last time
+      if (tracer && item_tiles == 0) ws_trace_time(kWsTraceFirstTile);
+      ++item_tiles;
 
-    // dQ into buffer i in dq_accum's layout (rows 16 wq .. of the tile: m16 = wq). Summed: both
-    // consumers' accumulators have the same layout, so each element is written and then read back
-    // by the same thread index of the two warpgroups: the mbarriers are the only ordering needed.
-    const int i = dq_buffer(it, c);
-    const uint32_t phase = dq_uses(it) & 1;
-    uint8_t* stage_dq = sDq + i * Kt::dq_bytes(kForm);
-    // Element e of chunk j: an fp32 slot (the fixed point's: the low half of its int64 word).
-    auto slot = [&](int j, int e) -> float* {
-      const int64_t chunk = DqLayout::chunk(wq, j, lane);  // floats within the 64-row tile
-      if constexpr (kSumDq)
-        return reinterpret_cast<float*>(reinterpret_cast<unsigned long long*>(stage_dq) +
-                                        DqLayout::fixed_word(chunk, lane) + 32 * e);
-      return reinterpret_cast<float*>(stage_dq) + chunk + e;
-    };
-    // Summed: one consumer writes its partial, the other adds its own and converts. With dropout they
-    // take turns (tile parity), so neither is always the one that waits; without, consumer 0 always
-    // writes. H200, session 17, fixed-point bwd ms, taking turns / not, same call: D = 64 p = 0.1
-    // T = 4096 2.306 / 2.461, T = 16384 7.61 / 8.11 (T = 1024 level); D = 128 p = 0.1 T = 4096 1.940 /
-    // 1.985; p = 0 0.4-1.7% slower at both head dims (T = 1024 0.810 / 0.796, D = 128 T = 16384
-    // 5.33 / 5.24). fp32 addition commutes: the dQ bits are the same either way (dq_bits.py: 0 of
-    // every element differ).
-    const int partial_writer = !kSumDq ? c : kDropout ? it & 1 : 0;
-    if (c == partial_writer) {
-      // Once the writer has read this buffer's previous tile.
-      mbarrier_wait<false>(&dq_empty[i], phase ^ 1, "dq_empty (consumer), tile", m);
+      if constexpr (!kStoreDs) {  // (kStoreDs: dQ comes from the stored dS, flash_bwd_ds_dq_kernel.cuh)
+        // dQ into buffer i in dq_accum's layout (rows 16 wq .. of the tile: m16 = wq). Summed: both
+        // consumers' accumulators have the same layout, so each element is written and then read back
+        // by the same thread index of the two warpgroups: the mbarriers are the only ordering needed.
+        const int i = dq_buffer(tile_no, c);
+        const uint32_t phase = dq_uses(tile_no) & 1;
+        uint8_t* stage_dq = sDq + i * Kt::dq_bytes(kForm);
+        // Element e of chunk j: an fp32 slot (the fixed point's: the low half of its int64 word).
+        auto slot = [&](int j, int e) -> float* {
+          const int64_t chunk = DqLayout::chunk(wq, j, lane);  // floats within the 64-row tile
+          if constexpr (kSumDq)
+            return reinterpret_cast<float*>(reinterpret_cast<unsigned long long*>(stage_dq) +
+                                            DqLayout::fixed_word(chunk, lane) + 32 * e);
+          return reinterpret_cast<float*>(stage_dq) + chunk + e;
+        };
+        // Summed: one consumer writes its partial, the other adds its own and converts. With dropout they
+        // take turns (tile parity), so neither is always the one that waits; without, consumer 0 always
+        // writes. H200, session 17, fixed-point bwd ms, taking turns / not, same call: D = 64 p = 0.1
+        // T = 4096 2.306 / 2.461, T = 16384 7.61 / 8.11 (T = 1024 level); D = 128 p = 0.1 T = 4096 1.940 /
+        // 1.985; p = 0 0.4-1.7% slower at both head dims (T = 1024 0.810 / 0.796, D = 128 T = 16384
+        // 5.33 / 5.24). fp32 addition commutes: the dQ bits are the same either way (dq_bits.py: 0 of
+        // every element differ).
+        const int partial_writer = dq_partial_writer(tile_no);
+        if (c == partial_writer) {
+          // Once the writer has read this buffer's previous tile.
+          mbarrier_wait<false>(&dq_empty[i], phase ^ 1, "dq_empty (consumer), tile", tile_no);
 #pragma unroll
-      for (int j = 0; j < D / 8; ++j) {
-        if constexpr (kSumDq) {
+          for (int j = 0; j < D / 8; ++j) {
+            if constexpr (kSumDq) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) *slot(j, e) = acc_dq[j][e];
-        } else {
-          *reinterpret_cast<float4*>(slot(j, 0)) = make_float4(acc_dq[j][0], acc_dq[j][1], acc_dq[j][2], acc_dq[j][3]);
+              for (int e = 0; e < 4; ++e) *slot(j, e) = acc_dq[j][e];
+            } else {
+              *reinterpret_cast<float4*>(slot(j, 0)) = make_float4(acc_dq[j][0], acc_dq[j][1], acc_dq[j][2], acc_dq[j][3]);
+            }
+          }
+          if constexpr (kSumDq) {
+            mbarrier_arrive(&dq_half[i]);
+          } else {
+            fence_proxy_async_smem();  // visible to the bulk copy that reads it
+            mbarrier_arrive(&dq_full[i]);
+          }
+        } else if constexpr (kSumDq) {
+          mbarrier_wait<false>(&dq_half[i], phase, "dq_half (finishing consumer), tile", tile_no);
+#pragma unroll
+          for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)  // a + b = b + a: the order does not matter
+              *reinterpret_cast<unsigned long long*>(slot(j, e)) = fixed.to_word(*slot(j, e) + acc_dq[j][e]);
+          fence_proxy_async_smem();  // visible to the bulk copy that reads it
+          mbarrier_arrive(&dq_full[i]);
         }
       }
-      if constexpr (kSumDq) {
-        mbarrier_arrive(&dq_half[i]);
-      } else {
-        fence_proxy_async_smem();  // visible to the bulk copy that reads it
-        mbarrier_arrive(&dq_full[i]);
-      }
-    } else if constexpr (kSumDq) {
-      mbarrier_wait<false>(&dq_half[i], phase, "dq_half (finishing consumer), tile", m);
-#pragma unroll
-      for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)  // a + b = b + a: the order does not matter
-          *reinterpret_cast<unsigned long long*>(slot(j, e)) = fixed.to_word(*slot(j, e) + acc_dq[j][e]);
-      fence_proxy_async_smem();  // visible to the bulk copy that reads it
+      ++tile_no;
+      ++it;
+      m = next_tile(cur, m);
+      if (!tile_left(cur, m)) break;
+      s = it % kStages;
+      mbarrier_wait<false>(&q_full[s], (it / kStages) & 1, "q_full (consumer), stage", it);
+    }
+    if constexpr (!kPersistent) break;
+    finish_item();
+  }
+  if constexpr (!kPersistent) finish_item();
+  if (ds_storer) bulk_wait<0>();  // the last stores have read shared memory and written dS
+  if constexpr (kPersistent && !kStoreDs) {
+    // No tile left: the dQ roles' next tile slot says so, once its buffers are free (kSummed: from the
+    // consumer that would finish it).
+    const int i = dq_buffer(tile_no, c);
+    if (!kSumDq || c != dq_partial_writer(tile_no)) {
+      mbarrier_wait<false>(&dq_empty[i], (dq_uses(tile_no) & 1) ^ 1, "dq_empty (consumer, end)", tile_no);
+      tell_dq_tile(tile_no, WsItem{WsTile::kEnd, 0, WsTile::kEnd, 0, 0});
       mbarrier_arrive(&dq_full[i]);
     }
   }
-  if constexpr (kSumDq) fixed.flag_overflow(dq_fixed_flag<D>(p.dq_accum, p.B * p.H, bh, T));
-  if (ds_storer) bulk_wait<0>();  // the last stores have read shared memory and written dS
-  if (tracer) {
-    ws_trace_time(kWsTraceLastTile);
-    using u64 = unsigned long long;
-    ws_trace_word(kWsTraceWork, static_cast<u64>(it) | static_cast<u64>(blk.n_block) << 16 | static_cast<u64>(bh) << 32);
-  }
-
-  // dK (times the softmax scale) and dV through this consumer's own rows of sK and sV (no one else
-  // reads them), then 16-byte stores; rows past T are skipped.
-  uint16_t* dk = static_cast<uint16_t*>(p.dk) + b * p.dk_batch_stride + h * p.dk_head_stride;
-  uint16_t* dv = static_cast<uint16_t*>(p.dv) + b * p.dv_batch_stride + h * p.dv_head_stride;
-  auto at_k = [&](int r, int col) {
-    return reinterpret_cast<uint16_t*>(sK + sw128_panel_offset<BN, D>(64 * c + r, col));
-  };
-  auto at_v = [&](int r, int col) {
-    return reinterpret_cast<uint16_t*>(sV + sw128_panel_offset<BN, D>(64 * c + r, col));
-  };
-  named_barrier_sync(1 + c, 128);  // every warp of this consumer is done reading K_c, V_c (dQ, S^T, dP^T)
-  stage_rows<kBF16, D>(acc_dk, p.softmax_scale, 16 * wq, at_k, lane);
-  stage_rows<kBF16, D>(acc_dv, 1.f, 16 * wq, at_v, lane);
-  __syncwarp();
-  store_staged_rows<16, D>(dk, p.dk_row_stride, 16 * wq, n0 + 64 * c, T, at_k, lane);
-  store_staged_rows<16, D>(dv, p.dv_row_stride, 16 * wq, n0 + 64 * c, T, at_v, lane);
-  if (tracer) ws_trace_time(kWsTraceEpilogue);
-  if (tid == 256) ws_trace_time(kWsTraceConsumer1);
 #else
   __trap();  // built without sm_90a: the launcher never picks this kernel there
 #endif

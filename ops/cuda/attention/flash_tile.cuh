@@ -82,9 +82,12 @@ struct KeyBlock {
   const uint16_t *q, *k, *v, *dout;
   const float *lse, *dsum;
 
-  __device__ __forceinline__ KeyBlock(const AttentionParams& p, int heads_per_group, bool descending) {
+  KeyBlock() = default;
+  // linear: the work's place in grouped_block_order (a persistent kernel's work item; else the CTA's).
+  __device__ __forceinline__ KeyBlock(const AttentionParams& p, int heads_per_group, bool descending,
+                                      int linear = static_cast<int>(blockIdx.x)) {
     n_blocks = (p.T + kBlockN - 1) / kBlockN;
-    const BlockOrder order = grouped_block_order(blockIdx.x, n_blocks, p.B * p.H, heads_per_group);
+    const BlockOrder order = grouped_block_order(linear, n_blocks, p.B * p.H, heads_per_group);
     n_block = descending ? n_blocks - 1 - order.rank : order.rank;
     bh = order.bh, b = bh / p.H, h = bh % p.H;
     n0 = n_block * kBlockN, n1 = min(n0 + kBlockN, p.T);
