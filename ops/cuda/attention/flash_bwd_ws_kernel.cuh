@@ -929,7 +929,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     const int i = dq_buffer(tile_no, c);
     if (!kSumDq || c != dq_partial_writer(tile_no)) {
       mbarrier_wait<false>(&dq_empty[i], (dq_uses(tile_no) & 1) ^ 1, "dq_empty (consumer, end)", tile_no);
-      tell_dq_tile(tile_no, WsItem{WsTile::kEnd, 0, WsTile::kEnd, 0, 0});
+      // (The readers read the slot once consumer 0's buffer is full: one writer, that consumer's.)
+      if (kSumDq || c == 0) tell_dq_tile(tile_no, WsItem{WsTile::kEnd, 0, WsTile::kEnd, 0, 0});
       mbarrier_arrive(&dq_full[i]);
     }
   }

@@ -82,7 +82,6 @@ struct KeyBlock {
   const uint16_t *q, *k, *v, *dout;
   const float *lse, *dsum;
 
-  KeyBlock() = default;
   // linear: the work's place in grouped_block_order (a persistent kernel's work item; else the CTA's).
   __device__ __forceinline__ KeyBlock(const AttentionParams& p, int heads_per_group, bool descending,
                                       int linear = static_cast<int>(blockIdx.x)) {
