@@ -792,7 +792,6 @@ std::vector<AttentionCase> ws_backward_deterministic_cases() {
   return cases;
 }
 
-
 // The warp-specialised backward (at every T) in the deterministic form `how` on `cases`, each of which
 // it must take (`takes`): bit-identical runs, dq, dk and dv as the atomic form's (flash_ws_ordered_dq
 // says how close), and the cases at the indices `naive` within twice naive's error of float64.

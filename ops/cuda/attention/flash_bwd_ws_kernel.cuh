@@ -195,10 +195,9 @@ struct FlashBwdWsTraits {
 
 // kPersistent: the producer alone decides which work item comes next (a global counter) and writes
 // it beside the item's first Q / dO stage; the consumers read it there and consumer 0 passes it on to
-// the dQ roles beside the item's first dQ tile. Every role walks an item's query tiles itself.
-struct WsTile {
-  static constexpr int kEnd = -1;  // the item after the CTA's last
-};
+// the dQ roles beside the item's first dQ tile. Every role walks an item's query tiles itself. This
+// item (or batch * head) says that none is left.
+constexpr int kWsNoItem = -1;
 
 // A work item of the backward: key block n_block (keys n0 ..) of batch b, head h (bh = b H + h).
 struct WsItem {
@@ -268,7 +267,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   uint64_t* staged = dq_empty + 4;                       // kOrdered, by staging buffer: it holds a tile's sums
   uint64_t* staging_free = staged + kOrderedStaging;     // kOrdered, by staging buffer: its sender is done
   int* sTile = reinterpret_cast<int*>(staging_free + kOrderedStaging);  // [kStages]: an item's first stage's item
-  // [kDqTileSlots][4]: the item (bh, b, h, n_block; bh = WsTile::kEnd: none left) whose first dQ tile
+  // [kDqTileSlots][4]: the item (bh, b, h, n_block; bh = kWsNoItem: none left) whose first dQ tile
   // is tile t, in slot t % kDqTileSlots (kPersistent; tell_dq_tile).
   int* sDqTile = sTile + kStages;
   int* sSend = sDqTile + 4 * Kt::kDqTileSlots;  // kOrdered [kOrderedStaging][4]: adds before, bh, query tile, stores (block 0)
@@ -291,7 +290,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   // An item's query tiles, in the order every role walks them by itself (only the item comes through
   // shared memory, once per item): ascending, or (kOrderDq) descending, so that key block n reaches each
   // tile about when block n - 1, started before it, adds there (the header's kOrdered note). Tiles a
-  // block-sparse mask leaves empty are skipped (as KeyBlock's next_query_tile / prev_query_tile).
+  // block-sparse mask leaves empty are skipped (as KeyBlock's next_query_tile; its pointers are not
+  // kept here).
   auto m_begin = [&](const WsItem& w) { return p.causal ? w.n0 / BM : 0; };
   auto tile_left = [&](const WsItem& w, int m) { return kOrderDq ? m >= m_begin(w) : m < m_blocks; };
   auto live_tile = [&](const WsItem& w, int m) {  // the first non-empty tile from m on, in walk order
@@ -319,7 +319,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   auto dq_walk_item = [&](DqWalk& d, int t) {
     if (kPersistent && !d.in_item) {
       const int* slot = sDqTile + 4 * (t % Kt::kDqTileSlots);
-      if (slot[0] == WsTile::kEnd) return false;
+      if (slot[0] == kWsNoItem) return false;
       d.w = WsItem{slot[1], slot[2], slot[0], slot[3], slot[3] * BN};
       d.m = first_tile(d.w), d.in_item = true;
     }
@@ -431,7 +431,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         item = __shfl_sync(0xffffffffu, next, 0);
         if (item >= n_items) break;
       }
-      if constexpr (kPersistent) hand_out(WsTile::kEnd, true, 0, nullptr);
+      if constexpr (kPersistent) hand_out(kWsNoItem, true, 0, nullptr);
     } else if constexpr (kConvertDq) {
       // dQ converter, warps 1-3: per tile, once both consumers' fp32 partials are in, their sums
       // (sum_dq_partials) as int64 fixed point into a staging buffer, which thread 32 sends with one
@@ -493,7 +493,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
             mbarrier_wait(&staged[lane], (it / kOrderedStaging) & 1, "staged (dQ sender), tile", it);
             const int* send = sSend + 4 * lane;  // put beside the sums by the summers
             const int before = send[0], bh = send[1], m = send[2];
-            if (bh == WsTile::kEnd) break;
+            if (bh == kWsNoItem) break;
             int* counter = dq_semaphore + static_cast<int64_t>(bh) * m_blocks + m;
             while (ld_acquire_gpu(counter) != before) {
             }
@@ -552,7 +552,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         for (int k = 0; k < kOrderedStaging; ++k) {
           const int s_end = (it + k) % kOrderedStaging;
           wait_staging(it + k, s_end);
-          if (sw == 0 && lane == 0) sSend[4 * s_end + 1] = WsTile::kEnd;
+          if (sw == 0 && lane == 0) sSend[4 * s_end + 1] = kWsNoItem;
           mbarrier_arrive(&staged[s_end]);
         }
       }
@@ -609,7 +609,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   // The consumer whose dQ goes into a tile's buffer first: kSummed's partial writer (the header's dQ
   // forms), in the other forms each consumer into its own.
   auto dq_partial_writer = [&](int tile) { return !kSumDq ? c : kDropout ? tile & 1 : 0; };
-  // kPersistent: the item (bh = WsTile::kEnd: none left) whose first dQ tile is tile t, for the dQ
+  // kPersistent: the item (bh = kWsNoItem: none left) whose first dQ tile is tile t, for the dQ
   // roles, who read it once the dQ buffers of tile t are full: consumer 0 writes it as it starts the
   // tile (so before its dq_full or, kSummed, dq_half arrival), or the consumer that posts the end.
   auto tell_dq_tile = [&](int t, const WsItem& w) {
@@ -690,7 +690,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     mbarrier_wait<false>(&q_full[s], (it / kStages) & 1, "q_full (consumer), stage", it);
     if constexpr (kPersistent) {
       const int item = sTile[s];  // beside the item's first stage
-      if (item == WsTile::kEnd) break;
+      if (item == kWsNoItem) break;
       cur = ws_item(item), kb = use % kKvBuffers;
       start_item(use++);
     }
@@ -930,7 +930,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     if (!kSumDq || c != dq_partial_writer(tile_no)) {
       mbarrier_wait<false>(&dq_empty[i], (dq_uses(tile_no) & 1) ^ 1, "dq_empty (consumer, end)", tile_no);
       // (The readers read the slot once consumer 0's buffer is full: one writer, that consumer's.)
-      if (kSumDq || c == 0) tell_dq_tile(tile_no, WsItem{WsTile::kEnd, 0, WsTile::kEnd, 0, 0});
+      if (kSumDq || c == 0) tell_dq_tile(tile_no, WsItem{kWsNoItem, 0, kWsNoItem, 0, 0});
       mbarrier_arrive(&dq_full[i]);
     }
   }

@@ -112,15 +112,6 @@ struct KeyBlock {
     }
     return m;
   }
-  // The last tile <= m that the mask leaves non-empty, walking down (m_begin - 1 when none is left):
-  // the descending walk of the warp-specialised backward's ordered dQ (no document masks there).
-  __device__ __forceinline__ int prev_query_tile(const AttentionParams& p, int m) const {
-    static_assert(!kDocMask, "the descending walk has no document-mask stop");
-    for (; m >= m_begin; --m)
-      if (attention_tile_kind<kDocMask>(p, b, m * kBlockM, min(m * kBlockM + kBlockM, p.T), n0, n1) != kTileEmpty)
-        break;
-    return m;
-  }
   // kLse false: not the lse (a kernel that converts it on the way in loads it itself).
   template <bool kLse = true>
   __device__ __forceinline__ void load_query_tile(const AttentionParams& p, int m, uint16_t* sQ, uint16_t* sdO,
