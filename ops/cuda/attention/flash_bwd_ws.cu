@@ -50,7 +50,7 @@ namespace {
 // zero).
 template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq, bool kPersistent>
 void launch_ws_as(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore) {
-  using Kt = FlashBwdWsTraits<kHeadDim, kPersistent ? 2 : 1>;
+  using Kt = FlashBwdWsTraits<kHeadDim, ws_kv_buffers(kHeadDim, kPersistent)>;
   constexpr auto kForm = Kt::template dq_form<kDq, kDropout>();
   constexpr bool kFixedDq = kDq == WsDq::kFixedPoint, kStoreDs = kDq == WsDq::kStoredDs;
   if constexpr (!Kt::fits(kForm)) {
@@ -114,7 +114,7 @@ void launch_ws_as(const AttentionParams& p, cudaStream_t stream, int* dq_semapho
 // (H200, session 30, bench/attention/NOTES.md). With dropout it is taken up to T = 2048 only: at
 // T = 4096 and 16384 the ordered dQ was 4-9% slower persistent, the atomic one level.
 template <int kHeadDim, WsDq kDq>
-constexpr bool kWsPersistent = kHeadDim == 64 && (kDq == WsDq::kAtomic || kDq == WsDq::kOrdered);
+constexpr bool kWsPersistent = kDq == WsDq::kAtomic || (kHeadDim == 64 && kDq == WsDq::kOrdered);
 constexpr int kWsPersistentMaxTWithDropout = 2048;
 
 template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq>

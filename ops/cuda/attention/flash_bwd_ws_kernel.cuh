@@ -198,6 +198,9 @@ struct FlashBwdWsTraits {
 // the dQ roles beside the item's first dQ tile. Every role walks an item's query tiles itself. This
 // item (or batch * head) says that none is left.
 constexpr int kWsNoItem = -1;
+// K / V buffers of the kernel: two in the persistent form at D = 64, so that an item's K and V land
+// while the one before finishes; one otherwise (D = 128's 208 KB leave no room for a second).
+constexpr int ws_kv_buffers(int head_dim, bool persistent) { return persistent && head_dim == 64 ? 2 : 1; }
 
 // A work item of the backward: key block n_block (keys n0 ..) of batch b, head h (bh = b H + h).
 struct WsItem {
@@ -214,7 +217,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group,
                         int* dq_semaphore, int* work_counter) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Kt = FlashBwdWsTraits<kHeadDim, kPersistent ? 2 : 1>;
+  using Kt = FlashBwdWsTraits<kHeadDim, ws_kv_buffers(kHeadDim, kPersistent)>;
   using DqForm = typename Kt::DqForm;
   constexpr bool kFixedDq = kDq == WsDq::kFixedPoint, kStoreDs = kDq == WsDq::kStoredDs;
   constexpr bool kOrderDq = kDq == WsDq::kOrdered;
