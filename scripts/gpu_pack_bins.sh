@@ -14,6 +14,8 @@
 #                experiment's, for ws_call.sh's WS_LIB)
 #   BASE_BIN=path  also packs that flashtrain as build-base/flashtrain (the commit before, for
 #                bench/train/dev/copy_engine_call.sh's timing stage)
+#   EXTRA="path:dest ..."  also packs each file at dest (a path under the repo root there), e.g. a
+#                second experiment's library: EXTRA=/tmp/exp2.so:build-exp2/libft_attention.so
 # On the GPU machine (carry .gpu): `scripts/gpu_check.sh unpack test ...` puts them in build-gpu/
 # and runs the test binaries directly (no ctest files travel). Session 16 ran every device call
 # this way. Size: about 12-25 MiB for two or three binaries; the device tool carries 64 MiB in all.
@@ -45,7 +47,7 @@ for t in "${targets[@]}"; do
 done
 # BASE_LIB / EXP_LIB -> build-base/ / build-exp/libft_attention.so, BASE_BIN -> build-base/flashtrain, when set.
 for pair in "${BASE_LIB:-}:build-base/libft_attention.so" "${EXP_LIB:-}:build-exp/libft_attention.so" \
-            "${BASE_BIN:-}:build-base/flashtrain"; do
+            "${BASE_BIN:-}:build-base/flashtrain" ${EXTRA:-}; do
   file=${pair%:*} dest=${pair##*:}
   [ -n "$file" ] || continue
   [ -f "$file" ] || { echo "gpu_pack_bins: $file (for $dest) does not exist" >&2; exit 1; }
