@@ -815,12 +815,13 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       uint8_t* sdS_tile = sdS + ds_buffer * Kt::kDsBytes;
       if (ds_storer) bulk_wait_read<1>();
       named_barrier_sync(1 + c, 128);
-      // dsf[kk][2 half + t]: rows key_row0 + lane / 4 + 8 half, queries 16 kk + 8 t + 2 (lane % 4), +1:
-      // matrix 2 t + half of stmatrix (its rows: lanes 8 (2 t + half) ..), one instruction a k step.
-      const uint32_t ds_rows = smem_u32(sdS_tile);
+      // dsf[kk][2 half + t]: rows key_row0 + lane / 4 + 8 half, queries 16 kk + 8 t + 2 (lane % 4), +1.
 #pragma unroll
       for (int kk = 0; kk < BM / 16; ++kk)
-        stmatrix_x4(ds_rows + sw128_offset(key_row0 + (lane & 7) + 8 * ((lane >> 3) & 1), 16 * kk + 8 * (lane >> 4)), dsf[kk]);
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          *reinterpret_cast<uint32_t*>(sdS_tile + sw128_offset(key_row0 + (lane >> 2) + 8 * (r & 1),
+                                                               16 * kk + 8 * (r >> 1) + 2 * (lane & 3))) = dsf[kk][r];
       fence_proxy_async_smem();                  // the stores are visible to the tensor cores ...
       named_barrier_sync(1 + c, 128);            // ... once every warp of this consumer has made them
       if (ds_storer) {

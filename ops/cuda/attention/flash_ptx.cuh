@@ -44,14 +44,6 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
 }
-// Stores four 8 x 8 b16 matrices from a warp (sm_90): matrix i from register r[i] of every lane
-// (lane l: row l / 4, columns 2 (l % 4), +1: an mma fragment's layout), rows at the addresses of lanes
-// 8 i .. 8 i + 7 (16 bytes each). One instruction where b32 stores take four.
-__device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4]) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]), "r"(r[1]),
-               "r"(r[2]), "r"(r[3])
-               : "memory");
-}
 
 // A gpu-scope acquire load and release add: the handshake of the deterministic dQ order (a
 // writer's earlier global writes, including REDs by other lanes ordered by __syncwarp before the
