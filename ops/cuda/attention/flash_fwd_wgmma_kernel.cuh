@@ -231,7 +231,16 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const float m_scaled = row_max[half] == -INFINITY ? 0.f : row_max[half] * scale_log2;
-      row_sum[half] += exp2_row_sum(acc_s, half, scale_log2, m_scaled);
+      float sum = 0.f;
+#pragma unroll
+      for (int nb = 0; nb < BN / 8; ++nb)
+#pragma unroll
+        for (int e = 2 * half; e < 2 * half + 2; ++e) {
+          const float pe = fast_exp2(fmaf(acc_s[nb][e], scale_log2, -m_scaled));
+          acc_s[nb][e] = pe;
+          sum += pe;
+        }
+      row_sum[half] += sum;
     }
     if constexpr (kDropout) {
 #pragma unroll

@@ -232,7 +232,16 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
       const float m_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;  // all masked so far
       alpha[half] = fast_exp2(row_max[half] * scale_log2 - m_scaled);
       row_max[half] = mx;
-      row_sum[half] = row_sum[half] * alpha[half] + exp2_row_sum(acc_s, half, scale_log2, m_scaled);
+      float sum = 0.f;
+#pragma unroll
+      for (int nb = 0; nb < BN / 8; ++nb)
+#pragma unroll
+        for (int e = 2 * half; e < 2 * half + 2; ++e) {
+          const float pe = fast_exp2(fmaf(acc_s[nb][e], scale_log2, -m_scaled));
+          acc_s[nb][e] = pe;
+          sum += pe;
+        }
+      row_sum[half] = row_sum[half] * alpha[half] + sum;
     }
   };
   auto rescale_o = [&](const float(&alpha)[2]) {

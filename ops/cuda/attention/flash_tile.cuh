@@ -206,34 +206,11 @@ __device__ __forceinline__ void mask_slab_scores(float (&acc)[kNb][4], const Att
 // accumulators (rows lane / 4 + 8 half; kTiles n8 tiles), over the quad of lanes that holds the row.
 template <int kTiles>
 __device__ __forceinline__ float quad_row_max(const float (&acc)[kTiles][4], int half, float init) {
-  // A tree, not a chain of kTiles dependent maxima (the max is exact: any order gives the same bits).
-  float v[kTiles];
+  float mx = init;
 #pragma unroll
-  for (int nb = 0; nb < kTiles; ++nb) v[nb] = fmaxf(acc[nb][2 * half], acc[nb][2 * half + 1]);
-#pragma unroll
-  for (int stride = 1; stride < kTiles; stride *= 2)
-#pragma unroll
-    for (int nb = 0; nb + stride < kTiles; nb += 2 * stride) v[nb] = fmaxf(v[nb], v[nb + stride]);
-  float mx = fmaxf(init, v[0]);
+  for (int nb = 0; nb < kTiles; ++nb) mx = fmaxf(mx, fmaxf(acc[nb][2 * half], acc[nb][2 * half + 1]));
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
   return fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-}
-
-// The forwards' exponentials of a row: acc[nb][e] = 2^(acc[nb][e] scale_log2 - m_scaled) for this
-// lane's elements of rows lane / 4 + 8 half, in place; returns their sum (this lane's part of the row
-// sum). Four partial sums, not one chain of 2 kTiles dependent adds.
-template <int kTiles>
-__device__ __forceinline__ float exp2_row_sum(float (&acc)[kTiles][4], int half, float scale_log2, float m_scaled) {
-  float part[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-  for (int nb = 0; nb < kTiles; ++nb)
-#pragma unroll
-    for (int e = 2 * half; e < 2 * half + 2; ++e) {
-      const float pe = fast_exp2(fmaf(acc[nb][e], scale_log2, -m_scaled));
-      acc[nb][e] = pe;
-      part[(2 * nb + e) & 3] += pe;
-    }
-  return (part[0] + part[1]) + (part[2] + part[3]);
 }
 
 // The forwards' normalisation: each row's partial sums (row_sum[half]: rows lane / 4 + 8 half of
