@@ -9,9 +9,10 @@ nothing else with that build), e.g.
       [--d 64] [--t 1024] [--p 0] [--variant 4] [--json OUT]
 Causal, bf16, B T = 32768, H = 768 / D, as bench_attention.py; variant 0 is the atomic dQ, 4 the
 deterministic backward (attention_capi.cu). The warp-specialised backward must take the call
-(sm_90a, T >= 1024 by default) in its non-persistent form: the persistent one (D = 64, atomic or
-ordered dQ, without dropout or with it up to T = 2048; flash_bwd_ws.cu) records nothing, its CTAs
-running many key blocks each. So trace D = 64 with dropout at T > 2048, or D = 128. %globaltimer may
+(sm_90a, T >= 1024 by default) in its non-persistent form: the persistent one (the atomic dQ, and
+D = 64's ordered dQ, at D = 64 without dropout or with it up to T = 2048; flash_bwd_ws.cu) records
+nothing, its CTAs running many key blocks each. So trace D = 64 with dropout at T > 2048, or the
+deterministic backward at D = 128. %globaltimer may
 tick in steps of up to a microsecond: one CTA's phases are that coarse, the means over thousands of
 CTAs are not. Run in session 30 (H200; its numbers are in bench/results/attention-persistent-bwd-h200.md,
 taken before the persistent form)."""
@@ -52,8 +53,8 @@ def summarise(rec, label):
     missing = sum(1 for r in rec if not r[START] or not r[EPILOGUE])
     if missing:
         sys.exit(f"ws_trace: {missing} of {len(rec)} CTAs wrote no record: did the warp-specialised backward take "
-                 f"the call (T >= 1024, sm_90a) in its non-persistent form (not D = 64 without dropout, nor with it "
-                 f"at T <= 2048)?")
+                 f"the call (T >= 1024, sm_90a) in its non-persistent form (not the atomic dQ, nor D = 64's ordered "
+                 f"dQ without dropout or with it at T <= 2048)?")
     ph = [phases(r) for r in rec]
     t0 = min(r[START] for r in rec)
     span = (max(max(r[EPILOGUE], r[CONSUMER1], r[DQ]) for r in rec) - t0) / 1e3

@@ -59,14 +59,17 @@ DispatchThreshold g_fwd_small_tile_max_t{2048, 4096};
 constexpr int kBwdWsMinT = 1024;
 ThresholdOverride g_bwd_ws_min_t;
 // The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh), in flash_fwd_ws_form's form: at
-// D = 128 from T = 1024 on, at D = 64 from T = 16384. D = 128 since the branch-free masks (H200,
+// D = 128 from T = 1024 on, at D = 64 from T = 4096. D = 128 since the branch-free masks (H200,
 // session 27, B T = 32768, p = 0, stream timing, fwd ms, the wgmma forward / ws): T = 1024 0.185 /
 // 0.151 (two calls), T = 2048 ws 0.247 against cuDNN's 0.211 (before the masks the wgmma forward
 // and ws were level there, 0.301-0.319); session 17 T = 4096 0.788 / 0.516, T = 16384 2.390 /
 // 1.497. D = 64 (3 consumer warpgroups and the overlap; session 17) T = 1024 0.231 / 0.470,
 // T = 2048 0.357 / 0.530, T = 4096 0.668 / 0.752, T = 16384 2.200 / 2.070 (2-6% apart across calls;
-// T = 8192 level, 1.164 / 1.158: bench/attention/NOTES.md).
-constexpr int kFwdWsMinT64 = 16384, kFwdWsMinT128 = 1024;
+// T = 8192 level, 1.164 / 1.158: bench/attention/NOTES.md). D = 64 from T = 4096 since three calls
+// agree (stream timing, wgmma forward / ws): session 29 T = 4096 0.598 / 0.579, T = 8192 1.114 /
+// 1.078; session 31 (call 3, both library orders) T = 4096 0.593 / 0.563 and 0.586 / 0.572,
+// T = 8192 1.113 / 1.010 and 1.107 / 1.024; T = 2048 still 3-5% the other way (0.309 / 0.323).
+constexpr int kFwdWsMinT64 = 4096, kFwdWsMinT128 = 1024;
 ThresholdOverride g_fwd_ws_min_t;
 
 // A threshold's default from the environment variable `name` (read by the caller once), else

@@ -120,7 +120,7 @@ void set_flash_bwd_ws_min_t(int T);
 // The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh: FlashAttention-3's structure, a TMA
 // producer, two or three wgmma consumers) takes the calls it covers -- D = 64 and 128 without dropout or a
 // document mask, on sm_90a -- from this T on. Default (measured: flash_attention.cu): 1024 at
-// D = 128, 16384 at D = 64 (the wgmma forward is faster below); FLASHTRAIN_FLASH_FWD_WS_MIN_T
+// D = 128, 4096 at D = 64 (the wgmma forward is faster below); FLASHTRAIN_FLASH_FWD_WS_MIN_T
 // (read once) sets it at both head dims; set_flash_fwd_ws_min_t overrides both process-wide (tests,
 // the benchmark's variants 46-58; -1 restores the defaults).
 int flash_fwd_ws_min_t(int head_dim);

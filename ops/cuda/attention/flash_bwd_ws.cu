@@ -107,26 +107,30 @@ void launch_ws_as(const AttentionParams& p, cudaStream_t stream, int* dq_semapho
 }
 
 // The persistent form (a CTA per SM taking work items from a counter; flash_bwd_ws_kernel.cuh) where
-// its second K / V buffer fits and the counter has a place: D = 64 with the atomic or the ordered dQ
-// (the counter in the fixed-point half of dq_accum, which the fp32 forms leave unused, or after the
-// ordered dQ's counters). It hides what each non-persistent CTA paid alone: the K / V load before its
-// first product, the last tile's dQ adds and the launch gap, about 4 of a CTA's 18 us at T = 1024
-// (H200, session 30, bench/attention/NOTES.md). With dropout it is taken up to T = 2048 only: at
-// T = 4096 and 16384 the ordered dQ was 4-9% slower persistent, the atomic one level.
+// the counter has a place: the atomic dQ (in the fixed-point half of dq_accum, which the fp32 forms
+// leave unused) and D = 64's ordered dQ (after its counters; D = 128 has no ordered dQ). It hides
+// what each non-persistent CTA paid alone: the last tile's dQ adds and the launch gap, and at D = 64,
+// where a second K / V buffer fits, the K / V load before the first product: about 4 of a CTA's 18 us
+// at T = 1024 (H200, session 30, bench/attention/NOTES.md).
+// - D = 64: without dropout at every T; with it up to T = 2048 (at T = 4096 and 16384 the ordered dQ
+//   was 4-9% slower persistent, the atomic one level; session 30).
+// - D = 128 (one K / V buffer): with dropout at every T, without it up to T = 4096. H200, session 31,
+//   ncu, ws kernel us, persistent / not: p = 0.1 T = 2048 1007 / 1056, T = 4096 1845 / 1948,
+//   T = 16384 6415 / 6735; p = 0 T = 1024 462 / 474, T = 2048 788 / 804, T = 4096 1429 / 1448,
+//   T = 16384 4966 / 4948, and in stream timing (both library orders) 2-4% slower at T = 8192 and
+//   up to 4% at 16384 without dropout.
 template <int kHeadDim, WsDq kDq>
 constexpr bool kWsPersistent = kDq == WsDq::kAtomic || (kHeadDim == 64 && kDq == WsDq::kOrdered);
-constexpr int kWsPersistentMaxTWithDropout = 2048;
+constexpr int kWsPersistentMaxTWithDropout64 = 2048, kWsPersistentMaxTWithoutDropout128 = 4096;
 
 template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq>
 void launch_ws(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore) {
-  if constexpr (kWsPersistent<kHeadDim, kDq> && !kDropout) {
-    launch_ws_as<kHeadDim, kBF16, kDropout, kDq, true>(p, stream, dq_semaphore);
-  } else if constexpr (kWsPersistent<kHeadDim, kDq>) {
-    if (p.T <= kWsPersistentMaxTWithDropout) launch_ws_as<kHeadDim, kBF16, kDropout, kDq, true>(p, stream, dq_semaphore);
-    else launch_ws_as<kHeadDim, kBF16, kDropout, kDq, false>(p, stream, dq_semaphore);
-  } else {
-    launch_ws_as<kHeadDim, kBF16, kDropout, kDq, false>(p, stream, dq_semaphore);
+  if constexpr (kWsPersistent<kHeadDim, kDq>) {
+    const bool persistent = kHeadDim == 64 ? !kDropout || p.T <= kWsPersistentMaxTWithDropout64
+                                           : kDropout || p.T <= kWsPersistentMaxTWithoutDropout128;
+    if (persistent) return launch_ws_as<kHeadDim, kBF16, kDropout, kDq, true>(p, stream, dq_semaphore);
   }
+  launch_ws_as<kHeadDim, kBF16, kDropout, kDq, false>(p, stream, dq_semaphore);
 }
 
 template <int kHeadDim>

@@ -59,10 +59,11 @@
 // n). dK and dV are then summed in the other order, so their bits differ from the other forms' by
 // rounding. Dense or causal, block 0 stores where the others add (ws_first_block_stores_dq), so
 // dq_accum is not zeroed first.
-// kPersistent (D = 64, atomic or ordered dQ; flash_bwd_ws.cu says when): one CTA per SM, each taking
-// work items (the key blocks above, in the non-persistent grid's order) from a global counter until
-// none is left, with two K / V buffers, so that an item's K and V load while the one before finishes
-// and its dQ tail and dK / dV epilogue overlap the next item's first tiles. The producer takes the
+// kPersistent (the atomic dQ, and D = 64's ordered one; flash_bwd_ws.cu says when): one CTA per SM,
+// each taking work items (the key blocks above, in the non-persistent grid's order) from a global
+// counter until none is left, so that an item's dQ tail and dK / dV epilogue overlap the next item's
+// first tiles; at D = 64 with two K / V buffers, so that an item's K and V load while the one before
+// finishes (ws_kv_buffers). The producer takes the
 // items and writes each beside its first Q / dO stage; consumer 0 passes it on to the dQ roles beside
 // the item's first dQ tile (tell_dq_tile); every role walks an item's query tiles itself. A session 30
 // trace of the non-persistent CTAs (H200, T = 1024, D = 64) put 1.2 us in the K / V wait, 0.5-0.7 in

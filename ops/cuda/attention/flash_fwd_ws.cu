@@ -8,7 +8,7 @@
 namespace ft::cuda::flash {
 
 bool flash_fwd_ws_applies(const AttentionParams& p) {
-  // From T = 2048 at D = 128, T = 16384 at D = 64 (flash_fwd_ws_min_t). Not built: dropout, the
+  // From T = 1024 at D = 128, T = 4096 at D = 64 (flash_fwd_ws_min_t). Not built: dropout, the
   // document mask, D = 256.
   if (p.T < flash_fwd_ws_min_t(p.D) || p.doc_start != nullptr || p.dropout.threshold != 0) return false;
   if (p.D != 64 && p.D != 128) return false;
