@@ -134,10 +134,9 @@ constexpr int kFlashDqSemaphoresPerTile = 4;
 
 struct FlashBackwardWorkspace {
   int64_t dsum_floats;        // (B, H, T)
-  // (B, H, ceil(T / 128) * 128, D) fp32, or as many int64 plus a flag per (b, h) and a counter
-  // (fixed point): the larger of the two (flash_dq_accum.cuh). The persistent warp-specialised
-  // backward with fp32 atomic dQ keeps its work counter just past the fp32 part (flash_bwd_ws.cu), so
-  // allocate all of it.
+  // (B, H, ceil(T / 128) * 128, D) fp32, or as many int64 plus a flag per (b, h) (fixed point):
+  // the larger of the two (flash_dq_accum.cuh). The persistent warp-specialised backward with fp32
+  // atomic dQ keeps its work counter just past the fp32 part (flash_bwd_ws.cu), so allocate all of it.
   int64_t dq_accum_floats;
   int64_t dq_semaphore_ints;  // (B, H, ceil(T / 32), 4)
   int64_t ds_floats;          // the stored dS in dq_accum's place (flash_ds_store.cuh)

@@ -72,10 +72,8 @@ void launch_ws_as(const AttentionParams& p, cudaStream_t stream, int* dq_semapho
     int* work_counter = nullptr;  // kPersistent: zeroed by the preprocess with the ordered dQ's counters
     int64_t n_zeroed = n_semaphores;
     if constexpr (kPersistent) {
-      // (the atomic dQ's: in the fixed-point half of dq_accum, which the fp32 form leaves unused)
       work_counter = kDq == WsDq::kOrdered ? dq_semaphore + n_semaphores
-                     : kFixedDq ? reinterpret_cast<int*>(p.dq_accum + dq_fixed_work_counter(static_cast<int64_t>(p.B) * p.H, p.T, kHeadDim))
-                                : reinterpret_cast<int*>(p.dq_accum + rows.accum_floats);
+                                           : reinterpret_cast<int*>(p.dq_accum + rows.accum_floats);
       n_zeroed = n_semaphores + 1;
     }
     rows.template preprocess<kBF16>(p, stream, kDq == WsDq::kOrdered ? dq_semaphore : work_counter, n_zeroed,
@@ -122,9 +120,8 @@ void launch_ws_as(const AttentionParams& p, cudaStream_t stream, int* dq_semapho
 //   T = 16384 4966 / 4948, and in stream timing (both library orders) 2-4% slower at T = 8192 and
 //   up to 4% at 16384 without dropout.
 template <int kHeadDim, WsDq kDq>
-constexpr bool kWsPersistent = kDq == WsDq::kAtomic || (kHeadDim == 64 && kDq == WsDq::kOrdered) ||
-                               (kHeadDim == 128 && kDq == WsDq::kFixedPoint);
-constexpr int kWsPersistentMaxTWithDropout64 = 2048, kWsPersistentMaxTWithoutDropout128 = 1 << 30;
+constexpr bool kWsPersistent = kDq == WsDq::kAtomic || (kHeadDim == 64 && kDq == WsDq::kOrdered);
+constexpr int kWsPersistentMaxTWithDropout64 = 2048, kWsPersistentMaxTWithoutDropout128 = 4096;
 
 template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq>
 void launch_ws(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore) {

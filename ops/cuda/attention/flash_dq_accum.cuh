@@ -54,16 +54,11 @@ struct DqAccumLayout {
   FT_HOST_DEVICE static constexpr int64_t fixed_word(int64_t chunk_floats, int lane) { return chunk_floats - 3 * lane; }
 };
 
-// Floats of the fp32 accumulator, and of the fixed-point one (twice as many words' worth, then one
-// flag int per batch * head and the persistent warp-specialised backward's work counter, rounded up
-// to whole float4s): the workspace holds the larger.
+// Floats of the fp32 accumulator, and of the fixed-point one (twice as many words' worth, plus one
+// flag int per batch * head rounded up to whole float4s): the workspace holds the larger.
 FT_HOST_DEVICE constexpr int64_t dq_accum_float_count(int64_t bh, int T, int D) { return bh * dq_accum_rows(T) * D; }
 FT_HOST_DEVICE constexpr int64_t dq_fixed_float_count(int64_t bh, int T, int D) {
-  return 2 * dq_accum_float_count(bh, T, D) + (bh + 1 + 3) / 4 * 4;
-}
-// The fixed-point form's work counter (flash_bwd_ws.cu): the int after the flags, as a float offset.
-FT_HOST_DEVICE constexpr int64_t dq_fixed_work_counter(int64_t bh, int T, int D) {
-  return 2 * dq_accum_float_count(bh, T, D) + bh;
+  return 2 * dq_accum_float_count(bh, T, D) + (bh + 3) / 4 * 4;
 }
 
 // 2^-40 resolution: a dQ element of 1e-6 (before the softmax scale) keeps 1e-6 relative precision
