@@ -12,9 +12,8 @@ deterministic backward (attention_capi.cu). The warp-specialised backward must t
 (sm_90a, T >= 1024 by default) in its non-persistent form: the persistent one (the atomic dQ, and
 D = 64's ordered dQ, at D = 64 without dropout or with it up to T = 2048; flash_bwd_ws.cu) records
 nothing, its CTAs running many key blocks each. So trace D = 64 with dropout at T > 2048, or the
-deterministic backward at D = 128. %globaltimer may
-tick in steps of up to a microsecond: one CTA's phases are that coarse, the means over thousands of
-CTAs are not. Run in session 30 (H200; its numbers are in bench/results/attention-persistent-bwd-h200.md,
+deterministic backward at D = 128. %globaltimer may tick in steps of up to a microsecond: one CTA's
+phases are that coarse, the means over thousands of CTAs are not. Run in session 30 (H200; its numbers are in bench/results/attention-persistent-bwd-h200.md,
 taken before the persistent form)."""
 import argparse
 import ctypes

@@ -70,7 +70,8 @@
 // the first Q / dO wait, 1 in the gap between CTAs and 2-5 in the dQ tail, of 18-20 a CTA.
 // Not covered yet (the launcher sends these calls to the other kernels): the document mask, D = 256,
 // strides TMA cannot describe, the ordered dQ at D = 128 (its buffers do not fit). D = 128 with
-// dropout compiles with 12-46 bytes of spill (ptxas, session 30). The tile shapes, the stage count and
+// dropout compiles with 12-46 bytes of spill (ptxas, session 30); the persistent atomic form at
+// D = 128 with 32 bytes without dropout and 76 with it (session 31). The tile shapes, the stage count and
 // the register split are the first guesses of session 15 (written without a GPU), not yet tuned.
 #pragma once
 
