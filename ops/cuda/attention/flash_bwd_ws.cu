@@ -9,6 +9,7 @@
 #include "ops/cuda/attention/flash_launch.cuh"
 #include "ops/cuda/attention/flash_run.h"
 #include "ops/cuda/attention/flash_tma_map.h"
+#include "ops/cuda/row_utils.cuh"
 
 namespace ft::cuda::flash {
 
@@ -85,10 +86,9 @@ void launch_ws_as(const AttentionParams& p, cudaStream_t stream, int* dq_semapho
     check_register_split<Kt, kernel>("backward");  // flash_launch_common.h
     int64_t grid = items;
     if constexpr (kPersistent) {
-      int device = 0, sms = 0;
+      int device = 0;
       CUDA_CHECK(cudaGetDevice(&device));
-      CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-      grid = std::min<int64_t>(items, sms);  // one CTA an SM (its registers and shared memory)
+      grid = std::min<int64_t>(items, sm_count(device));  // one CTA an SM (its registers and shared memory)
     }
     kernel<<<static_cast<unsigned>(grid), Kt::kNThreads, smem, stream>>>(
         maps, p, heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens), dq_semaphore, work_counter);
