@@ -217,10 +217,20 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
   // 50-53: 46-49 with a 3-stage K / V ring. 57, 58: 3 consumer warpgroups (192 rows), plain and with
   // the overlap (D = 64; 58 is the dispatch's form there). 54-56, 59-62: experiments of session 17,
   // removed (bench/attention/NOTES.md).
-  if ((variant >= 46 && variant <= 53) || variant == 57 || variant == 58) {
+  // 64: the dispatch's form at the head dim (flash_fwd_ws_form), persistent (kPersistent), at every T;
+  // 65: that form not persistent, launched rank-major over every head (FlashFwdWsForm::rank_major).
+  // 66: persistent with the ping-pong and without the overlap (D = 128).
+  if ((variant >= 46 && variant <= 53) || (variant >= 57 && variant <= 58) || (variant >= 64 && variant <= 66)) {
     if (!forward) return ft::cuda::flash_attention_backward(p, s);
     const KernelAtEveryT<ft::cuda::set_flash_fwd_ws_min_t> ws(true);
     if (!ft::cuda::flash::flash_fwd_ws_applies(p)) return ft::cuda::flash_attention_forward(p, s);
+    if (variant == 64) return ft::cuda::flash::run_flash_fwd_ws(p, s, ft::cuda::flash::flash_fwd_ws_form(p.D, true));
+    if (variant == 66) return ft::cuda::flash::run_flash_fwd_ws(p, s, {false, true, 2, 2, true});
+    if (variant == 65) {
+      ft::cuda::flash::FlashFwdWsForm form = ft::cuda::flash::flash_fwd_ws_form(p.D, false);
+      form.rank_major = true;
+      return ft::cuda::flash::run_flash_fwd_ws(p, s, form);
+    }
     if (variant >= 57) return ft::cuda::flash::run_flash_fwd_ws(p, s, {variant == 58, false, 2, 3});
     const int option = (variant - 46) % 4;  // 0 plain, 1 overlap, 2 ping-pong, 3 both
     return ft::cuda::flash::run_flash_fwd_ws(p, s, {option == 1 || option == 3, option >= 2, variant >= 50 ? 3 : 2});

@@ -354,6 +354,43 @@ TEST_P(FlashCudaWsForward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsForward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
+// The same forward in its persistent form (kPersistent: a CTA walks query blocks gridDim.x apart, Q in
+// two buffers, the K / V ring's count running on across blocks, the ping-pong's turns restarted per
+// block), its grid capped at 3 CTAs so that every CTA of every case walks several blocks: ring
+// phases, Q buffer reuse and turns across block boundaries, blocks of different lengths (causal,
+// block-sparse, partial last blocks) one after another.
+class FlashCudaWsForwardPersistent : public ::testing::TestWithParam<AttentionCase> {
+ protected:
+  void SetUp() override {
+    ft::cuda::set_flash_fwd_ws_min_t(0);
+    ft::cuda::set_flash_fwd_ws_persistent(1);
+    ft::cuda::set_flash_fwd_ws_persistent_ctas_cap(3);
+  }
+  void TearDown() override {
+    ft::cuda::set_flash_fwd_ws_min_t(-1);
+    ft::cuda::set_flash_fwd_ws_persistent(-1);
+    ft::cuda::set_flash_fwd_ws_persistent_ctas_cap(0);
+  }
+};
+
+TEST_P(FlashCudaWsForwardPersistent, WithinTwiceNaiveError) {
+  SKIP_WITHOUT_CUDA();
+  expect_case_within_twice_naive(GetParam(), false, " persistent warp-specialised forward");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsForwardPersistent, ::testing::ValuesIn(cases_at_d({64, 128})),
+                         [](const auto& info) { return case_name(info.param); });
+
+// And with its full grid (one CTA per SM) on more blocks than SMs: 192 blocks at D = 128, 288 at 64.
+TEST(FlashCudaWsForwardPersistentFullGrid, WithinTwiceNaiveError) {
+  SKIP_WITHOUT_CUDA();
+  ft::cuda::set_flash_fwd_ws_min_t(0);
+  ft::cuda::set_flash_fwd_ws_persistent(1);
+  for (int D : {64, 128}) expect_case_within_twice_naive({2, 12, 1024, D, true, 0.f}, false, " persistent, full grid");
+  ft::cuda::set_flash_fwd_ws_min_t(-1);
+  ft::cuda::set_flash_fwd_ws_persistent(-1);
+}
+
 // Host only: the warp-specialised forward's threshold is 1024 at D = 128 and 4096 at D = 64 until set
 // (the test process has no FLASHTRAIN_FLASH_FWD_WS_MIN_T); a set value holds at both head dims, and
 // -1 restores the defaults.

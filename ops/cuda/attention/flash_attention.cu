@@ -71,6 +71,10 @@ ThresholdOverride g_bwd_ws_min_t;
 // T = 8192 1.113 / 1.010 and 1.107 / 1.024; T = 2048 still 3-5% the other way (0.309 / 0.323).
 constexpr int kFwdWsMinT64 = 4096, kFwdWsMinT128 = 1024;
 ThresholdOverride g_fwd_ws_min_t;
+// Its persistent form: not yet the default (being measured).
+constexpr bool kFwdWsPersistent64 = false, kFwdWsPersistent128 = false;
+ThresholdOverride g_fwd_ws_persistent;
+std::atomic<int> g_fwd_ws_persistent_ctas_cap{0};
 
 // A threshold's default from the environment variable `name` (read by the caller once), else
 // `fallback`; anything but an integer >= 0 is an error.
@@ -176,6 +180,12 @@ int flash_fwd_ws_min_t(int head_dim) {
   return g_fwd_ws_min_t.or_else(from_env >= 0 ? from_env : head_dim == 128 ? kFwdWsMinT128 : kFwdWsMinT64);
 }
 void set_flash_fwd_ws_min_t(int T) { g_fwd_ws_min_t.set(T); }
+bool flash_fwd_ws_persistent(int head_dim) {
+  return g_fwd_ws_persistent.or_else(head_dim == 128 ? kFwdWsPersistent128 : kFwdWsPersistent64) != 0;
+}
+void set_flash_fwd_ws_persistent(int on) { g_fwd_ws_persistent.set(on); }
+int flash_fwd_ws_persistent_ctas_cap() { return g_fwd_ws_persistent_ctas_cap.load(std::memory_order_relaxed); }
+void set_flash_fwd_ws_persistent_ctas_cap(int n) { g_fwd_ws_persistent_ctas_cap = n < 0 ? 0 : n; }
 int flash_fwd_small_tile_max_t(bool dropout) { return g_fwd_small_tile_max_t.get(dropout); }
 void set_flash_fwd_small_tile_max_t(int T) { g_fwd_small_tile_max_t.set(T); }
 int flash_bwd_wide_min_t(int head_dim, bool dropout) {

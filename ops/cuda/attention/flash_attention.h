@@ -125,6 +125,14 @@ void set_flash_bwd_ws_min_t(int T);
 // the benchmark's variants 46-58; -1 restores the defaults).
 int flash_fwd_ws_min_t(int head_dim);
 void set_flash_fwd_ws_min_t(int T);
+// Whether that forward runs persistent (FlashFwdWsTraits's kPersistent: one CTA per SM walking the
+// query blocks; default per head dim, measured: flash_attention.cu), and the tests' cap on its grid
+// (0: one CTA per SM; n > 0: at most n CTAs, so that each walks many blocks). The setters override
+// process-wide: persistent 1 on, 0 off, -1 the default.
+bool flash_fwd_ws_persistent(int head_dim);
+void set_flash_fwd_ws_persistent(int on);
+int flash_fwd_ws_persistent_ctas_cap();
+void set_flash_fwd_ws_persistent_ctas_cap(int n);
 
 // dq_accum: (B, H, flash::dq_accum_rows(T), D) fp32 in the layout of flash_dq_accum.cuh. The
 // deterministic mode's counters: one per (batch * head, 32-query tile, warp of the 4-warp backward

@@ -24,53 +24,85 @@ bool flash_fwd_ws_applies(const AttentionParams& p) {
 // both at T = 1024 0.156 / 0.151, 2048 0.256 / 0.247, 4096 0.455 / 0.425). D = 64: 3 consumer
 // warpgroups (192 rows) with the overlap, the only form faster than the wgmma forward anywhere
 // (T = 16384: 2.070 against 2.200; 2 consumers: plain 2.405, overlap 2.231; 3 consumers plain 2.109).
-FlashFwdWsForm flash_fwd_ws_form(int head_dim) {
-  if (head_dim == 128) return FlashFwdWsForm{true, true, 2, 2};
-  return FlashFwdWsForm{true, false, 2, 3};
+FlashFwdWsForm flash_fwd_ws_form(int head_dim, bool persistent) {
+  if (head_dim == 128) return FlashFwdWsForm{true, true, 2, 2, persistent};
+  return FlashFwdWsForm{true, false, 2, 3, persistent};
 }
 
 namespace {
+int sm_count_of_current_device() {
+  int device = 0, n = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+  return n;
+}
+
 template <class Kt, bool kBF16>
-void launch_ws(const AttentionParams& p, cudaStream_t stream) {
+void launch_ws(const AttentionParams& p, cudaStream_t stream, bool rank_major) {
   constexpr int kHeadDim = Kt::kHeadDim;
   check_grid(p);
   const FlashFwdTmaMaps maps = make_flash_fwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
   constexpr auto kernel = flash_fwd_ws_kernel<Kt, kBF16>;
   set_smem_limit(kernel, Kt::kSmemBytes);
   check_register_split<Kt, kernel>("forward");  // flash_launch_common.h
-  const unsigned grid = static_cast<unsigned>((p.T + Kt::kBlockM - 1) / Kt::kBlockM) * p.B * p.H;
-  kernel<<<grid, Kt::kNThreads, Kt::kSmemBytes, stream>>>(maps, p,
-                                                          heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens));
+  const int64_t blocks = int64_t{(p.T + Kt::kBlockM - 1) / Kt::kBlockM} * p.B * p.H;
+  FT_CHECK_ARG(blocks <= INT32_MAX, "[flash_attention] ", blocks, " query blocks exceed the grid");
+  // Persistent: one CTA per SM (one fits: kSmemBytes), each walking blocks gridDim.x apart; the tests
+  // cap the grid lower (flash_fwd_ws_persistent_ctas_cap).
+  const int cap = flash_fwd_ws_persistent_ctas_cap();
+  const int ctas = cap > 0 ? std::min(cap, sm_count_of_current_device()) : sm_count_of_current_device();
+  const int64_t grid = Kt::kPersistent ? std::min<int64_t>(blocks, ctas) : blocks;
+  // Persistent: the blocks rank-major over every head (the kernel's snake needs the longest first).
+  const int group =
+      Kt::kPersistent || rank_major ? p.B * p.H : heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens);
+  kernel<<<static_cast<unsigned>(grid), Kt::kNThreads, Kt::kSmemBytes, stream>>>(maps, p, group);
   CUDA_CHECK_LAUNCH();
 }
 
-template <int kHeadDim, bool kOverlap, bool kPingPong, int kStages, int kConsumers = 2>
-void run_ws(const AttentionParams& p, cudaStream_t stream) {
-  using Kt = FlashFwdWsTraits<kHeadDim, kOverlap, kPingPong, kStages, kConsumers>;
-  if (p.dtype == AttentionDType::kBF16) launch_ws<Kt, true>(p, stream);
-  else launch_ws<Kt, false>(p, stream);
+template <int kHeadDim, bool kOverlap, bool kPingPong, int kStages, int kConsumers = 2, bool kPersistent = false>
+void run_ws(const AttentionParams& p, cudaStream_t stream, bool rank_major = false) {
+  using Kt = FlashFwdWsTraits<kHeadDim, kOverlap, kPingPong, kStages, kConsumers, kPersistent>;
+  if (p.dtype == AttentionDType::kBF16) launch_ws<Kt, true>(p, stream, rank_major);
+  else launch_ws<Kt, false>(p, stream, rank_major);
 }
 template <int kHeadDim, int kStages>
-void run_ws(const AttentionParams& p, cudaStream_t stream, bool overlap, bool ping_pong) {
+void run_ws(const AttentionParams& p, cudaStream_t stream, bool overlap, bool ping_pong, bool rank_major) {
   if (overlap)
-    ping_pong ? run_ws<kHeadDim, true, true, kStages>(p, stream) : run_ws<kHeadDim, true, false, kStages>(p, stream);
-  else ping_pong ? run_ws<kHeadDim, false, true, kStages>(p, stream)
-                 : run_ws<kHeadDim, false, false, kStages>(p, stream);
+    ping_pong ? run_ws<kHeadDim, true, true, kStages>(p, stream, rank_major)
+              : run_ws<kHeadDim, true, false, kStages>(p, stream, rank_major);
+  else ping_pong ? run_ws<kHeadDim, false, true, kStages>(p, stream, rank_major)
+                 : run_ws<kHeadDim, false, false, kStages>(p, stream, rank_major);
 }
 template <int kHeadDim>
 void run_ws(const AttentionParams& p, cudaStream_t stream, const FlashFwdWsForm& form) {
+  if (form.persistent) {
+    // Built for the dispatch's forms (flash_fwd_ws_form) and, at D = 128, the ping-pong without the
+    // overlap, to keep the build short.
+    const FlashFwdWsForm dispatch = flash_fwd_ws_form(kHeadDim, false);
+    const bool ping_pong_only = kHeadDim == 128 && !form.overlap && form.ping_pong;
+    if ((form.overlap != dispatch.overlap && !ping_pong_only) || form.ping_pong != dispatch.ping_pong ||
+        form.stages != dispatch.stages || form.consumers != dispatch.consumers)
+      throw Error(str("[run_flash_fwd_ws] this persistent form is not built at D = ", kHeadDim));
+    if constexpr (kHeadDim == 128) {
+      if (form.overlap) run_ws<128, true, true, 2, 2, true>(p, stream);
+      else run_ws<128, false, true, 2, 2, true>(p, stream);
+    } else {
+      run_ws<64, true, false, 2, 3, true>(p, stream);
+    }
+    return;
+  }
   if (form.consumers == 3) {
     if (kHeadDim != 64 || form.ping_pong || form.stages != 2)
       throw Error(str("[run_flash_fwd_ws] 3 consumers are built for D = 64 with 2 stages and no ping-pong, not D = ",
                       kHeadDim, form.ping_pong ? " with ping-pong" : "", " with ", form.stages, " stages"));
     if constexpr (kHeadDim == 64) {
-      if (form.overlap) run_ws<64, true, false, 2, 3>(p, stream);
-      else run_ws<64, false, false, 2, 3>(p, stream);
+      if (form.overlap) run_ws<64, true, false, 2, 3>(p, stream, form.rank_major);
+      else run_ws<64, false, false, 2, 3>(p, stream, form.rank_major);
     }
     return;
   }
-  if (form.stages == 3) run_ws<kHeadDim, 3>(p, stream, form.overlap, form.ping_pong);
-  else run_ws<kHeadDim, 2>(p, stream, form.overlap, form.ping_pong);
+  if (form.stages == 3) run_ws<kHeadDim, 3>(p, stream, form.overlap, form.ping_pong, form.rank_major);
+  else run_ws<kHeadDim, 2>(p, stream, form.overlap, form.ping_pong, form.rank_major);
 }
 }  // namespace
 

@@ -74,11 +74,20 @@ namespace ft::cuda::flash {
 // kStages: the K / V ring's depth, 2 or 3 (3 fills 224 of 227 KiB at D = 128).
 // kConsumers: consumer warpgroups of 64 rows, 2 or 3 (FlashAttention-3's 192-row tile at hdim 64:
 // each K / V tile loaded serves 1.5x the rows; D = 64 only, without the ping-pong).
-template <int kHeadDim_, bool kOverlap_ = false, bool kPingPong_ = false, int kStages_ = 2, int kConsumers_ = 2>
+// kPersistent: one CTA per SM walks query blocks (a snake over the order's rounds, longest causal
+// blocks first: block_of_round in the kernel), with two Q buffers: the producer loads the next block's Q (and its first K / V
+// tiles) while the consumers still work on this one, and their epilogue (O's stores) runs while the
+// next block's loads land. Without it, one CTA per block: at T = 1024 (8 blocks of 128 rows a head, 4.5
+// key tiles each on average) a CTA's Q load and its first K wait, and its epilogue, are not hidden by
+// anything, since only one CTA fits on an SM.
+template <int kHeadDim_, bool kOverlap_ = false, bool kPingPong_ = false, int kStages_ = 2, int kConsumers_ = 2,
+          bool kPersistent_ = false>
 struct FlashFwdWsTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kOverlap = kOverlap_;
   static constexpr bool kPingPong = kPingPong_;
+  static constexpr bool kPersistent = kPersistent_;
+  static constexpr int kQBuffers = kPersistent ? 2 : 1;
   static constexpr int kConsumers = kConsumers_;
   static constexpr int kConsumerThreads = 128 * kConsumers;
   // Named barriers: 1 + c for a consumer's own 128 threads (the epilogue), kTurnBarrier + c for
@@ -103,10 +112,10 @@ struct FlashFwdWsTraits {
   // Panel strides in descriptor units (16 bytes): Q's, a K / V tile's.
   static constexpr uint32_t kQPanelUnits = kBlockM * 128 / 16, kKvPanelUnits = kBlockN * 128 / 16;
   // Offsets (bytes) from the 1024-byte-aligned base; swizzled tiles first (1024-byte multiples).
-  static constexpr int kOffQ = 0, kOffK = kQBytes, kOffV = kOffK + kStages * kTileBytes,
+  static constexpr int kOffQ = 0, kOffK = kQBuffers * kQBytes, kOffV = kOffK + kStages * kTileBytes,
                        kOffBars = kOffV + kStages * kTileBytes;
-  // q_full, then k_full, v_full, k_empty, v_empty [kStages] each.
-  static constexpr int kNumBars = 1 + 4 * kStages;
+  // q_full, q_empty [kQBuffers] each, then k_full, v_full, k_empty, v_empty [kStages] each.
+  static constexpr int kNumBars = 2 * kQBuffers + 4 * kStages;
   static constexpr int kSmemBytes = 1024 /* alignment */ + kOffBars + kNumBars * 8;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "warp-specialised forward head dim");
@@ -119,29 +128,48 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
     flash_fwd_ws_kernel(const __grid_constant__ FlashFwdTmaMaps maps, const AttentionParams p, int heads_per_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, kStages = Kt::kStages, kPanels = Kt::kPanels;
+  constexpr int kQBuffers = Kt::kQBuffers;
 
   extern __shared__ __align__(16) uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   uint8_t* smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);  // swizzled tiles: 1 KiB aligned
-  uint8_t* sQ = smem + Kt::kOffQ;  // BM x D (O at the end)
-  uint8_t* sK = smem + Kt::kOffK;  // kStages x BN x D
-  uint8_t* sV = smem + Kt::kOffV;  // kStages x BN x D
+  uint8_t* sQ0 = smem + Kt::kOffQ;  // kQBuffers x BM x D (a block's O staged in its Q buffer at the end)
+  uint8_t* sK = smem + Kt::kOffK;   // kStages x BN x D
+  uint8_t* sV = smem + Kt::kOffV;   // kStages x BN x D
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + Kt::kOffBars);
-  uint64_t* q_full = bars;
-  uint64_t* k_full = bars + 1;             // [kStages]
-  uint64_t* v_full = k_full + kStages;     // [kStages]
-  uint64_t* k_empty = v_full + kStages;    // [kStages]
-  uint64_t* v_empty = k_empty + kStages;   // [kStages]
+  uint64_t* q_full = bars;                  // [kQBuffers]
+  uint64_t* q_empty = q_full + kQBuffers;   // [kQBuffers] (kPersistent only)
+  uint64_t* k_full = q_empty + kQBuffers;   // [kStages]
+  uint64_t* v_full = k_full + kStages;      // [kStages]
+  uint64_t* k_empty = v_full + kStages;     // [kStages]
+  uint64_t* v_empty = k_empty + kStages;    // [kStages]
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = tid / 128;
   const int T = p.T;
-  // The shipped forward's block order and key-tile walk (kDocMask false: flash_fwd_ws_applies); its
-  // row pointers other than o are not used (TMA loads).
-  const QueryBlock<BM, BN, false> blk(p, heads_per_group);
-  const int b = blk.b, h = blk.h, m0 = blk.m0, m1 = blk.m1, n_end = blk.n_end;
+  // The query blocks this CTA works on: its own (one CTA per block), or with kPersistent the
+  // positions persistent_block(round) of the order, round 0, 1, ... until past the last block. Both
+  // roles walk the same blocks, and the K / V ring's tile count `it` runs on across them.
+  const int n_blocks_total = (T + BM - 1) / BM * p.B * p.H;
+  // kPersistent: the launcher passes heads_per_group = B * H, so the order is the causal blocks'
+  // longest first across every head (rank-major), and round r hands out positions r G .. r G + G - 1
+  // (G = gridDim.x) to the CTAs forwards in even rounds and backwards in odd ones (a snake): the CTA
+  // that got the longest block of a round gets the shortest of the next. Modelled on 132 SMs with a
+  // block's cost its key tiles + 1, the longest CTA's work over the mean is 1.002-1.03 at T = 1024 ..
+  // 16384 (B T = 32768); blockIdx.x + r G in the head-major order was 1.19-1.69, which the first
+  // measurement showed (T = 16384 1.47x slower than one CTA per block).
+  const auto block_of_round = [&](int round) {
+    if constexpr (!Kt::kPersistent) return round == 0 ? static_cast<int>(blockIdx.x) : n_blocks_total;
+    const int g = static_cast<int>(gridDim.x);
+    const int lane_in_round = round & 1 ? g - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
+    return round * g + lane_in_round;  // grows with the round: the first past the end ends the walk
+  };
+  using Block = QueryBlock<BM, BN, false>;  // kDocMask false: flash_fwd_ws_applies
 
   if (tid == 0) {
-    mbarrier_init(q_full, 1);  // the producer's arrival with the TMA bytes
+    for (int qb = 0; qb < kQBuffers; ++qb) {
+      mbarrier_init(&q_full[qb], 1);                       // the producer's arrival with the TMA bytes
+      mbarrier_init(&q_empty[qb], Kt::kConsumerThreads);  // every consumer thread, after its O stores
+    }
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(&k_full[s], 1);
       mbarrier_init(&v_full[s], 1);
@@ -158,26 +186,37 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
       tma_prefetch_map(&maps.q);
       tma_prefetch_map(&maps.k);
       tma_prefetch_map(&maps.v);
-      // Q once: rows past T land as zeros (and are never stored); the box's full bytes complete.
-      mbarrier_arrive_expect_tx(q_full, Kt::kQBytes);
-#pragma unroll
-      for (int pn = 0; pn < kPanels; ++pn) tma_load_4d(sQ + pn * BM * 128, &maps.q, q_full, 64 * pn, m0, h, b);
-      const int hk = attention_kv_head(p, h);
       int it = 0;
-      for (int n = blk.next_key_tile(p, blk.n_begin); n < n_end; n = blk.next_key_tile(p, n + 1), ++it) {
-        const int s = it % kStages;
-        const uint32_t empty_parity = ((it / kStages) & 1) ^ 1;  // a fresh barrier passes parity 1
-        uint8_t* k_dst = sK + s * Kt::kTileBytes;
-        uint8_t* v_dst = sV + s * Kt::kTileBytes;
-        // Every consumer thread is done with tile it - kStages's K, then with its V.
-        mbarrier_wait(&k_empty[s], empty_parity, "k_empty (producer), tile", n);
-        mbarrier_arrive_expect_tx(&k_full[s], Kt::kTileBytes);
+      for (int local = 0, linear = block_of_round(0); linear < n_blocks_total; linear = block_of_round(++local)) {
+        const Block blk(p, heads_per_group, linear);
+        const int qb = local % kQBuffers;
+        uint8_t* sQ = sQ0 + qb * Kt::kQBytes;
+        // The consumers are done with the buffer's previous block (its O stored from it).
+        if constexpr (Kt::kPersistent)
+          mbarrier_wait(&q_empty[qb], ((local / kQBuffers) & 1) ^ 1, "q_empty (producer), block", linear);
+        // Q: rows past T land as zeros (and are never stored); the box's full bytes complete.
+        mbarrier_arrive_expect_tx(&q_full[qb], Kt::kQBytes);
 #pragma unroll
-        for (int pn = 0; pn < kPanels; ++pn) tma_load_4d(k_dst + pn * BN * 128, &maps.k, &k_full[s], 64 * pn, n * BN, hk, b);
-        mbarrier_wait(&v_empty[s], empty_parity, "v_empty (producer), tile", n);
-        mbarrier_arrive_expect_tx(&v_full[s], Kt::kTileBytes);
+        for (int pn = 0; pn < kPanels; ++pn)
+          tma_load_4d(sQ + pn * BM * 128, &maps.q, &q_full[qb], 64 * pn, blk.m0, blk.h, blk.b);
+        const int hk = attention_kv_head(p, blk.h);
+        for (int n = blk.next_key_tile(p, blk.n_begin); n < blk.n_end; n = blk.next_key_tile(p, n + 1), ++it) {
+          const int s = it % kStages;
+          const uint32_t empty_parity = ((it / kStages) & 1) ^ 1;  // a fresh barrier passes parity 1
+          uint8_t* k_dst = sK + s * Kt::kTileBytes;
+          uint8_t* v_dst = sV + s * Kt::kTileBytes;
+          // Every consumer thread is done with tile it - kStages's K, then with its V.
+          mbarrier_wait(&k_empty[s], empty_parity, "k_empty (producer), tile", n);
+          mbarrier_arrive_expect_tx(&k_full[s], Kt::kTileBytes);
 #pragma unroll
-        for (int pn = 0; pn < kPanels; ++pn) tma_load_4d(v_dst + pn * BN * 128, &maps.v, &v_full[s], 64 * pn, n * BN, hk, b);
+          for (int pn = 0; pn < kPanels; ++pn)
+            tma_load_4d(k_dst + pn * BN * 128, &maps.k, &k_full[s], 64 * pn, n * BN, hk, blk.b);
+          mbarrier_wait(&v_empty[s], empty_parity, "v_empty (producer), tile", n);
+          mbarrier_arrive_expect_tx(&v_full[s], Kt::kTileBytes);
+#pragma unroll
+          for (int pn = 0; pn < kPanels; ++pn)
+            tma_load_4d(v_dst + pn * BN * 128, &maps.v, &v_full[s], 64 * pn, n * BN, hk, blk.b);
+        }
       }
     }
     return;
@@ -192,188 +231,202 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   // Descriptor low words (flash_wgmma.cuh; 16-byte units). K-major operands step 32 bytes (2 units)
   // per k step inside a panel and a panel every 4 steps; V, read transposed, 16 rows (128 units) per
   // k step, its N panels kKvPanelUnits apart.
-  const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ + 64 * c * 128));
   const uint32_t k_desc = wgmma_desc_sw128_lo(smem_u32(sK));
   const uint32_t v_desc = wgmma_desc_sw128_lo(smem_u32(sV));
   constexpr uint32_t kTileUnits = Kt::kTileBytes / 16;
 
-  float acc_o[D / 8][4];
-  zero_fragments(acc_o);
-  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
-
-  // S = Q_c K^T from stage s (one commit group; the first k step overwrites the accumulator:
-  // scale-d 0).
-  auto issue_s = [&](float(&acc_s)[BN / 8][4], int s) {
-    const uint32_t stage = s * kTileUnits;
-    wgmma_fence();
-    wgmma_ss_kmajor<BN, kBF16, D / 16>(acc_s, q_desc, Kt::kQPanelUnits, k_desc + stage, Kt::kKvPanelUnits);
-    wgmma_commit();
-  };
-  // O += P V from stage s (one commit group), P as A fragments (16 keys a k step), V's k step kk =
-  // its rows 16 kk .. 16 kk + 15, one n64 product per 64-column panel of O.
-  auto issue_pv = [&](uint32_t(&pf)[BN / 16][4], int s) {
-    const uint32_t stage = s * kTileUnits;
-    reg_fence(pf);
-    reg_fence(acc_o);
-    wgmma_rs_transposed_b<BN / 16, kPanels, kBF16>(acc_o, pf, v_desc + stage, Kt::kKvPanelUnits);
-  };
-  // Masks tile n's scores (partial tiles only) and turns them into P in place: the online softmax of
-  // flash_fwd_wgmma_kernel.cuh (without its lazy rescale), except that O's rescale factor is
-  // returned in alpha rather than applied (an O += P V may still be accumulating into O).
-  auto softmax = [&](float(&acc_s)[BN / 8][4], int n, float(&alpha)[2]) {
-    const int n0 = n * BN, n1 = min(n0 + BN, T);
-    // The tile kind over the CTA's rows, as the shipped two-warpgroup forward (conservative for a
-    // consumer's half: only speed depends on it).
-    if (attention_tile_kind<false>(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T)
-      mask_slab_scores<false>(acc_s, p, b, m0 + row0, n0, T, lane);
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const float mx = quad_row_max(acc_s, half, row_max[half]);
-      const float m_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;  // all masked so far
-      alpha[half] = fast_exp2(row_max[half] * scale_log2 - m_scaled);
-      row_max[half] = mx;
-      float sum = 0.f;
-#pragma unroll
-      for (int nb = 0; nb < BN / 8; ++nb)
-#pragma unroll
-        for (int e = 2 * half; e < 2 * half + 2; ++e) {
-          const float pe = fast_exp2(fmaf(acc_s[nb][e], scale_log2, -m_scaled));
-          acc_s[nb][e] = pe;
-          sum += pe;
-        }
-      row_sum[half] = row_sum[half] * alpha[half] + sum;
-    }
-  };
-  auto rescale_o = [&](const float(&alpha)[2]) {
-#pragma unroll
-    for (int dj = 0; dj < D / 8; ++dj)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc_o[dj][e] *= alpha[e >> 1];
-  };
-  auto to_a = [&](uint32_t(&pf)[BN / 16][4], const float(&acc_s)[BN / 8][4]) {
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) acc_to_a<kBF16>(pf[kk], acc_s[2 * kk], acc_s[2 * kk + 1]);
-  };
-  // Stage s's K / V has been read for the last time by this thread's warp (its S / O += P V waited
-  // for); the producer refills it once every consumer thread has said so.
-  auto release_k = [&](int s) { mbarrier_arrive(&k_empty[s]); };
-  auto release_v = [&](int s) { mbarrier_arrive(&v_empty[s]); };
-
-  // kPingPong: consumer c issues a tile's products only in its turn (take_turn: barrier
-  // kTurnBarrier + c completes with its own 128 threads and the other consumer's 128 arrivals), and
-  // passes the turn on once they are issued (pass_turn). Both consumers walk the same tiles, so each
-  // barrier sees one sync and one arrival per tile; consumer 1 hands consumer 0 its first turn
-  // before the loop and skips the pass after its last tile, so no arrival is left unmatched at exit.
-  auto take_turn = [&] {
-    if constexpr (Kt::kPingPong) named_barrier_sync(Kt::kTurnBarrier + c, 256);
-  };
-  auto pass_turn = [&](int n_next) {
-    if constexpr (Kt::kPingPong)
-      if (c == 0 || n_next < n_end) named_barrier_arrive(Kt::kTurnBarrier + (c ^ 1), 256);
-  };
-  const int n_first = blk.next_key_tile(p, blk.n_begin);
-  if (Kt::kPingPong && c == 1 && n_first < n_end) named_barrier_arrive(Kt::kTurnBarrier, 256);
-
-  mbarrier_wait<false>(q_full, 0, "q_full (consumer)", c);
   int it = 0;
-  if constexpr (!Kt::kOverlap) {
-    // Every product waited for before the code that needs it.
-    for (int n = n_first, n_next; n < n_end; n = n_next, ++it) {
-      n_next = blk.next_key_tile(p, n + 1);
-      const int s = it % kStages;
-      const uint32_t phase = (it / kStages) & 1;
-      mbarrier_wait<false>(&k_full[s], phase, "k_full (consumer), tile", n);
-      float acc_s[BN / 8][4];
-      take_turn();
-      issue_s(acc_s, s);
-      pass_turn(n_next);
-      wgmma_wait<0>();
-      reg_fence(acc_s);
-      release_k(s);
-      float alpha[2];
-      softmax(acc_s, n, alpha);
-      rescale_o(alpha);
-      uint32_t pf[BN / 16][4];
-      to_a(pf, acc_s);
-      mbarrier_wait<false>(&v_full[s], phase, "v_full (consumer), tile", n);
-      issue_pv(pf, s);
-      wgmma_wait<0>();
+  for (int local = 0, linear = block_of_round(0); linear < n_blocks_total; linear = block_of_round(++local)) {
+    const Block blk(p, heads_per_group, linear);
+    const int b = blk.b, m0 = blk.m0, m1 = blk.m1, n_end = blk.n_end;
+    const int qb = local % kQBuffers;
+    uint8_t* sQ = sQ0 + qb * Kt::kQBytes;
+    const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ + 64 * c * 128));
+
+    float acc_o[D / 8][4];
+    zero_fragments(acc_o);
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+
+    // S = Q_c K^T from stage s (one commit group; the first k step overwrites the accumulator:
+    // scale-d 0).
+    auto issue_s = [&](float(&acc_s)[BN / 8][4], int s) {
+      const uint32_t stage = s * kTileUnits;
+      wgmma_fence();
+      wgmma_ss_kmajor<BN, kBF16, D / 16>(acc_s, q_desc, Kt::kQPanelUnits, k_desc + stage, Kt::kKvPanelUnits);
+      wgmma_commit();
+    };
+    // O += P V from stage s (one commit group), P as A fragments (16 keys a k step), V's k step kk =
+    // its rows 16 kk .. 16 kk + 15, one n64 product per 64-column panel of O.
+    auto issue_pv = [&](uint32_t(&pf)[BN / 16][4], int s) {
+      const uint32_t stage = s * kTileUnits;
+      reg_fence(pf);
       reg_fence(acc_o);
-      release_v(s);
-    }
-  } else {
-    // FlashAttention-3's intra-warpgroup overlap: tile n's S = Q K^T and tile n - 1's O += P V are
-    // in flight together, and tile n's softmax runs under the latter. O's rescale by tile n's
-    // alpha waits for that O += P V, and P's A fragments are rebuilt only then (the wgmma still
-    // reads the previous ones). The first tile is peeled off (no O += P V before it), the last
-    // O += P V comes after the loop.
-    int n = n_first;
-    if (n < n_end) {
-      uint32_t pf[BN / 16][4];
-      int prev = 0, prev_n = n;  // the stage and tile whose P is in pf
-      int n_next = blk.next_key_tile(p, n + 1);
-      {
-        mbarrier_wait<false>(&k_full[0], 0, "k_full (consumer), tile", n);
-        float acc_s[BN / 8][4];
-        take_turn();
-        issue_s(acc_s, 0);
-        pass_turn(n_next);
-        wgmma_wait<0>();
-        reg_fence(acc_s);
-        release_k(0);
-        float alpha[2];
-        softmax(acc_s, n, alpha);  // O is still 0: no rescale
-        to_a(pf, acc_s);
+      wgmma_rs_transposed_b<BN / 16, kPanels, kBF16>(acc_o, pf, v_desc + stage, Kt::kKvPanelUnits);
+    };
+    // Masks tile n's scores (partial tiles only) and turns them into P in place: the online softmax of
+    // flash_fwd_wgmma_kernel.cuh (without its lazy rescale), except that O's rescale factor is
+    // returned in alpha rather than applied (an O += P V may still be accumulating into O).
+    auto softmax = [&](float(&acc_s)[BN / 8][4], int n, float(&alpha)[2]) {
+      const int n0 = n * BN, n1 = min(n0 + BN, T);
+      // The tile kind over the CTA's rows, as the shipped two-warpgroup forward (conservative for a
+      // consumer's half: only speed depends on it).
+      if (attention_tile_kind<false>(p, b, m0, m1, n0, n1) != kTileFull || n0 + BN > T)
+        mask_slab_scores<false>(acc_s, p, b, m0 + row0, n0, T, lane);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const float mx = quad_row_max(acc_s, half, row_max[half]);
+        const float m_scaled = mx == -INFINITY ? 0.f : mx * scale_log2;  // all masked so far
+        alpha[half] = fast_exp2(row_max[half] * scale_log2 - m_scaled);
+        row_max[half] = mx;
+        float sum = 0.f;
+#pragma unroll
+        for (int nb = 0; nb < BN / 8; ++nb)
+#pragma unroll
+          for (int e = 2 * half; e < 2 * half + 2; ++e) {
+            const float pe = fast_exp2(fmaf(acc_s[nb][e], scale_log2, -m_scaled));
+            acc_s[nb][e] = pe;
+            sum += pe;
+          }
+        row_sum[half] = row_sum[half] * alpha[half] + sum;
       }
-      for (n = n_next, ++it; n < n_end; n = n_next, ++it) {
+    };
+    auto rescale_o = [&](const float(&alpha)[2]) {
+#pragma unroll
+      for (int dj = 0; dj < D / 8; ++dj)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_o[dj][e] *= alpha[e >> 1];
+    };
+    auto to_a = [&](uint32_t(&pf)[BN / 16][4], const float(&acc_s)[BN / 8][4]) {
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) acc_to_a<kBF16>(pf[kk], acc_s[2 * kk], acc_s[2 * kk + 1]);
+    };
+    // Stage s's K / V has been read for the last time by this thread's warp (its S / O += P V waited
+    // for); the producer refills it once every consumer thread has said so.
+    auto release_k = [&](int s) { mbarrier_arrive(&k_empty[s]); };
+    auto release_v = [&](int s) { mbarrier_arrive(&v_empty[s]); };
+
+    // kPingPong: consumer c issues a tile's products only in its turn (take_turn: barrier
+    // kTurnBarrier + c completes with its own 128 threads and the other consumer's 128 arrivals), and
+    // passes the turn on once they are issued (pass_turn). Both consumers walk the same tiles, so each
+    // barrier sees one sync and one arrival per tile; consumer 1 hands consumer 0 its first turn
+    // before a block's first tile and skips the pass after its last, so no arrival is left unmatched at
+    // the end of a block (the next block starts the same way).
+    auto take_turn = [&] {
+      if constexpr (Kt::kPingPong) named_barrier_sync(Kt::kTurnBarrier + c, 256);
+    };
+    auto pass_turn = [&](int n_next) {
+      if constexpr (Kt::kPingPong)
+        if (c == 0 || n_next < n_end) named_barrier_arrive(Kt::kTurnBarrier + (c ^ 1), 256);
+    };
+    const int n_first = blk.next_key_tile(p, blk.n_begin);
+    if (Kt::kPingPong && c == 1 && n_first < n_end) named_barrier_arrive(Kt::kTurnBarrier, 256);
+
+    mbarrier_wait<false>(&q_full[qb], (local / kQBuffers) & 1, "q_full (consumer)", c);
+    if constexpr (!Kt::kOverlap) {
+      // Every product waited for before the code that needs it.
+      for (int n = n_first, n_next; n < n_end; n = n_next, ++it) {
         n_next = blk.next_key_tile(p, n + 1);
         const int s = it % kStages;
-        mbarrier_wait<false>(&k_full[s], (it / kStages) & 1, "k_full (consumer), tile", n);
-        // V of the previous tile was loaded before K of this one: wait for both before the turn.
-        mbarrier_wait<false>(&v_full[prev], ((it - 1) / kStages) & 1, "v_full (consumer), tile", prev_n);
+        const uint32_t phase = (it / kStages) & 1;
+        mbarrier_wait<false>(&k_full[s], phase, "k_full (consumer), tile", n);
         float acc_s[BN / 8][4];
         take_turn();
         issue_s(acc_s, s);
-        issue_pv(pf, prev);
         pass_turn(n_next);
-        wgmma_wait<1>();  // S (O += P V may still run)
+        wgmma_wait<0>();
         reg_fence(acc_s);
         release_k(s);
         float alpha[2];
         softmax(acc_s, n, alpha);
-        wgmma_wait<0>();  // O += P V of the previous tile
-        reg_fence(acc_o);
-        reg_fence(pf);
-        release_v(prev);
         rescale_o(alpha);
+        uint32_t pf[BN / 16][4];
         to_a(pf, acc_s);
-        prev = s, prev_n = n;
+        mbarrier_wait<false>(&v_full[s], phase, "v_full (consumer), tile", n);
+        issue_pv(pf, s);
+        wgmma_wait<0>();
+        reg_fence(acc_o);
+        release_v(s);
       }
-      mbarrier_wait<false>(&v_full[prev], ((it - 1) / kStages) & 1, "v_full (consumer), tile", prev_n);
-      issue_pv(pf, prev);
-      wgmma_wait<0>();
-      reg_fence(acc_o);
-      release_v(prev);
+    } else {
+      // FlashAttention-3's intra-warpgroup overlap: tile n's S = Q K^T and tile n - 1's O += P V are
+      // in flight together, and tile n's softmax runs under the latter. O's rescale by tile n's
+      // alpha waits for that O += P V, and P's A fragments are rebuilt only then (the wgmma still
+      // reads the previous ones). The first tile is peeled off (no O += P V before it), the last
+      // O += P V comes after the loop.
+      int n = n_first;
+      if (n < n_end) {
+        uint32_t pf[BN / 16][4];
+        int prev = it % kStages, prev_it = it, prev_n = n;  // the stage, ring count and tile whose P is in pf
+        int n_next = blk.next_key_tile(p, n + 1);
+        {
+          mbarrier_wait<false>(&k_full[prev], (it / kStages) & 1, "k_full (consumer), tile", n);
+          float acc_s[BN / 8][4];
+          take_turn();
+          issue_s(acc_s, prev);
+          pass_turn(n_next);
+          wgmma_wait<0>();
+          reg_fence(acc_s);
+          release_k(prev);
+          float alpha[2];
+          softmax(acc_s, n, alpha);  // O is still 0: no rescale
+          to_a(pf, acc_s);
+        }
+        for (n = n_next, ++it; n < n_end; n = n_next, ++it) {
+          n_next = blk.next_key_tile(p, n + 1);
+          const int s = it % kStages;
+          mbarrier_wait<false>(&k_full[s], (it / kStages) & 1, "k_full (consumer), tile", n);
+          // V of the previous tile was loaded before K of this one: wait for both before the turn.
+          mbarrier_wait<false>(&v_full[prev], (prev_it / kStages) & 1, "v_full (consumer), tile", prev_n);
+          float acc_s[BN / 8][4];
+          take_turn();
+          issue_s(acc_s, s);
+          issue_pv(pf, prev);
+          pass_turn(n_next);
+          wgmma_wait<1>();  // S (O += P V may still run)
+          reg_fence(acc_s);
+          release_k(s);
+          float alpha[2];
+          softmax(acc_s, n, alpha);
+          wgmma_wait<0>();  // O += P V of the previous tile
+          reg_fence(acc_o);
+          reg_fence(pf);
+          release_v(prev);
+          rescale_o(alpha);
+          to_a(pf, acc_s);
+          prev = s, prev_it = it, prev_n = n;
+        }
+        mbarrier_wait<false>(&v_full[prev], (prev_it / kStages) & 1, "v_full (consumer), tile", prev_n);
+        issue_pv(pf, prev);
+        wgmma_wait<0>();
+        reg_fence(acc_o);
+        release_v(prev);
+      }
+    }
+
+    // Epilogue, as flash_fwd_wgmma_kernel.cuh: O /= l, lse = m * scale + ln(l) (-inf: no key seen).
+    float* lse = p.lse + static_cast<int64_t>(blk.bh) * T;
+    normalize_rows<D>(acc_o, row_sum, 1.f);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const float sum = row_sum[half];
+      const int row = m0 + row0 + (lane >> 2) + 8 * half;
+      if ((lane & 3) == 0 && row < T) lse[row] = sum > 0.f ? row_max[half] * p.softmax_scale + logf(sum) : -INFINITY;
+    }
+    // Stage O through this consumer's own rows of its Q buffer (its S products, the only readers of
+    // those rows, were waited for by each warp; the warps meet before any of them overwrites a row
+    // another warp's share of the wgmma read), then 16-byte stores.
+    auto at = [&](int r, int col) { return reinterpret_cast<uint16_t*>(sQ + sw128_panel_offset<BM, D>(r, col)); };
+    named_barrier_sync(1 + c, 128);
+    stage_rows<kBF16, D>(acc_o, 1.f, row0, at, lane);
+    __syncwarp();
+    store_staged_rows<16, D>(blk.o, p.o_row_stride, row0, m0, T, at, lane);
+    if constexpr (Kt::kPersistent) {
+      // The buffer goes back to the producer, whose TMA (the async proxy) writes the block after next's
+      // Q where this thread's generic stores and loads just were.
+      fence_proxy_async_smem();
+      mbarrier_arrive(&q_empty[qb]);
     }
   }
-
-  // Epilogue, as flash_fwd_wgmma_kernel.cuh: O /= l, lse = m * scale + ln(l) (-inf: no key seen).
-  float* lse = p.lse + static_cast<int64_t>(blk.bh) * T;
-  normalize_rows<D>(acc_o, row_sum, 1.f);
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const float sum = row_sum[half];
-    const int row = m0 + row0 + (lane >> 2) + 8 * half;
-    if ((lane & 3) == 0 && row < T) lse[row] = sum > 0.f ? row_max[half] * p.softmax_scale + logf(sum) : -INFINITY;
-  }
-  // Stage O through this consumer's own rows of sQ (its S products, the only readers of those rows,
-  // were waited for by each warp; the warps meet before any of them overwrites a row another warp's
-  // share of the wgmma read), then 16-byte stores.
-  auto at = [&](int r, int col) { return reinterpret_cast<uint16_t*>(sQ + sw128_panel_offset<BM, D>(r, col)); };
-  named_barrier_sync(1 + c, 128);
-  stage_rows<kBF16, D>(acc_o, 1.f, row0, at, lane);
-  __syncwarp();
-  store_staged_rows<16, D>(blk.o, p.o_row_stride, row0, m0, T, at, lane);
 #else
   __trap();  // built without sm_90a: the launcher never picks this kernel there
 #endif

@@ -34,13 +34,19 @@ bool set_flash_bwd_ws_trace(unsigned long long* records);
 // inter-warpgroup ping-pong), kStages (the K / V ring's depth, 2 or 3) and kConsumers (2, or 3 at
 // D = 64 with 2 stages and no ping-pong). flash_fwd_ws_form: the form the dispatch takes at a head
 // dim; the benchmark's variants 47-53, 57 and 58 take the others.
+// persistent: FlashFwdWsTraits's kPersistent (one CTA per SM walking the query blocks), built only
+// for flash_fwd_ws_form's forms.
 struct FlashFwdWsForm {
   bool overlap = false;
   bool ping_pong = false;
   int stages = 2;
   int consumers = 2;
+  bool persistent = false;
+  // Launch order (without persistent): the blocks rank-major over every head (longest causal blocks
+  // of all heads first) instead of FlashConfig's head groups.
+  bool rank_major = false;
 };
-FlashFwdWsForm flash_fwd_ws_form(int head_dim);
+FlashFwdWsForm flash_fwd_ws_form(int head_dim, bool persistent);
 bool flash_fwd_ws_applies(const AttentionParams& p);
 void run_flash_fwd_ws(const AttentionParams& p, cudaStream_t stream, const FlashFwdWsForm& form);
 }  // namespace ft::cuda::flash

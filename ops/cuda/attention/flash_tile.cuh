@@ -47,9 +47,12 @@ struct QueryBlock {
   const uint16_t *q, *k, *v;
   uint16_t* o;
 
-  __device__ __forceinline__ QueryBlock(const AttentionParams& p, int heads_per_group) {
+  __device__ __forceinline__ QueryBlock(const AttentionParams& p, int heads_per_group)
+      : QueryBlock(p, heads_per_group, blockIdx.x) {}
+  // The block at position `linear` of the order (a persistent kernel walks several).
+  __device__ __forceinline__ QueryBlock(const AttentionParams& p, int heads_per_group, int linear) {
     const int m_blocks = (p.T + kBlockM - 1) / kBlockM;
-    const BlockOrder order = grouped_block_order(blockIdx.x, m_blocks, p.B * p.H, heads_per_group);
+    const BlockOrder order = grouped_block_order(linear, m_blocks, p.B * p.H, heads_per_group);
     bh = order.bh, b = bh / p.H, h = bh % p.H;
     m0 = (m_blocks - 1 - order.rank) * kBlockM, m1 = min(m0 + kBlockM, p.T);
     const int n_blocks = (p.T + kBlockN - 1) / kBlockN;
