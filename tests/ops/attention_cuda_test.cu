@@ -339,12 +339,23 @@ INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsBackward, ::testing::ValuesIn(cases_a
                          [](const auto& info) { return case_name(info.param); });
 
 // The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh; by default from T = 1024 at D = 128
-// and T = 4096 at D = 64, flash_fwd_ws_min_t) from T = 0 on, in the dispatch's form at each head dim
+// and T = 2048 at D = 64, flash_fwd_ws_min_t) from T = 0 on, in the dispatch's form at each head dim
 // (flash_fwd_ws_form: at D = 128 two consumers with the overlap and ping-pong, at D = 64 three
-// consumers, 192 rows, with the overlap): the D = 64 and 128 cases; those with dropout (not built)
-// take the shipped forwards, as does every case without an sm_90a build and GPU.
+// consumers, 192 rows, with the overlap), one CTA a query block (the form the dispatch takes above
+// T = 8192; the persistent one below has its own cases): the D = 64 and 128 cases; those with dropout
+// (not built) take the shipped forwards, as does every case without an sm_90a build and GPU.
 // FlashCuda.WsForwardTakesItsCalls checks which calls it takes.
-using FlashCudaWsForward = FlashCudaThresholdMoved<ft::cuda::set_flash_fwd_ws_min_t, 0>;
+class FlashCudaWsForward : public ::testing::TestWithParam<AttentionCase> {
+ protected:
+  void SetUp() override {
+    ft::cuda::set_flash_fwd_ws_min_t(0);
+    ft::cuda::set_flash_fwd_ws_persistent(0);
+  }
+  void TearDown() override {
+    ft::cuda::set_flash_fwd_ws_min_t(-1);
+    ft::cuda::set_flash_fwd_ws_persistent(-1);
+  }
+};
 
 TEST_P(FlashCudaWsForward, WithinTwiceNaiveError) {
   SKIP_WITHOUT_CUDA();
@@ -391,19 +402,34 @@ TEST(FlashCudaWsForwardPersistentFullGrid, WithinTwiceNaiveError) {
   ft::cuda::set_flash_fwd_ws_persistent(-1);
 }
 
-// Host only: the warp-specialised forward's threshold is 1024 at D = 128 and 4096 at D = 64 until set
+// Host only: the warp-specialised forward's threshold is 1024 at D = 128 and 2048 at D = 64 until set
 // (the test process has no FLASHTRAIN_FLASH_FWD_WS_MIN_T); a set value holds at both head dims, and
 // -1 restores the defaults.
 TEST(FlashCudaDispatch, WsForwardThreshold) {
   if (std::getenv("FLASHTRAIN_FLASH_FWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_FWD_WS_MIN_T is set";
-  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 4096);
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 2048);
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 1024);
   ft::cuda::set_flash_fwd_ws_min_t(0);
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 0);
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 0);
   ft::cuda::set_flash_fwd_ws_min_t(-1);
-  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 4096);
+  EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(64), 2048);
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 1024);
+}
+
+// Host only: that forward runs persistent up to T = 8192 until set; 1 and 0 hold at every T, and -1
+// restores the default.
+TEST(FlashCudaDispatch, WsForwardPersistentUpTo8192) {
+  EXPECT_TRUE(ft::cuda::flash_fwd_ws_persistent(1024));
+  EXPECT_TRUE(ft::cuda::flash_fwd_ws_persistent(8192));
+  EXPECT_FALSE(ft::cuda::flash_fwd_ws_persistent(16384));
+  ft::cuda::set_flash_fwd_ws_persistent(0);
+  EXPECT_FALSE(ft::cuda::flash_fwd_ws_persistent(1024));
+  ft::cuda::set_flash_fwd_ws_persistent(1);
+  EXPECT_TRUE(ft::cuda::flash_fwd_ws_persistent(16384));
+  ft::cuda::set_flash_fwd_ws_persistent(-1);
+  EXPECT_TRUE(ft::cuda::flash_fwd_ws_persistent(2048));
+  EXPECT_FALSE(ft::cuda::flash_fwd_ws_persistent(16384));
 }
 
 // Host only: the warp-specialised backward's threshold is 1024 until set (the test process has no
@@ -780,7 +806,7 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
 
 // Which calls the warp-specialised forward takes once its threshold allows: D = 64 and 128 without
 // dropout, on an sm_90a build and GPU with wgmma allowed; at the default thresholds, D = 128 from
-// T = 1024 on and D = 64 from T = 4096.
+// T = 1024 on and D = 64 from T = 2048.
 TEST(FlashCuda, WsForwardTakesItsCalls) {
   SKIP_WITHOUT_CUDA();
   if (std::getenv("FLASHTRAIN_FLASH_FWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_FWD_WS_MIN_T is set";
@@ -788,10 +814,10 @@ TEST(FlashCuda, WsForwardTakesItsCalls) {
   DeviceAttention dev(config_of(c, 1, 1), make_inputs(c, 7));
   AttentionParams p = dev.params();
   const bool hopper = cuda::flash_sm90a_device();
-  EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(p)) << "D = 64 below T = 4096";
+  EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(p)) << "D = 64 below T = 2048";
   AttentionParams d64_long = p;
-  d64_long.T = 4096;
-  EXPECT_EQ(cuda::flash::flash_fwd_ws_applies(d64_long), hopper) << "D = 64 from T = 4096 by default";
+  d64_long.T = 2048;
+  EXPECT_EQ(cuda::flash::flash_fwd_ws_applies(d64_long), hopper) << "D = 64 from T = 2048 by default";
   AttentionParams d128_long = p;  // D = 64's strides satisfy TMA's rules at D = 128 too
   d128_long.D = 128;
   EXPECT_FALSE(cuda::flash::flash_fwd_ws_applies(d128_long)) << "D = 128 below T = 1024";

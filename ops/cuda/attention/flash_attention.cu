@@ -59,7 +59,7 @@ DispatchThreshold g_fwd_small_tile_max_t{2048, 4096};
 constexpr int kBwdWsMinT = 1024;
 ThresholdOverride g_bwd_ws_min_t;
 // The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh), in flash_fwd_ws_form's form: at
-// D = 128 from T = 1024 on, at D = 64 from T = 4096. D = 128 since the branch-free masks (H200,
+// D = 128 from T = 1024 on, at D = 64 from T = 2048. D = 128 since the branch-free masks (H200,
 // session 27, B T = 32768, p = 0, stream timing, fwd ms, the wgmma forward / ws): T = 1024 0.185 /
 // 0.151 (two calls), T = 2048 ws 0.247 against cuDNN's 0.211 (before the masks the wgmma forward
 // and ws were level there, 0.301-0.319); session 17 T = 4096 0.788 / 0.516, T = 16384 2.390 /
@@ -68,11 +68,20 @@ ThresholdOverride g_bwd_ws_min_t;
 // T = 8192 level, 1.164 / 1.158: bench/attention/NOTES.md). D = 64 from T = 4096 since three calls
 // agree (stream timing, wgmma forward / ws): session 29 T = 4096 0.598 / 0.579, T = 8192 1.114 /
 // 1.078; session 31 (call 3, both library orders) T = 4096 0.593 / 0.563 and 0.586 / 0.572,
-// T = 8192 1.113 / 1.010 and 1.107 / 1.024; T = 2048 still 3-5% the other way (0.309 / 0.323).
-constexpr int kFwdWsMinT64 = 4096, kFwdWsMinT128 = 1024;
+// T = 8192 1.113 / 1.010 and 1.107 / 1.024; T = 2048 3-5% the other way (0.309 / 0.323) until the
+// persistent form below (session 32: ncu 399.1 / 381.8 us; stream 0.308 / 0.305 and 0.288). At
+// T = 1024 the wgmma forward stays ahead of even the persistent form (ncu 231.6 / 271.4 us).
+constexpr int kFwdWsMinT64 = 2048, kFwdWsMinT128 = 1024;
 ThresholdOverride g_fwd_ws_min_t;
-// Its persistent form: not yet the default (being measured).
-constexpr bool kFwdWsPersistent64 = false, kFwdWsPersistent128 = false;
+// Its persistent form (kPersistent: a CTA per SM walks the query blocks, the next block's Q and
+// first K / V loading under this one's last tiles and epilogue) up to T = 8192. H200, session 32,
+// ncu us of the kernel, one CTA a block / persistent: D = 128 T = 1024 189.3 / 180.5, 2048 294.7 /
+// 281.2, 4096 504.5 / 476.3, 8192 906.5 / 873.0, 16384 1625.6 / 1668.2; D = 64 T = 4096 699.5 /
+// 661.6, 8192 1206.3 / 1190.0, 16384 2275.1 / 2259.6. Stream timing agrees at T = 2048-8192 and
+// puts it 3-4% slower at D = 128 T = 16384 (1.465 / 1.418 and 1.495 / 1.443 ms, both orders); D = 64
+// T = 16384 was mixed. Before the branch-free masks it was level at T <= 4096 and lost at T >= 8192
+// (session 27, 502c678).
+constexpr int kFwdWsPersistentMaxT = 8192;
 ThresholdOverride g_fwd_ws_persistent;
 std::atomic<int> g_fwd_ws_persistent_ctas_cap{0};
 
@@ -180,9 +189,7 @@ int flash_fwd_ws_min_t(int head_dim) {
   return g_fwd_ws_min_t.or_else(from_env >= 0 ? from_env : head_dim == 128 ? kFwdWsMinT128 : kFwdWsMinT64);
 }
 void set_flash_fwd_ws_min_t(int T) { g_fwd_ws_min_t.set(T); }
-bool flash_fwd_ws_persistent(int head_dim) {
-  return g_fwd_ws_persistent.or_else(head_dim == 128 ? kFwdWsPersistent128 : kFwdWsPersistent64) != 0;
-}
+bool flash_fwd_ws_persistent(int T) { return g_fwd_ws_persistent.or_else(T <= kFwdWsPersistentMaxT) != 0; }
 void set_flash_fwd_ws_persistent(int on) { g_fwd_ws_persistent.set(on); }
 int flash_fwd_ws_persistent_ctas_cap() { return g_fwd_ws_persistent_ctas_cap.load(std::memory_order_relaxed); }
 void set_flash_fwd_ws_persistent_ctas_cap(int n) { g_fwd_ws_persistent_ctas_cap = n < 0 ? 0 : n; }

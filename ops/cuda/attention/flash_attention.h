@@ -120,16 +120,17 @@ void set_flash_bwd_ws_min_t(int T);
 // The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh: FlashAttention-3's structure, a TMA
 // producer, two or three wgmma consumers) takes the calls it covers -- D = 64 and 128 without dropout or a
 // document mask, on sm_90a -- from this T on. Default (measured: flash_attention.cu): 1024 at
-// D = 128, 4096 at D = 64 (the wgmma forward is faster below); FLASHTRAIN_FLASH_FWD_WS_MIN_T
+// D = 128, 2048 at D = 64 (the wgmma forward is faster below); FLASHTRAIN_FLASH_FWD_WS_MIN_T
 // (read once) sets it at both head dims; set_flash_fwd_ws_min_t overrides both process-wide (tests,
 // the benchmark's variants 46-58; -1 restores the defaults).
 int flash_fwd_ws_min_t(int head_dim);
 void set_flash_fwd_ws_min_t(int T);
-// Whether that forward runs persistent (FlashFwdWsTraits's kPersistent: one CTA per SM walking the
-// query blocks; default per head dim, measured: flash_attention.cu), and the tests' cap on its grid
+// Whether that forward runs persistent at sequence length T (FlashFwdWsTraits's kPersistent: one CTA
+// per SM walking the query blocks; by default up to T = 8192, measured: flash_attention.cu), and the
+// tests' cap on its grid
 // (0: one CTA per SM; n > 0: at most n CTAs, so that each walks many blocks). The setters override
 // process-wide: persistent 1 on, 0 off, -1 the default.
-bool flash_fwd_ws_persistent(int head_dim);
+bool flash_fwd_ws_persistent(int T);
 void set_flash_fwd_ws_persistent(int on);
 int flash_fwd_ws_persistent_ctas_cap();
 void set_flash_fwd_ws_persistent_ctas_cap(int n);

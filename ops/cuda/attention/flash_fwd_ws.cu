@@ -4,11 +4,12 @@
 #include "ops/cuda/attention/flash_launch.cuh"
 #include "ops/cuda/attention/flash_run.h"
 #include "ops/cuda/attention/flash_tma_map.h"
+#include "ops/cuda/row_utils.cuh"
 
 namespace ft::cuda::flash {
 
 bool flash_fwd_ws_applies(const AttentionParams& p) {
-  // From T = 1024 at D = 128, T = 4096 at D = 64 (flash_fwd_ws_min_t). Not built: dropout, the
+  // From T = 1024 at D = 128, T = 2048 at D = 64 (flash_fwd_ws_min_t). Not built: dropout, the
   // document mask, D = 256.
   if (p.T < flash_fwd_ws_min_t(p.D) || p.doc_start != nullptr || p.dropout.threshold != 0) return false;
   if (p.D != 64 && p.D != 128) return false;
@@ -30,13 +31,6 @@ FlashFwdWsForm flash_fwd_ws_form(int head_dim, bool persistent) {
 }
 
 namespace {
-int sm_count_of_current_device() {
-  int device = 0, n = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
-  return n;
-}
-
 template <class Kt, bool kBF16>
 void launch_ws(const AttentionParams& p, cudaStream_t stream, bool rank_major) {
   constexpr int kHeadDim = Kt::kHeadDim;
@@ -49,9 +43,13 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream, bool rank_major) {
   FT_CHECK_ARG(blocks <= INT32_MAX, "[flash_attention] ", blocks, " query blocks exceed the grid");
   // Persistent: one CTA per SM (one fits: kSmemBytes), each walking blocks gridDim.x apart; the tests
   // cap the grid lower (flash_fwd_ws_persistent_ctas_cap).
-  const int cap = flash_fwd_ws_persistent_ctas_cap();
-  const int ctas = cap > 0 ? std::min(cap, sm_count_of_current_device()) : sm_count_of_current_device();
-  const int64_t grid = Kt::kPersistent ? std::min<int64_t>(blocks, ctas) : blocks;
+  int64_t grid = blocks;
+  if constexpr (Kt::kPersistent) {
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    const int cap = flash_fwd_ws_persistent_ctas_cap(), sms = sm_count(device);
+    grid = std::min<int64_t>(blocks, cap > 0 ? std::min(cap, sms) : sms);
+  }
   // Persistent: the blocks rank-major over every head (the kernel's snake needs the longest first).
   const int group =
       Kt::kPersistent || rank_major ? p.B * p.H : heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens);

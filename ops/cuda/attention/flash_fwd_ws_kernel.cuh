@@ -43,7 +43,8 @@
 // next tile's S = Q K^T in flight with this tile's O += P V, the softmax under the latter); kPingPong,
 // its inter-warpgroup ping-pong (the consumers take turns, on named barriers, to issue their
 // products); kStages; kConsumers. The dispatch takes overlap + ping-pong at D = 128 from T = 1024,
-// 3 consumers with the overlap at D = 64 from T = 16384 (session 17; from T = 4096 since session 31).
+// 3 consumers with the overlap at D = 64 from T = 16384 (session 17; from T = 4096 since session 31,
+// T = 2048 since session 32), each persistent up to T = 8192 (session 32; kPersistent below).
 // Not done: causal tiles walked masked-first. No fence.proxy.async is needed: nothing
 // the tensor cores or TMA read is written through the generic proxy (P stays in registers), and O's
 // staging overwrites Q only after the wgmmas that read it were waited for (as the shipped forward).
