@@ -341,10 +341,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsBackward, ::testing::ValuesIn(cases_a
 // The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh; by default from T = 1024 at D = 128
 // and T = 2048 at D = 64, flash_fwd_ws_min_t) from T = 0 on, in the dispatch's form at each head dim
 // (flash_fwd_ws_form: at D = 128 two consumers with the overlap and ping-pong, at D = 64 three
-// consumers, 192 rows, with the overlap), one CTA a query block (the form the dispatch takes above
-// T = 8192; the persistent one below has its own cases): the D = 64 and 128 cases; those with dropout
-// (not built) take the shipped forwards, as does every case without an sm_90a build and GPU.
-// FlashCuda.WsForwardTakesItsCalls checks which calls it takes.
+// consumers, 192 rows, with the overlap), one CTA a query block (what the dispatch takes for long
+// blocks, causal above T = 8192; the persistent form below has its own cases): the D = 64 and 128
+// cases; those with dropout (not built) take the shipped forwards, as does every case without an
+// sm_90a build and GPU. FlashCuda.WsForwardTakesItsCalls checks which calls it takes.
 class FlashCudaWsForward : public ::testing::TestWithParam<AttentionCase> {
  protected:
   void SetUp() override {
@@ -365,7 +365,7 @@ TEST_P(FlashCudaWsForward, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsForward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
-// The same forward in its persistent form (kPersistent: a CTA walks query blocks gridDim.x apart, Q in
+// The same forward in its persistent form (kPersistent: a CTA takes query blocks from a counter, Q in
 // two buffers, the K / V ring's count running on across blocks, the ping-pong's turns restarted per
 // block), its grid capped at 3 CTAs so that every CTA of every case walks several blocks: ring
 // phases, Q buffer reuse and turns across block boundaries, blocks of different lengths (causal,
@@ -417,19 +417,22 @@ TEST(FlashCudaDispatch, WsForwardThreshold) {
   EXPECT_EQ(ft::cuda::flash_fwd_ws_min_t(128), 1024);
 }
 
-// Host only: that forward runs persistent up to T = 8192 until set; 1 and 0 hold at every T, and -1
-// restores the default.
-TEST(FlashCudaDispatch, WsForwardPersistentUpTo8192) {
-  EXPECT_TRUE(ft::cuda::flash_fwd_ws_persistent(1024));
-  EXPECT_TRUE(ft::cuda::flash_fwd_ws_persistent(8192));
-  EXPECT_FALSE(ft::cuda::flash_fwd_ws_persistent(16384));
+// Host only: that forward runs persistent causal up to T = 8192 and non-causal up to 4096 until set;
+// 1 and 0 hold at every T, and -1 restores the default.
+TEST(FlashCudaDispatch, WsForwardPersistentUpTo32KeyTiles) {
+  EXPECT_TRUE(ft::cuda::flash_fwd_ws_persistent(1024, true));
+  EXPECT_TRUE(ft::cuda::flash_fwd_ws_persistent(8192, true));
+  EXPECT_FALSE(ft::cuda::flash_fwd_ws_persistent(16384, true));
+  EXPECT_TRUE(ft::cuda::flash_fwd_ws_persistent(4096, false));
+  EXPECT_FALSE(ft::cuda::flash_fwd_ws_persistent(8192, false));
   ft::cuda::set_flash_fwd_ws_persistent(0);
-  EXPECT_FALSE(ft::cuda::flash_fwd_ws_persistent(1024));
+  EXPECT_FALSE(ft::cuda::flash_fwd_ws_persistent(1024, true));
   ft::cuda::set_flash_fwd_ws_persistent(1);
-  EXPECT_TRUE(ft::cuda::flash_fwd_ws_persistent(16384));
+  EXPECT_TRUE(ft::cuda::flash_fwd_ws_persistent(16384, true));
+  EXPECT_TRUE(ft::cuda::flash_fwd_ws_persistent(16384, false));
   ft::cuda::set_flash_fwd_ws_persistent(-1);
-  EXPECT_TRUE(ft::cuda::flash_fwd_ws_persistent(2048));
-  EXPECT_FALSE(ft::cuda::flash_fwd_ws_persistent(16384));
+  EXPECT_TRUE(ft::cuda::flash_fwd_ws_persistent(2048, true));
+  EXPECT_FALSE(ft::cuda::flash_fwd_ws_persistent(16384, true));
 }
 
 // Host only: the warp-specialised backward's threshold is 1024 until set (the test process has no

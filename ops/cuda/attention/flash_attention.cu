@@ -73,15 +73,16 @@ ThresholdOverride g_bwd_ws_min_t;
 // T = 1024 the wgmma forward stays ahead of even the persistent form (ncu 231.6 / 271.4 us).
 constexpr int kFwdWsMinT64 = 2048, kFwdWsMinT128 = 1024;
 ThresholdOverride g_fwd_ws_min_t;
-// Its persistent form (kPersistent: a CTA per SM walks the query blocks, the next block's Q and
-// first K / V loading under this one's last tiles and epilogue) up to T = 8192. H200, session 32,
-// ncu us of the kernel, one CTA a block / persistent: D = 128 T = 1024 189.3 / 180.5, 2048 294.7 /
-// 281.2, 4096 504.5 / 476.3, 8192 906.5 / 873.0, 16384 1625.6 / 1668.2; D = 64 T = 4096 699.5 /
-// 661.6, 8192 1206.3 / 1190.0, 16384 2275.1 / 2259.6. Stream timing agrees at T = 2048-8192 and
-// puts it 3-4% slower at D = 128 T = 16384 (1.465 / 1.418 and 1.495 / 1.443 ms, both orders); D = 64
-// T = 16384 was mixed. Before the branch-free masks it was level at T <= 4096 and lost at T >= 8192
-// (session 27, 502c678).
-constexpr int kFwdWsPersistentMaxT = 8192;
+// Its persistent form (kPersistent: a CTA per SM takes query blocks from a counter, the next block's
+// Q and first K / V loading under this one's last tiles and epilogue) where a block has at most 32
+// key tiles on average: causal up to T = 8192, non-causal up to 4096. Longer blocks leave little
+// fixed cost to hide, and there it lost 2-3%. H200, session 32 call 5, ncu us of the kernel, one CTA
+// a block / persistent. Causal, B T = 32768, H D = 768: D = 128 T = 1024 195.0 / 169.0, 4096 504.1 /
+// 468.1, 8192 908.8 / 866.6, 16384 1622.6 / 1662.7; D = 64 T = 2048 413.2 / 380.3 (the wgmma
+// forward 399.1, call 1), 4096 694.0 / 674.3, 8192 1195.5 / 1198.3, 16384 2245.1 / 2314.8.
+// Non-causal, B T = 16384, H D = 2048: D = 128 T = 4096 1152.8 / 1155.1, 8192 2198.2 / 2245.6;
+// D = 64 T = 4096 1565.5 / 1545.7, 8192 2868.9 / 2967.2.
+constexpr int kFwdWsPersistentMaxKeys = 4096;  // T, halved when causal
 ThresholdOverride g_fwd_ws_persistent;
 std::atomic<int> g_fwd_ws_persistent_ctas_cap{0};
 
@@ -189,7 +190,9 @@ int flash_fwd_ws_min_t(int head_dim) {
   return g_fwd_ws_min_t.or_else(from_env >= 0 ? from_env : head_dim == 128 ? kFwdWsMinT128 : kFwdWsMinT64);
 }
 void set_flash_fwd_ws_min_t(int T) { g_fwd_ws_min_t.set(T); }
-bool flash_fwd_ws_persistent(int T) { return g_fwd_ws_persistent.or_else(T <= kFwdWsPersistentMaxT) != 0; }
+bool flash_fwd_ws_persistent(int T, bool causal) {
+  return g_fwd_ws_persistent.or_else((causal ? T / 2 : T) <= kFwdWsPersistentMaxKeys) != 0;
+}
 void set_flash_fwd_ws_persistent(int on) { g_fwd_ws_persistent.set(on); }
 int flash_fwd_ws_persistent_ctas_cap() { return g_fwd_ws_persistent_ctas_cap.load(std::memory_order_relaxed); }
 void set_flash_fwd_ws_persistent_ctas_cap(int n) { g_fwd_ws_persistent_ctas_cap = n < 0 ? 0 : n; }

@@ -1,5 +1,7 @@
 // The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh): which calls it takes, and its
 // launch. Its own translation unit, so the kernel does not lengthen the per-head-dim builds.
+#include <optional>
+
 #include "ops/cuda/attention/flash_fwd_ws_kernel.cuh"
 #include "ops/cuda/attention/flash_launch.cuh"
 #include "ops/cuda/attention/flash_run.h"
@@ -31,6 +33,8 @@ FlashFwdWsForm flash_fwd_ws_form(int head_dim, bool persistent) {
 }
 
 namespace {
+constexpr int kPersistentGroupTokens = 32768;
+
 template <class Kt, bool kBF16>
 void launch_ws(const AttentionParams& p, cudaStream_t stream, bool rank_major) {
   constexpr int kHeadDim = Kt::kHeadDim;
@@ -41,19 +45,27 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream, bool rank_major) {
   check_register_split<Kt, kernel>("forward");  // flash_launch_common.h
   const int64_t blocks = int64_t{(p.T + Kt::kBlockM - 1) / Kt::kBlockM} * p.B * p.H;
   FT_CHECK_ARG(blocks <= INT32_MAX, "[flash_attention] ", blocks, " query blocks exceed the grid");
-  // Persistent: one CTA per SM (one fits: kSmemBytes), each walking blocks gridDim.x apart; the tests
-  // cap the grid lower (flash_fwd_ws_persistent_ctas_cap).
+  // Persistent: one CTA per SM (one fits: kSmemBytes), each taking blocks from a counter zeroed here;
+  // the tests cap the grid lower (flash_fwd_ws_persistent_ctas_cap).
   int64_t grid = blocks;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  std::optional<Scratch> counter;
   if constexpr (Kt::kPersistent) {
-    int device = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
     const int cap = flash_fwd_ws_persistent_ctas_cap(), sms = sm_count(device);
     grid = std::min<int64_t>(blocks, cap > 0 ? std::min(cap, sms) : sms);
+    counter.emplace(device, sizeof(int));
+    CUDA_CHECK(cudaMemsetAsync(counter->ptr, 0, sizeof(int), stream));
   }
-  // Persistent: the blocks rank-major over every head (the kernel's snake needs the longest first).
-  const int group =
-      Kt::kPersistent || rank_major ? p.B * p.H : heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens);
-  kernel<<<static_cast<unsigned>(grid), Kt::kNThreads, Kt::kSmemBytes, stream>>>(maps, p, group);
+  // Heads per group of the block order (grouped_block_order): 32768 / T (one head from T = 32768 on)
+  // at D = 64, and for the persistent form at both head dims, so that its CTAs in flight read the K
+  // and V of a few heads (8 MiB of them at D = 64, 16 at 128), which stay in L2; one head at D = 128
+  // without it (FlashConfig's kGroupTokens). rank_major (variant 65): every head.
+  const int group = rank_major             ? p.B * p.H
+                    : Kt::kPersistent ? heads_per_group(p, kPersistentGroupTokens)
+                                      : heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens);
+  kernel<<<static_cast<unsigned>(grid), Kt::kNThreads, Kt::kSmemBytes, stream>>>(
+      maps, p, group, counter ? static_cast<int*>(counter->ptr) : nullptr);
   CUDA_CHECK_LAUNCH();
 }
 

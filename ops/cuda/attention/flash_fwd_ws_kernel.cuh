@@ -44,7 +44,8 @@
 // its inter-warpgroup ping-pong (the consumers take turns, on named barriers, to issue their
 // products); kStages; kConsumers. The dispatch takes overlap + ping-pong at D = 128 from T = 1024,
 // 3 consumers with the overlap at D = 64 from T = 16384 (session 17; from T = 4096 since session 31,
-// T = 2048 since session 32), each persistent up to T = 8192 (session 32; kPersistent below).
+// T = 2048 since session 32), each persistent causal up to T = 8192 and non-causal up to 4096 (session
+// 32; kPersistent below).
 // Not done: causal tiles walked masked-first. No fence.proxy.async is needed: nothing
 // the tensor cores or TMA read is written through the generic proxy (P stays in registers), and O's
 // staging overwrites Q only after the wgmmas that read it were waited for (as the shipped forward).
@@ -75,8 +76,9 @@ namespace ft::cuda::flash {
 // kStages: the K / V ring's depth, 2 or 3 (3 fills 224 of 227 KiB at D = 128).
 // kConsumers: consumer warpgroups of 64 rows, 2 or 3 (FlashAttention-3's 192-row tile at hdim 64:
 // each K / V tile loaded serves 1.5x the rows; D = 64 only, without the ping-pong).
-// kPersistent: one CTA per SM walks query blocks (a snake over the order's rounds, longest causal
-// blocks first: block_of_round in the kernel), with two Q buffers: the producer loads the next block's Q (and its first K / V
+// kPersistent: one CTA per SM walks query blocks, taking the next from a global counter as it finishes
+// loading the last (FlashAttention-3's dynamic persistent scheduler: a CTA that drew short blocks
+// takes more), with two Q buffers: the producer loads the next block's Q (and its first K / V
 // tiles) while the consumers still work on this one, and their epilogue (O's stores) runs while the
 // next block's loads land. Without it, one CTA per block: at T = 1024 (8 blocks of 128 rows a head, 4.5
 // key tiles each on average) a CTA's Q load and its first K wait, and its epilogue, are not hidden by
@@ -117,7 +119,9 @@ struct FlashFwdWsTraits {
                        kOffBars = kOffV + kStages * kTileBytes;
   // q_full, q_empty [kQBuffers] each, then k_full, v_full, k_empty, v_empty [kStages] each.
   static constexpr int kNumBars = 2 * kQBuffers + 4 * kStages;
-  static constexpr int kSmemBytes = 1024 /* alignment */ + kOffBars + kNumBars * 8;
+  // kPersistent: the block each Q buffer holds, written by the producer before its q_full arrival.
+  static constexpr int kOffBlockSlots = kOffBars + kNumBars * 8;
+  static constexpr int kSmemBytes = 1024 /* alignment */ + kOffBlockSlots + kQBuffers * 4;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "warp-specialised forward head dim");
   static_assert(kStages == 2 || kStages == 3, "K / V ring depth");
@@ -126,7 +130,8 @@ struct FlashFwdWsTraits {
 
 template <class Kt, bool kBF16>
 __global__ void __launch_bounds__(Kt::kNThreads, 1)
-    flash_fwd_ws_kernel(const __grid_constant__ FlashFwdTmaMaps maps, const AttentionParams p, int heads_per_group) {
+    flash_fwd_ws_kernel(const __grid_constant__ FlashFwdTmaMaps maps, const AttentionParams p, int heads_per_group,
+                        int* block_counter) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int BM = Kt::kBlockM, BN = Kt::kBlockN, D = Kt::kHeadDim, kStages = Kt::kStages, kPanels = Kt::kPanels;
   constexpr int kQBuffers = Kt::kQBuffers;
@@ -144,26 +149,22 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   uint64_t* v_full = k_full + kStages;      // [kStages]
   uint64_t* k_empty = v_full + kStages;     // [kStages]
   uint64_t* v_empty = k_empty + kStages;    // [kStages]
+  int* block_slot = reinterpret_cast<int*>(smem + Kt::kOffBlockSlots);  // [kQBuffers] (kPersistent only)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = tid / 128;
   const int T = p.T;
-  // The query blocks this CTA works on: its own (one CTA per block), or with kPersistent the
-  // positions persistent_block(round) of the order, round 0, 1, ... until past the last block. Both
-  // roles walk the same blocks, and the K / V ring's tile count `it` runs on across them.
+  // The query blocks this CTA works on, positions `linear` of grouped_block_order: its own (one CTA
+  // per block), or with kPersistent blockIdx.x first and then gridDim.x + the next value of
+  // *block_counter (zeroed by the launcher), until past the last block. The producer takes each
+  // block once it has issued the previous block's loads (a CTA that drew short blocks comes back
+  // sooner: greedy, as the hardware's own block scheduler is) and writes it into the Q buffer's
+  // block_slot before that buffer's q_full arrival, past-the-end included, which tells the consumers
+  // to stop. The launcher's heads_per_group keeps the CTAs in flight on a few heads, so that their
+  // K and V stay in L2. (Session 27's static snake over every head's longest blocks first balanced as
+  // well, but with every head in flight it read K and V from DRAM: the non-causal D = 128 forward at
+  // T = 4096 ran 15% slower than one CTA a block, session 32.) The K / V ring's tile count `it` runs
+  // on across blocks.
   const int n_blocks_total = (T + BM - 1) / BM * p.B * p.H;
-  // kPersistent: the launcher passes heads_per_group = B * H, so the order is the causal blocks'
-  // longest first across every head (rank-major), and round r hands out positions r G .. r G + G - 1
-  // (G = gridDim.x) to the CTAs forwards in even rounds and backwards in odd ones (a snake): the CTA
-  // that got the longest block of a round gets the shortest of the next. Modelled on 132 SMs with a
-  // block's cost its key tiles + 1, the longest CTA's work over the mean is 1.002-1.03 at T = 1024 ..
-  // 16384 (B T = 32768); blockIdx.x + r G in the head-major order was 1.19-1.69, which the first
-  // measurement showed (T = 16384 1.47x slower than one CTA per block).
-  const auto block_of_round = [&](int round) {
-    if constexpr (!Kt::kPersistent) return round == 0 ? static_cast<int>(blockIdx.x) : n_blocks_total;
-    const int g = static_cast<int>(gridDim.x);
-    const int lane_in_round = round & 1 ? g - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
-    return round * g + lane_in_round;  // grows with the round: the first past the end ends the walk
-  };
   using Block = QueryBlock<BM, BN, false>;  // kDocMask false: flash_fwd_ws_applies
 
   if (tid == 0) {
@@ -188,13 +189,19 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
       tma_prefetch_map(&maps.k);
       tma_prefetch_map(&maps.v);
       int it = 0;
-      for (int local = 0, linear = block_of_round(0); linear < n_blocks_total; linear = block_of_round(++local)) {
-        const Block blk(p, heads_per_group, linear);
+      for (int local = 0, linear = static_cast<int>(blockIdx.x);; ++local) {
         const int qb = local % kQBuffers;
         uint8_t* sQ = sQ0 + qb * Kt::kQBytes;
-        // The consumers are done with the buffer's previous block (its O stored from it).
-        if constexpr (Kt::kPersistent)
+        if constexpr (Kt::kPersistent) {
+          // The consumers are done with the buffer's previous block (its O stored from it).
           mbarrier_wait(&q_empty[qb], ((local / kQBuffers) & 1) ^ 1, "q_empty (producer), block", linear);
+          block_slot[qb] = linear;
+          if (linear >= n_blocks_total) {
+            mbarrier_arrive(&q_full[qb]);  // no bytes: the consumers read the end and stop
+            break;
+          }
+        }
+        const Block blk(p, heads_per_group, linear);
         // Q: rows past T land as zeros (and are never stored); the box's full bytes complete.
         mbarrier_arrive_expect_tx(&q_full[qb], Kt::kQBytes);
 #pragma unroll
@@ -218,6 +225,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
           for (int pn = 0; pn < kPanels; ++pn)
             tma_load_4d(v_dst + pn * BN * 128, &maps.v, &v_full[s], 64 * pn, n * BN, hk, blk.b);
         }
+        if constexpr (!Kt::kPersistent) break;
+        linear = static_cast<int>(gridDim.x) + atomicAdd(block_counter, 1);
       }
     }
     return;
@@ -237,10 +246,13 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   constexpr uint32_t kTileUnits = Kt::kTileBytes / 16;
 
   int it = 0;
-  for (int local = 0, linear = block_of_round(0); linear < n_blocks_total; linear = block_of_round(++local)) {
+  for (int local = 0;; ++local) {
+    const int qb = local % kQBuffers;
+    mbarrier_wait<false>(&q_full[qb], (local / kQBuffers) & 1, "q_full (consumer)", c);
+    const int linear = Kt::kPersistent ? block_slot[qb] : static_cast<int>(blockIdx.x);
+    if (linear >= n_blocks_total) break;  // kPersistent: no block left
     const Block blk(p, heads_per_group, linear);
     const int b = blk.b, m0 = blk.m0, m1 = blk.m1, n_end = blk.n_end;
-    const int qb = local % kQBuffers;
     uint8_t* sQ = sQ0 + qb * Kt::kQBytes;
     const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ + 64 * c * 128));
 
@@ -322,7 +334,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
     const int n_first = blk.next_key_tile(p, blk.n_begin);
     if (Kt::kPingPong && c == 1 && n_first < n_end) named_barrier_arrive(Kt::kTurnBarrier, 256);
 
-    mbarrier_wait<false>(&q_full[qb], (local / kQBuffers) & 1, "q_full (consumer)", c);
     if constexpr (!Kt::kOverlap) {
       // Every product waited for before the code that needs it.
       for (int n = n_first, n_next; n < n_end; n = n_next, ++it) {
@@ -426,6 +437,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
       // Q where this thread's generic stores and loads just were.
       fence_proxy_async_smem();
       mbarrier_arrive(&q_empty[qb]);
+    } else {
+      break;  // one block a CTA
     }
   }
 #else

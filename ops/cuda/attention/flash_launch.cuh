@@ -324,10 +324,10 @@ template <int kHeadDim>
 void run_flash_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Config = FlashConfig<kHeadDim>;
   // The warp-specialised Hopper forward from flash_fwd_ws_min_t on (D = 128: T >= 1024; D = 64: 2048),
-  // persistent up to T = 8192 (flash_fwd_ws_persistent).
+  // persistent causal up to T = 8192, non-causal up to 4096 (flash_fwd_ws_persistent).
   if constexpr (kHeadDim == 64 || kHeadDim == 128)
     if (flash_fwd_ws_applies(p))
-      return run_flash_fwd_ws(p, stream, flash_fwd_ws_form(kHeadDim, flash_fwd_ws_persistent(p.T)));
+      return run_flash_fwd_ws(p, stream, flash_fwd_ws_form(kHeadDim, flash_fwd_ws_persistent(p.T, p.causal)));
   [[maybe_unused]] const bool wgmma = kHeadDim <= 128 && flash_wgmma_enabled();
   dispatch_kernel_flags(p, [&](auto bf16, auto dropout, auto doc_mask) {
     constexpr bool kBF16 = decltype(bf16)::value, kDropout = decltype(dropout)::value;
