@@ -48,10 +48,10 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream, bool rank_major) {
   // Persistent: one CTA per SM (one fits: kSmemBytes), each taking blocks from a counter zeroed here;
   // the tests cap the grid lower (flash_fwd_ws_persistent_ctas_cap).
   int64_t grid = blocks;
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
   std::optional<Scratch> counter;
   if constexpr (Kt::kPersistent) {
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
     const int cap = flash_fwd_ws_persistent_ctas_cap(), sms = sm_count(device);
     grid = std::min<int64_t>(blocks, cap > 0 ? std::min(cap, sms) : sms);
     counter.emplace(device, sizeof(int));

@@ -34,8 +34,8 @@ bool set_flash_bwd_ws_trace(unsigned long long* records);
 // inter-warpgroup ping-pong), kStages (the K / V ring's depth, 2 or 3) and kConsumers (2, or 3 at
 // D = 64 with 2 stages and no ping-pong). flash_fwd_ws_form: the form the dispatch takes at a head
 // dim; the benchmark's variants 47-53, 57 and 58 take the others.
-// persistent: FlashFwdWsTraits's kPersistent (one CTA per SM walking the query blocks), built only
-// for flash_fwd_ws_form's forms.
+// persistent: FlashFwdWsTraits's kPersistent (one CTA per SM taking query blocks from a counter),
+// built only for flash_fwd_ws_form's forms (and D = 128's ping-pong without the overlap).
 struct FlashFwdWsForm {
   bool overlap = false;
   bool ping_pong = false;
