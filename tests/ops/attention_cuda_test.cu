@@ -392,7 +392,7 @@ TEST_P(FlashCudaWsForwardPersistent, WithinTwiceNaiveError) {
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsForwardPersistent, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
 
-// And with its full grid (one CTA per SM) on more blocks than SMs: 192 blocks at D = 128, 288 at 64.
+// And with its full grid (one CTA per SM) on more blocks than SMs: 192 blocks at D = 128, 144 at 64.
 TEST(FlashCudaWsForwardPersistentFullGrid, WithinTwiceNaiveError) {
   SKIP_WITHOUT_CUDA();
   ft::cuda::set_flash_fwd_ws_min_t(0);
