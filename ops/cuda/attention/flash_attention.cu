@@ -190,8 +190,12 @@ int flash_fwd_ws_min_t(int head_dim) {
   return g_fwd_ws_min_t.or_else(from_env >= 0 ? from_env : head_dim == 128 ? kFwdWsMinT128 : kFwdWsMinT64);
 }
 void set_flash_fwd_ws_min_t(int T) { g_fwd_ws_min_t.set(T); }
+// FLASHTRAIN_FLASH_FWD_WS_PERSISTENT_MAX_KEYS (read once) moves kFwdWsPersistentMaxKeys (0: never
+// persistent), so that a run can compare the two forms on its own card without a rebuild.
 bool flash_fwd_ws_persistent(int T, bool causal) {
-  return g_fwd_ws_persistent.or_else((causal ? T / 2 : T) <= kFwdWsPersistentMaxKeys) != 0;
+  static const int max_keys = min_t_from_env("FLASHTRAIN_FLASH_FWD_WS_PERSISTENT_MAX_KEYS", kFwdWsPersistentMaxKeys);
+  const int keys = causal ? T / 2 : T;
+  return g_fwd_ws_persistent.or_else(max_keys > 0 && keys <= max_keys) != 0;
 }
 void set_flash_fwd_ws_persistent(int on) { g_fwd_ws_persistent.set(on); }
 int flash_fwd_ws_persistent_ctas_cap() { return g_fwd_ws_persistent_ctas_cap.load(std::memory_order_relaxed); }

@@ -126,10 +126,11 @@ void set_flash_bwd_ws_min_t(int T);
 int flash_fwd_ws_min_t(int head_dim);
 void set_flash_fwd_ws_min_t(int T);
 // Whether that forward runs persistent at sequence length T (FlashFwdWsTraits's kPersistent: one CTA
-// per SM taking query blocks from a counter; by default causal up to T = 8192 and non-causal up to
-// 4096, measured: flash_attention.cu), and the tests' cap on its grid
-// (0: one CTA per SM; n > 0: at most n CTAs, so that each walks many blocks). The setters override
-// process-wide: persistent 1 on, 0 off, -1 the default.
+// per SM taking query blocks from a counter). By default it does where T, halved when causal, is at
+// most 4096 (measured: flash_attention.cu); FLASHTRAIN_FLASH_FWD_WS_PERSISTENT_MAX_KEYS (read once)
+// moves that 4096, 0 turning it off. The tests' cap on its grid: 0 one CTA per SM, n > 0 at most n
+// CTAs, so that each walks many blocks. The setters override process-wide: persistent 1 on, 0 off,
+// -1 the default.
 bool flash_fwd_ws_persistent(int T, bool causal);
 void set_flash_fwd_ws_persistent(int on);
 int flash_fwd_ws_persistent_ctas_cap();
