@@ -11,6 +11,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -160,6 +161,13 @@ inline int sm_count(int device) {
   int n = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
   return n;
+}
+
+// The grid of a persistent kernel whose CTA fills an SM (the attention ws kernels): one CTA per SM,
+// but no more than `items` work items; cap > 0 lowers it further (tests, so that each CTA walks many).
+inline int64_t persistent_grid(int device, int64_t items, int cap = 0) {
+  const int sms = sm_count(device);
+  return std::min<int64_t>(items, cap > 0 ? std::min(cap, sms) : sms);
 }
 
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }

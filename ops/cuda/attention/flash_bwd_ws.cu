@@ -2,8 +2,6 @@
 // launch (the same preprocess and dQ conversion as the other backwards around it, or, in the
 // deterministic kStoredDs form, the dQ product from the stored dS after it: flash_ds_store.cuh). Its
 // own translation unit, so the kernel does not lengthen the per-head-dim builds.
-#include <algorithm>
-
 #include "ops/cuda/attention/flash_bwd_ds_dq_kernel.cuh"
 #include "ops/cuda/attention/flash_bwd_ws_kernel.cuh"
 #include "ops/cuda/attention/flash_launch.cuh"
@@ -88,7 +86,7 @@ void launch_ws_as(const AttentionParams& p, cudaStream_t stream, int* dq_semapho
     if constexpr (kPersistent) {
       int device = 0;
       CUDA_CHECK(cudaGetDevice(&device));
-      grid = std::min<int64_t>(items, sm_count(device));  // one CTA an SM (its registers and shared memory)
+      grid = persistent_grid(device, items);
     }
     kernel<<<static_cast<unsigned>(grid), Kt::kNThreads, smem, stream>>>(
         maps, p, heads_per_group(p, FlashConfig<kHeadDim>::kGroupTokens), dq_semaphore, work_counter);

@@ -52,8 +52,7 @@ void launch_ws(const AttentionParams& p, cudaStream_t stream, bool rank_major) {
   if constexpr (Kt::kPersistent) {
     int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
-    const int cap = flash_fwd_ws_persistent_ctas_cap(), sms = sm_count(device);
-    grid = std::min<int64_t>(blocks, cap > 0 ? std::min(cap, sms) : sms);
+    grid = persistent_grid(device, blocks, flash_fwd_ws_persistent_ctas_cap());
     counter.emplace(device, sizeof(int));
     CUDA_CHECK(cudaMemsetAsync(counter->ptr, 0, sizeof(int), stream));
   }

@@ -47,10 +47,9 @@ struct QueryBlock {
   const uint16_t *q, *k, *v;
   uint16_t* o;
 
-  __device__ __forceinline__ QueryBlock(const AttentionParams& p, int heads_per_group)
-      : QueryBlock(p, heads_per_group, blockIdx.x) {}
-  // The block at position `linear` of the order (a persistent kernel walks several).
-  __device__ __forceinline__ QueryBlock(const AttentionParams& p, int heads_per_group, int linear) {
+  // linear: the block's place in grouped_block_order (a persistent kernel walks several; else the CTA's).
+  __device__ __forceinline__ QueryBlock(const AttentionParams& p, int heads_per_group,
+                                        int linear = static_cast<int>(blockIdx.x)) {
     const int m_blocks = (p.T + kBlockM - 1) / kBlockM;
     const BlockOrder order = grouped_block_order(linear, m_blocks, p.B * p.H, heads_per_group);
     bh = order.bh, b = bh / p.H, h = bh % p.H;
