@@ -42,6 +42,7 @@ struct Case {
   const char* path;  // which kernel-choice override: "default", "mma", "wgmma-large", "wide", "ws",
                      // "ws-stored" (ws with the deterministic dQ from the stored dS at any head dim),
                      // "ws-fixed" (ws with the fixed-point dQ, which kAuto no longer takes at D = 64),
+                     // "ws-ordered" (ws with the ordered dQ at any head dim),
                      // "ws-walk" (ws with the persistent forward's grid capped at 2 CTAs, so that each
                      // CTA walks several query blocks)
   int kv_heads = 2;  // 1: grouped-query (multi-query) attention of the 2 query heads
@@ -58,13 +59,14 @@ void run_case(const Case& c) {
   // warp-specialised kernels everywhere: the backward, and the forward where it is built (no dropout,
   // no document mask; D = 64 in its 3-consumer form, D = 128 with the ping-pong: flash_fwd_ws_form).
   const bool stored = std::strcmp(c.path, "ws-stored") == 0, fixed = std::strcmp(c.path, "ws-fixed") == 0;
-  const bool walk = std::strcmp(c.path, "ws-walk") == 0;
-  const bool ws = stored || fixed || walk || std::strcmp(c.path, "ws") == 0;
+  const bool ordered = std::strcmp(c.path, "ws-ordered") == 0, walk = std::strcmp(c.path, "ws-walk") == 0;
+  const bool ws = stored || fixed || ordered || walk || std::strcmp(c.path, "ws") == 0;
   ft::cuda::set_flash_fwd_ws_persistent(walk ? 1 : -1);
   ft::cuda::set_flash_fwd_ws_persistent_ctas_cap(walk ? 2 : 0);
-  const ft::cuda::ScopedFlashDeterministicDq form(stored  ? ft::cuda::FlashDeterministicDq::kStoredDs
-                                                  : fixed ? ft::cuda::FlashDeterministicDq::kFixedPoint
-                                                          : ft::cuda::flash_deterministic_dq());
+  const ft::cuda::ScopedFlashDeterministicDq form(stored    ? ft::cuda::FlashDeterministicDq::kStoredDs
+                                                  : fixed   ? ft::cuda::FlashDeterministicDq::kFixedPoint
+                                                  : ordered ? ft::cuda::FlashDeterministicDq::kOrdered
+                                                            : ft::cuda::flash_deterministic_dq());
   ft::cuda::set_flash_bwd_ws_min_t(ws ? 0 : std::strcmp(c.path, "wide") == 0 ? INT_MAX : -1);
   ft::cuda::set_flash_fwd_ws_min_t(ws ? 0 : -1);
   const int Hkv = c.kv_heads;
@@ -115,6 +117,7 @@ int main(int argc, char** argv) {
           cases.push_back({D, 200, causal, p, 0, det, "ws"});  // deterministic: the ordered dQ (D = 64), the stored dS (128)
           if (det) cases.push_back({D, 200, causal, p, 0, det, "ws-stored"});
           if (det && D == 64) cases.push_back({D, 200, causal, p, 0, det, "ws-fixed"});
+          if (det && D == 128) cases.push_back({D, 200, causal, p, 0, det, "ws-ordered"});
           if (p == 0.f && !det) cases.push_back({D, 1000, causal, p, 0, det, "ws-walk"});
           cases.push_back({D, 200, causal, p, 32, det, "default"});
         }
@@ -126,6 +129,8 @@ int main(int argc, char** argv) {
     cases.push_back({64, 200, true, 0.1f, 0, true, "ws-fixed"});
     cases.push_back({128, 200, true, 0.1f, 0, false, "ws"});
     cases.push_back({128, 200, false, 0.f, 0, true, "ws"});  // the stored dS (kAuto at D = 128)
+    cases.push_back({128, 200, true, 0.1f, 0, true, "ws-ordered"});    // D = 128's ordered dQ (dQ split by columns)
+    cases.push_back({128, 1000, false, 0.f, 32, true, "ws-ordered"});  // ... 8 key blocks a head, block-sparse
     cases.push_back({64, 200, true, 0.1f, 32, true, "ws-stored"});  // block-sparse: tiles skipped by both kernels
     cases.push_back({64, 200, true, 0.f, 0, false, "ws"});     // the ws forward (no dropout)
     cases.push_back({128, 200, true, 0.f, 0, false, "ws"});

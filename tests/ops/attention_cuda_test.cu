@@ -785,8 +785,8 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
     EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(d128, det), hopper) << "D = 128, fixed-point dq (one dQ buffer)";
   });
   with_deterministic_dq(cuda::FlashDeterministicDq::kOrdered, [&] {
-    EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(d128, det)) << "D = 128: its ordered dq does not fit";
-    EXPECT_FALSE(cuda::flash_ws_ordered_dq(d128)) << "D = 128: the older kernels' ordered dq";
+    EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(d128, det), hopper) << "D = 128, ordered dq (dQ split by columns)";
+    EXPECT_EQ(cuda::flash_ws_ordered_dq(d128), hopper) << "D = 128: the ws backward's ordered dq";
   });
   // The deterministic default (kAuto): the stored dS at D = 128 up to a 1 GiB workspace and the fixed
   // point beyond it (flash_stored_ds_dq); the ordered dQ at D = 64 (flash_ws_ordered_dq), the fixed
@@ -800,7 +800,8 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
     EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(p, det), hopper) << "D = 64, deterministic";
     AttentionParams big = d128;
     big.B = 2000;  // 6000 heads x 72 tiles x 16 KiB: past the 1 GiB
-    EXPECT_FALSE(cuda::flash_stored_ds_dq(big)) << "a workspace over 1 GiB: the fixed point";
+    EXPECT_FALSE(cuda::flash_stored_ds_dq(big)) << "a workspace over 1 GiB: not the stored dS";
+    EXPECT_EQ(cuda::flash_ws_ordered_dq(big), hopper) << "a workspace over 1 GiB: the ordered dq";
   });
   AttentionParams d256 = p;
   d256.D = 256;
@@ -888,21 +889,24 @@ TEST(FlashCuda, WsBackwardFixedPointDq) {
 }
 
 // The warp-specialised backward with the ordered dQ (fp32 bulk adds in ascending key-block order,
-// FlashAttention-3's way): it takes the D = 64 calls; bit-identical runs, dq, dk and dv equal to the
-// atomic form's to rounding, and cases against the float64 reference. Also with many key blocks a
-// head (T = 4100: 33 of them, so blocks wait on the ones below them) and B H large enough that the
-// CTAs run in several waves.
+// FlashAttention-3's way; at D = 128 with dQ split by columns between the consumers): it takes the
+// calls; bit-identical runs, dq, dk and dv equal to the atomic form's to rounding, and cases against
+// the float64 reference. Also with many key blocks a head (T = 4100: 33 of them, so blocks wait on
+// the ones below them), B H large enough that the CTAs run in several waves (and, at D = 128 with
+// dropout, the persistent form's CTAs walk several items), and D = 128 block-sparse.
 TEST(FlashCuda, WsBackwardOrderedDq) {
   SKIP_WITHOUT_CUDA();
   if (!cuda::flash_sm90a_device()) GTEST_SKIP() << "the ordered dQ of the warp-specialised backward is built for sm_90a only";
-  std::vector<AttentionCase> cases;
-  for (const AttentionCase& c : ws_backward_deterministic_cases())
-    if (c.D == 64) cases.push_back(c);
+  std::vector<AttentionCase> cases = ws_backward_deterministic_cases();  // D = 128: 14, 15
   cases.push_back({1, 2, 4100, 64, true, 0.1f});
   cases.push_back({1, 2, 4100, 64, false, 0.f});
   cases.push_back({24, 12, 1024, 64, true, 0.f});  // 2304 CTAs
+  cases.push_back({1, 2, 4100, 128, true, 0.f});
+  cases.push_back({1, 2, 2100, 128, false, 0.1f});
+  cases.push_back({12, 12, 1024, 128, true, 0.1f});  // 1152 items on 132 SMs (persistent)
+  cases.push_back({1, 2, 1000, 128, false, 0.f, AttentionDType::kBF16, 128, 2, 1});  // block-sparse
   expect_ws_deterministic_form(cuda::FlashDeterministicDq::kOrdered, cuda::flash_ws_ordered_dq, "ordered dq", cases,
-                               {2, 5, 11, 12, 13});
+                               {2, 5, 11, 12, 13, 14, 15, 22});
 }
 
 // The warp-specialised backward with the stored dS (flash_ds_store.cuh: dS written, then dQ = dS K

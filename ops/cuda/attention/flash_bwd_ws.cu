@@ -118,7 +118,7 @@ void launch_ws_as(const AttentionParams& p, cudaStream_t stream, int* dq_semapho
 //   T = 16384 4966 / 4948, and in stream timing (both library orders) 2-4% slower at T = 8192 and
 //   up to 4% at 16384 without dropout.
 template <int kHeadDim, WsDq kDq>
-constexpr bool kWsPersistent = kDq == WsDq::kAtomic || (kHeadDim == 64 && kDq == WsDq::kOrdered);
+constexpr bool kWsPersistent = kDq == WsDq::kAtomic || kDq == WsDq::kOrdered;
 constexpr int kWsPersistentMaxTWithDropout64 = 2048, kWsPersistentMaxTWithoutDropout128 = 4096;
 
 template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq>

@@ -165,21 +165,32 @@ struct FlashBwdWsTraits {
   // 1.055, 4096 2.290 / 2.316, 16384 7.338 / 7.578; p = 0 0.869 / 0.856, 2.020 / 1.920, 6.459 /
   // 6.388 (bench/attention/NOTES.md).
   enum class DqForm { kF32, kConverted, kSummed, kStoredDs, kOrdered };
+  // D = 128's fp32 forms split dQ by columns, as FlashAttention-3 does there: consumer c forms
+  // columns 64 c .. + 63 of the tile's dQ over all 128 keys of the CTA (dS from both consumers' dS^T,
+  // which meet at one 256-thread barrier a tile), so each tile leaves as one 64 x 128 fp32 tile in
+  // one buffer both consumers fill (one bulk add instead of two partials), and its accumulator is
+  // 32 registers instead of 64. dS^T then has two buffers (tile parity; the dQ region holds the
+  // second): the barrier of tile t - 1 is passed only after every warp's products of tile t - 2, so
+  // no other wait guards the overwrite. The ordered dQ needs no summers then, and fits at D = 128.
+  static constexpr bool splits_dq(DqForm f) { return kHeadDim == 128 && (f == DqForm::kF32 || f == DqForm::kOrdered); }
   static constexpr int kStagingBuffers = 2;  // kConverted
   static constexpr int smem_with(DqForm f, int buffers) {
-    const int dq = f == DqForm::kF32         ? 2 * kDqBytesF32
+    const int dq = splits_dq(f)              ? kDsBytes + 2 * kDqBytesF32
+                   : f == DqForm::kF32       ? 2 * kDqBytesF32
                    : f == DqForm::kConverted ? 4 * kDqBytesF32 + kStagingBuffers * kDqBytesFixed
                    : f == DqForm::kOrdered   ? 4 * kDqBytesF32 + kOrderedStaging * kDqBytesF32
                    : f == DqForm::kStoredDs  ? kDsBytes
                                              : buffers * kDqBytesFixed;
     return 1024 /* alignment */ + kOffDq + dq + kRowsAndBarsBytes;
   }
-  // dQ buffers: kSummed's (shared by the consumers), the other forms' per consumer.
+  // dQ buffers: kSummed's and the split forms' (shared by the consumers), the other forms' per consumer.
   static constexpr int dq_buffers(DqForm f) {
-    return f == DqForm::kSummed                                  ? (smem_with(f, 2) <= kSmemLimit ? 2 : 1)
-           : f == DqForm::kConverted || f == DqForm::kOrdered ? 2
-                                                                : 1;
+    return f == DqForm::kSummed                                                   ? (smem_with(f, 2) <= kSmemLimit ? 2 : 1)
+           : splits_dq(f) || f == DqForm::kConverted || f == DqForm::kOrdered ? 2
+                                                                                  : 1;
   }
+  // Where the dQ buffers start: after the second dS^T buffer in the split forms.
+  static constexpr int off_dq(DqForm f) { return kOffDq + (splits_dq(f) ? kDsBytes : 0); }
   static constexpr int dq_bytes(DqForm f) { return f == DqForm::kSummed ? kDqBytesFixed : kDqBytesF32; }
   static constexpr int smem_bytes(DqForm f) { return smem_with(f, dq_buffers(f)); }
   static constexpr bool fits(DqForm f) { return smem_bytes(f) <= kSmemLimit; }
@@ -236,13 +247,20 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   uint8_t* sQ = smem + Kt::kOffQ;    // kStages x kQBytes
   uint8_t* sdO = smem + Kt::kOffDo;  // kStages x kQBytes
   uint8_t* sdS = smem + Kt::kOffDs;  // dS^T: rows = keys, 64 queries a row (128-byte swizzle); kStoreDs: 2 of them
-  uint8_t* sDq = smem + Kt::kOffDq;  // kDqBuffers (per consumer, but kSummed's) x dq_bytes
+  uint8_t* sDq = smem + Kt::off_dq(kForm);  // kDqBuffers (per consumer, but kSummed's and kSplitDq's) x dq_bytes
   constexpr int kDqBuffers = Kt::dq_buffers(kForm);
   constexpr bool kSumDq = kForm == DqForm::kSummed, kConvertDq = kForm == DqForm::kConverted;
+  constexpr bool kSplitDq = Kt::splits_dq(kForm);  // dQ by columns (D = 128's fp32 forms; the traits)
+  constexpr int kBarConsumers = 4;                  // kSplitDq: both consumers (1, 2: each one; 3: kConverted's)
+#ifndef FT_SPLIT_PRODUCER_REGS
+#define FT_SPLIT_PRODUCER_REGS 40
+#endif
+  constexpr int kProducerRegs = kSplitDq ? FT_SPLIT_PRODUCER_REGS : Kt::kProducerRegs;
+  constexpr int kConsumerRegs = kSplitDq ? (384 * 168 - 128 * kProducerRegs) / 256 / 8 * 8 : Kt::kConsumerRegs;
   constexpr int kConverters = 96;       // kConverted: warps 1-3
   constexpr int kOrderedSummers = 64;   // kOrdered: warps 2, 3
   // The dQ buffer of tile `it` for consumer c, and how many tiles used it before (its phase).
-  auto dq_buffer = [](int it, int c) { return kSumDq ? it % kDqBuffers : c * kDqBuffers + it % kDqBuffers; };
+  auto dq_buffer = [](int it, int c) { return kSumDq || kSplitDq ? it % kDqBuffers : c * kDqBuffers + it % kDqBuffers; };
   auto dq_uses = [](int it) { return it / kDqBuffers; };
   // kConverted, kOrdered: a producer summer's share of tile it's sum of the two consumers' fp32
   // partials (x + y = y + x: the bits do not depend on which came first). Summer warp `sw` of
@@ -346,14 +364,14 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       mbarrier_init(&q_full[s], 32);    // the producer warp's 32 lanes (lane 0's arrival carries the TMA bytes)
       mbarrier_init(&q_empty[s], 256);  // every consumer thread
     }
-    for (int i = 0; i < (kStoreDs ? 0 : kSumDq ? 1 : 2) * kDqBuffers; ++i) {
+    for (int i = 0; i < (kStoreDs ? 0 : kSumDq || kSplitDq ? 1 : 2) * kDqBuffers; ++i) {
       if (kSumDq) mbarrier_init(&dq_half[i], 128);  // the threads of the consumer that wrote the partial
-      mbarrier_init(&dq_full[i], 128);              // the threads of the consumer that wrote it
-      // the dQ writer, or every converter (summer) thread
-      mbarrier_init(&dq_empty[i], kConvertDq ? kConverters : kOrderDq ? kOrderedSummers : 1);
+      mbarrier_init(&dq_full[i], kSplitDq ? 256 : 128);  // the threads of the consumer(s) that wrote it
+      // the dQ writer (kOrdered split: its sender), or every converter (summer) thread
+      mbarrier_init(&dq_empty[i], kConvertDq ? kConverters : kOrderDq && !kSplitDq ? kOrderedSummers : 1);
     }
     for (int s = 0; s < (kOrderDq ? kOrderedStaging : 0); ++s) {
-      mbarrier_init(&staged[s], kOrderedSummers);
+      mbarrier_init(&staged[s], kSplitDq ? 1 : kOrderedSummers);  // (kSplitDq: lane 0 of the announcer)
       mbarrier_init(&staging_free[s], 1);  // its sender
     }
     fence_mbarrier_init();
@@ -365,7 +383,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   }
 
   if (wg == 0) {
-    setmaxnreg_dec<Kt::kProducerRegs>();
+    setmaxnreg_dec<kProducerRegs>();
     if (warp == 0) {
       // Producer: per work item its K and V (TMA, into K / V buffer `use % kKvBuffers`), then its query
       // tiles' Q, dO, lse and D into the ring, the item itself beside its first stage; an item without
@@ -504,15 +522,57 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
             }
             fence_proxy_async_global();  // the adds below come after those the counter shows
             float* tile = dq_head_floats<D>(p.dq_accum, bh, T) + static_cast<int64_t>(m) * BM * D;
-            const uint8_t* sums = smem + Kt::kOffStaging + lane * Kt::kDqBytesF32;
+            // The sums, or (kSplitDq) the tile itself in dQ buffer `lane` (= dq_buffer of its tiles).
+            const uint8_t* sums = kSplitDq ? sDq + lane * Kt::kDqBytesF32 : smem + Kt::kOffStaging + lane * Kt::kDqBytesF32;
             // Dense or causal, block 0 is every tile's first: it stores, so dq_accum is not zeroed.
             if (send[3]) bulk_store(tile, sums, Kt::kDqBytesF32);
             else bulk_reduce_add_f32(tile, sums, Kt::kDqBytesF32);
             bulk_commit();
+            if constexpr (kSplitDq) {  // the consumers' buffer is free once read
+              bulk_wait_read<0>();
+              mbarrier_arrive(&dq_empty[lane]);
+            }
             bulk_wait<0>();              // this CTA's adds are done in global memory ...
             fence_proxy_async_global();  // ... and ordered before the count that releases them
             red_release_gpu_add(counter, 1);
-            mbarrier_arrive(&staging_free[lane]);
+            if constexpr (!kSplitDq) mbarrier_arrive(&staging_free[lane]);
+          }
+        }
+      } else if constexpr (kSplitDq) {
+        // The announcer, warp 2 (warp 3 idles): the consumers leave each tile whole in its dQ buffer,
+        // so nothing is summed; per tile it counts the adds that come first there and hands the tile to
+        // its sender. It writes a tile's send slot once the tile's buffer is full, which the consumers
+        // filled only after that buffer's sender had read the slot's tile before (dq_empty).
+        if (warp == 2) {
+          const bool first_block_stores = ws_first_block_stores_dq(p);
+          DqWalk walk = dq_walk_start();
+          int it = 0;
+          for (; dq_walk_has(walk); ++it) {
+            const int s = dq_buffer(it, 0);
+            int before = 0;
+            auto count_before = [&] {
+              before = dq_blocks_below<false>(p, walk.w.b, walk.m * BM, min(walk.m * BM + BM, T), walk.w.n_block, BN, lane);
+            };
+            const bool known = walk.in_item;
+            if (known) count_before();
+            mbarrier_wait(&dq_full[s], dq_uses(it) & 1, "dq_full (dQ announcer), tile", it);
+            if (!dq_walk_item(walk, it)) break;
+            if (!known) count_before();
+            if (lane == 0) {
+              int* send = sSend + 4 * s;
+              send[0] = before, send[1] = walk.w.bh, send[2] = walk.m, send[3] = walk.w.n_block == 0 && first_block_stores;
+              mbarrier_arrive(&staged[s]);
+            }
+            dq_walk_advance(walk);
+          }
+          // No tile left: each sender's next slot says so, once it has read the one before.
+          for (int k = 0; k < kOrderedStaging; ++k) {
+            const int s_end = dq_buffer(it + k, 0);
+            mbarrier_wait(&dq_empty[s_end], (dq_uses(it + k) & 1) ^ 1, "dq_empty (dQ announcer, end)", it + k);
+            if (lane == 0) {
+              sSend[4 * s_end + 1] = kWsNoItem;
+              mbarrier_arrive(&staged[s_end]);
+            }
           }
         }
       } else {
@@ -572,7 +632,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         if (!dq_walk_item(walk, it)) break;
         // DqLayout: 64 rows are contiguous
         const int64_t tile_floats = (static_cast<int64_t>(walk.w.bh) * dq_accum_rows(T) + walk.m * BM) * D;
-        for (int c = 0; c < (kSumDq ? 1 : 2); ++c) {
+        for (int c = 0; c < (kSumDq || kSplitDq ? 1 : 2); ++c) {
           const int i = dq_buffer(it, c);
           if (c > 0) mbarrier_wait(&dq_full[i], phase, "dq_full (dQ writer), tile", it);
           const uint8_t* src = sDq + i * Kt::dq_bytes(kForm);
@@ -594,7 +654,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   }
 
   // Consumers.
-  setmaxnreg_inc<Kt::kConsumerRegs>();
+  setmaxnreg_inc<kConsumerRegs>();
   const int c = wg - 1;                 // keys n0 + 64 c .. + 63
   const int wq = warp % 4;              // this warp's 16 of the consumer's 64 keys (accumulator rows)
   const int key_row0 = 64 * c + 16 * wq;  // the warp's first key, local to the CTA
@@ -605,6 +665,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   const uint32_t q_desc = wgmma_desc_sw128_lo(smem_u32(sQ));
   const uint32_t do_desc = wgmma_desc_sw128_lo(smem_u32(sdO));
   const uint32_t ds_desc = wgmma_desc_sw128_lo(smem_u32(sdS + 64 * c * 128));
+  const uint32_t ds_desc_all = wgmma_desc_sw128_lo(smem_u32(sdS));  // kSplitDq: both consumers' keys
   constexpr uint32_t kStageUnits = Kt::kQBytes / 16;
   // kSummed: each dQ element gets n_blocks terms (one per key block: the two consumers' sum).
   [[maybe_unused]] DqFixedAdder fixed(n_blocks);
@@ -614,6 +675,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   // The consumer whose dQ goes into a tile's buffer first: kSummed's partial writer (the header's dQ
   // forms), in the other forms each consumer into its own.
   auto dq_partial_writer = [&](int tile) { return !kSumDq ? c : kDropout ? tile & 1 : 0; };
+  // dQ columns this consumer forms: all, or (kSplitDq) 64 c .. + 63.
+  constexpr int kDqCols = kSplitDq ? 64 : D;
   // kPersistent: the item (bh = kWsNoItem: none left) whose first dQ tile is tile t, for the dQ
   // roles, who read it once the dQ buffers of tile t are full: consumer 0 writes it as it starts the
   // tile (so before its dq_full or, kSummed, dq_half arrival), or the consumer that posts the end.
@@ -640,6 +703,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   // units) inside a panel and a panel every 4 steps (sw128_kmajor_kstep); transposed ones 16 rows (2048
   // bytes, 128 units) per k step, with the N panels kKvPanelUnits / kQPanelUnits apart.
   const uint32_t k_desc0 = wgmma_desc_sw128_lo(smem_u32(sK + 64 * c * 128));
+  const uint32_t k_desc0_dq = wgmma_desc_sw128_lo(smem_u32(sK + c * BN * 128));  // kSplitDq: panel c, all keys
   const uint32_t v_desc0 = wgmma_desc_sw128_lo(smem_u32(sV + 64 * c * 128));
   // An item's start (its K and V landed, dK and dV zeroed) and end (finish_item, below). Without
   // kPersistent both stay outside the tile loop, which ends at the item's last tile, as before the
@@ -675,7 +739,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     auto at_v = [&](int r, int col) {
       return reinterpret_cast<uint16_t*>(sV_item + sw128_panel_offset<BN, D>(64 * c + r, col));
     };
-    named_barrier_sync(1 + c, 128);  // every warp of this consumer is done reading K_c, V_c (dQ, S^T, dP^T)
+    // Every warp of this consumer is done reading K_c, V_c (dQ, S^T, dP^T); kSplitDq: of both, as
+    // either's dQ reads all of K's rows.
+    if constexpr (kSplitDq) named_barrier_sync(kBarConsumers, 256);
+    else named_barrier_sync(1 + c, 128);
     stage_rows<kBF16, D>(acc_dk, p.softmax_scale, 16 * wq, at_k, lane);
     stage_rows<kBF16, D>(acc_dv, 1.f, 16 * wq, at_v, lane);
     __syncwarp();
@@ -813,10 +880,11 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       // The previous tile's dQ product read every warp's rows of dS^T; each warp waited for it, but
       // only for itself, so the warps meet before overwriting them (a review's hardening; FA3 does the
       // same with one dS stage). kStoreDs: this buffer's last bulk store (tile it - 2) has read it.
-      const int ds_buffer = kStoreDs ? (tile_no & 1) : 0;
+      // kSplitDq: the barrier of the tile before covers that (the traits' splits_dq).
+      const int ds_buffer = kStoreDs || kSplitDq ? (tile_no & 1) : 0;
       uint8_t* sdS_tile = sdS + ds_buffer * Kt::kDsBytes;
       if (ds_storer) bulk_wait_read<1>();
-      named_barrier_sync(1 + c, 128);
+      if constexpr (!kSplitDq) named_barrier_sync(1 + c, 128);
       // dsf[kk][2 half + t]: rows key_row0 + lane / 4 + 8 half, queries 16 kk + 8 t + 2 (lane % 4), +1.
 #pragma unroll
       for (int kk = 0; kk < BM / 16; ++kk)
@@ -824,8 +892,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         for (int r = 0; r < 4; ++r)
           *reinterpret_cast<uint32_t*>(sdS_tile + sw128_offset(key_row0 + (lane >> 2) + 8 * (r & 1),
                                                                16 * kk + 8 * (r >> 1) + 2 * (lane & 3))) = dsf[kk][r];
-      fence_proxy_async_smem();                  // the stores are visible to the tensor cores ...
-      named_barrier_sync(1 + c, 128);            // ... once every warp of this consumer has made them
+      fence_proxy_async_smem();  // the stores are visible to the tensor cores ...
+      // ... once every warp of this consumer (kSplitDq: of both, whose keys dQ sums over) has made them
+      if constexpr (kSplitDq) named_barrier_sync(kBarConsumers, 256);
+      else named_barrier_sync(1 + c, 128);
       if (ds_storer) {
         uint8_t* ds_out = reinterpret_cast<uint8_t*>(p.dq_accum) + ds_tile_offset(bh, m, cur.n_block, T, p.causal);
         bulk_store(ds_out + c * (Kt::kDsBytes / 2), sdS_tile + c * (Kt::kDsBytes / 2), Kt::kDsBytes / 2);
@@ -846,8 +916,18 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
                                              wgmma_desc_sw128_from_lo(q_desc + stage + pn * Kt::kQPanelUnits + 128 * kk));
         wgmma_commit();
       }
-      float acc_dq[D / 8][4];
-      if constexpr (!kStoreDs) {
+      float acc_dq[kDqCols / 8][4];
+      if constexpr (kSplitDq) {
+        // Columns 64 c .. of dS K over the CTA's 128 keys: A = dS^T (both halves, this tile's buffer)
+        // read transposed, B = K's panel c, 16 keys a k step.
+        const uint32_t ds_lo = ds_desc_all + ds_buffer * (Kt::kDsBytes / 16);
+        const uint32_t k_lo = k_desc0_dq + kb * (Kt::kKvBufferBytes / 16);
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk)
+          wgmma_ss<64, kBF16, true, true>(acc_dq, wgmma_desc_sw128_from_lo(ds_lo + 128 * kk),
+                                          wgmma_desc_sw128_from_lo(k_lo + 128 * kk), kk > 0);
+        wgmma_commit();
+      } else if constexpr (!kStoreDs) {
 #pragma unroll
         for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
 #pragma unroll
@@ -890,13 +970,15 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         if (c == partial_writer) {
           // Once the writer has read this buffer's previous tile.
           mbarrier_wait<false>(&dq_empty[i], phase ^ 1, "dq_empty (consumer), tile", tile_no);
+          // (kSplitDq: this consumer's 8 of the tile's 16 column groups.)
 #pragma unroll
-          for (int j = 0; j < D / 8; ++j) {
+          for (int j = 0; j < kDqCols / 8; ++j) {
             if constexpr (kSumDq) {
 #pragma unroll
               for (int e = 0; e < 4; ++e) *slot(j, e) = acc_dq[j][e];
             } else {
-              *reinterpret_cast<float4*>(slot(j, 0)) = make_float4(acc_dq[j][0], acc_dq[j][1], acc_dq[j][2], acc_dq[j][3]);
+              const int jd = kSplitDq ? 8 * c + j : j;
+              *reinterpret_cast<float4*>(slot(jd, 0)) = make_float4(acc_dq[j][0], acc_dq[j][1], acc_dq[j][2], acc_dq[j][3]);
             }
           }
           if constexpr (kSumDq) {
