@@ -138,7 +138,7 @@ struct FlashBwdWsTraits {
   // kv_full[kKvBuffers], kv_empty[kKvBuffers], q_full[kStages], q_empty[kStages], then dq_half[2],
   // dq_full[4], dq_empty[4], staged[kOrderedStaging], staging_free[kOrderedStaging]; after them the
   // items (kPersistent: 1 int a Q / dO stage, 4 a dQ tile slot) and kOrdered's sends (4 ints each).
-  static constexpr int kNumBars = 2 * kKvBuffers + 2 * kStages + 2 + 4 + 4 + 2 * kOrderedStaging + 4;
+  static constexpr int kNumBars = 2 * kKvBuffers + 2 * kStages + 2 + 4 + 4 + 2 * kOrderedStaging;
   // The item of dQ tile t in slot t % kDqTileSlots: written by consumer 0 as it starts tile t, when tile
   // t - kDqTileSlots's reader is done (it has released the dQ buffers of tile t - 3; two per consumer).
   static constexpr int kDqTileSlots = 4;
@@ -289,9 +289,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   constexpr int kOrderedStaging = Kt::kOrderedStaging;
   uint64_t* staged = dq_empty + 4;                       // kOrdered, by staging buffer: it holds a tile's sums
   uint64_t* staging_free = staged + kOrderedStaging;     // kOrdered, by staging buffer: its sender is done
-  uint64_t* ds_full = staging_free + kOrderedStaging;  // kSplitDq [2], by dS^T buffer: both consumers wrote a tile's
-  uint64_t* ds_empty = ds_full + 2;                     // kSplitDq [2]: both consumers' products read it
-  int* sTile = reinterpret_cast<int*>(ds_empty + 2);    // [kStages]: an item's first stage's item
+  int* sTile = reinterpret_cast<int*>(staging_free + kOrderedStaging);  // [kStages]: an item's first stage's item
   // [kDqTileSlots][4]: the item (bh, b, h, n_block; bh = kWsNoItem: none left) whose first dQ tile
   // is tile t, in slot t % kDqTileSlots (kPersistent; tell_dq_tile).
   int* sDqTile = sTile + kStages;
@@ -375,10 +373,6 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     for (int s = 0; s < (kOrderDq ? kOrderedStaging : 0); ++s) {
       mbarrier_init(&staged[s], kSplitDq ? 1 : kOrderedSummers);  // (kSplitDq: lane 0 of the announcer)
       mbarrier_init(&staging_free[s], 1);  // its sender
-    }
-    for (int b = 0; b < (kSplitDq ? 2 : 0); ++b) {
-      mbarrier_init(&ds_full[b], 256);  // every consumer thread, after its stores
-      mbarrier_init(&ds_empty[b], 256);  // every consumer thread, after its products that read it
     }
     fence_mbarrier_init();
   }
@@ -759,92 +753,6 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     fence_proxy_async_smem();  // this thread's staging is ordered before the next TMA load there
     mbarrier_arrive(&kv_empty[kb]);
   };
-  // kSplitDq: dQ of tile t, columns 64 c .. over the CTA's 128 keys, one commit group, once both
-  // consumers have written its dS^T: A = dS^T (both halves, the tile's buffer) read transposed, B =
-  // K's panel c, 16 keys a k step. A tile issues the product of the tile before, so that a consumer
-  // waits for the other's dS^T of a tile it finished one tile ago (issued in its own tile, the wait
-  // held the consumers in lockstep: H200, session 33 call 1, ncu T = 4096 p = 0 1709.9 against
-  // 1429.2 us for the two partials). The item's last tile's comes after its loop (flush_split_dq).
-  auto split_dq_product = [&](int t, float(&acc_dq)[kDqCols / 8][4]) {
-    if constexpr (kSplitDq) {
-      mbarrier_wait<false>(&ds_full[t & 1], (t >> 1) & 1, "ds_full (consumer), tile", t);
-      const uint32_t ds_lo = ds_desc_all + (t & 1) * (Kt::kDsBytes / 16);
-      const uint32_t k_lo = k_desc0_dq + kb * (Kt::kKvBufferBytes / 16);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk)
-        wgmma_ss<64, kBF16, true, true>(acc_dq, wgmma_desc_sw128_from_lo(ds_lo + 128 * kk),
-                                        wgmma_desc_sw128_from_lo(k_lo + 128 * kk), kk > 0);
-      wgmma_commit();
-    }
-  };
-  // dQ of tile t (this consumer's accumulator) into its buffer, in dq_accum's layout, and its arrival.
-  auto write_dq = [&](int t, float(&acc_dq)[kDqCols / 8][4]) {
-    if constexpr (!kStoreDs) {  // (kStoreDs: dQ comes from the stored dS, flash_bwd_ds_dq_kernel.cuh)
-      // dQ into buffer i in dq_accum's layout (rows 16 wq .. of the tile: m16 = wq). Summed: both
-      // consumers' accumulators have the same layout, so each element is written and then read back
-      // by the same thread index of the two warpgroups: the mbarriers are the only ordering needed.
-      const int i = dq_buffer(t, c);
-      const uint32_t phase = dq_uses(t) & 1;
-      uint8_t* stage_dq = sDq + i * Kt::dq_bytes(kForm);
-      // Element e of chunk j: an fp32 slot (the fixed point's: the low half of its int64 word).
-      auto slot = [&](int j, int e) -> float* {
-        const int64_t chunk = DqLayout::chunk(wq, j, lane);  // floats within the 64-row tile
-        if constexpr (kSumDq)
-          return reinterpret_cast<float*>(reinterpret_cast<unsigned long long*>(stage_dq) +
-                                          DqLayout::fixed_word(chunk, lane) + 32 * e);
-        return reinterpret_cast<float*>(stage_dq) + chunk + e;
-      };
-      // Summed: one consumer writes its partial, the other adds its own and converts. With dropout they
-      // take turns (tile parity), so neither is always the one that waits; without, consumer 0 always
-      // writes. H200, session 17, fixed-point bwd ms, taking turns / not, same call: D = 64 p = 0.1
-      // T = 4096 2.306 / 2.461, T = 16384 7.61 / 8.11 (T = 1024 level); D = 128 p = 0.1 T = 4096 1.940 /
-      // 1.985; p = 0 0.4-1.7% slower at both head dims (T = 1024 0.810 / 0.796, D = 128 T = 16384
-      // 5.33 / 5.24). fp32 addition commutes: the dQ bits are the same either way (dq_bits.py: 0 of
-      // every element differ).
-      const int partial_writer = dq_partial_writer(t);
-      if (c == partial_writer) {
-        // Once the writer has read this buffer's previous tile.
-        mbarrier_wait<false>(&dq_empty[i], phase ^ 1, "dq_empty (consumer), tile", t);
-        // (kSplitDq: this consumer's 8 of the tile's 16 column groups.)
-#pragma unroll
-        for (int j = 0; j < kDqCols / 8; ++j) {
-          if constexpr (kSumDq) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) *slot(j, e) = acc_dq[j][e];
-          } else {
-            const int jd = kSplitDq ? 8 * c + j : j;
-            *reinterpret_cast<float4*>(slot(jd, 0)) = make_float4(acc_dq[j][0], acc_dq[j][1], acc_dq[j][2], acc_dq[j][3]);
-          }
-        }
-        if constexpr (kSumDq) {
-          mbarrier_arrive(&dq_half[i]);
-        } else {
-          fence_proxy_async_smem();  // visible to the bulk copy that reads it
-          mbarrier_arrive(&dq_full[i]);
-        }
-      } else if constexpr (kSumDq) {
-        mbarrier_wait<false>(&dq_half[i], phase, "dq_half (finishing consumer), tile", t);
-#pragma unroll
-        for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)  // a + b = b + a: the order does not matter
-            *reinterpret_cast<unsigned long long*>(slot(j, e)) = fixed.to_word(*slot(j, e) + acc_dq[j][e]);
-        fence_proxy_async_smem();  // visible to the bulk copy that reads it
-        mbarrier_arrive(&dq_full[i]);
-      }
-    }
-  };
-  // kSplitDq: the item's last tile's dQ, after its loop.
-  auto flush_split_dq = [&](int t) {
-    if (item_tiles == 0) return;
-    float acc_dq[kDqCols / 8][4];
-    split_dq_product(t, acc_dq);
-    wgmma_wait<0>();
-    reg_fence(acc_dq);
-    mbarrier_arrive(&ds_empty[t & 1]);
-    write_dq(t, acc_dq);
-  };
   if constexpr (!kPersistent) start_item(0);
   int tile_no = 0;  // tiles with products so far: the dQ buffers' and the stored dS^T's count
   for (int it = 0, use = 0;;) {  // over the items (without kPersistent: one)
@@ -972,12 +880,11 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       // The previous tile's dQ product read every warp's rows of dS^T; each warp waited for it, but
       // only for itself, so the warps meet before overwriting them (a review's hardening; FA3 does the
       // same with one dS stage). kStoreDs: this buffer's last bulk store (tile it - 2) has read it.
-      // kSplitDq: both consumers' products of tile it - 2 have read this buffer (ds_empty).
+      // kSplitDq: the barrier of the tile before covers that (the traits' splits_dq).
       const int ds_buffer = kStoreDs || kSplitDq ? (tile_no & 1) : 0;
       uint8_t* sdS_tile = sdS + ds_buffer * Kt::kDsBytes;
       if (ds_storer) bulk_wait_read<1>();
-      if constexpr (kSplitDq) mbarrier_wait<false>(&ds_empty[ds_buffer], ((tile_no >> 1) & 1) ^ 1, "ds_empty (consumer), tile", tile_no);
-      else named_barrier_sync(1 + c, 128);
+      if constexpr (!kSplitDq) named_barrier_sync(1 + c, 128);
       // dsf[kk][2 half + t]: rows key_row0 + lane / 4 + 8 half, queries 16 kk + 8 t + 2 (lane % 4), +1.
 #pragma unroll
       for (int kk = 0; kk < BM / 16; ++kk)
@@ -986,8 +893,9 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
           *reinterpret_cast<uint32_t*>(sdS_tile + sw128_offset(key_row0 + (lane >> 2) + 8 * (r & 1),
                                                                16 * kk + 8 * (r >> 1) + 2 * (lane & 3))) = dsf[kk][r];
       fence_proxy_async_smem();  // the stores are visible to the tensor cores ...
-      if constexpr (kSplitDq) mbarrier_arrive(&ds_full[ds_buffer]);  // (for the other consumer's dQ)
-      named_barrier_sync(1 + c, 128);  // ... once every warp of this consumer has made them
+      // ... once every warp of this consumer (kSplitDq: of both, whose keys dQ sums over) has made them
+      if constexpr (kSplitDq) named_barrier_sync(kBarConsumers, 256);
+      else named_barrier_sync(1 + c, 128);
       if (ds_storer) {
         uint8_t* ds_out = reinterpret_cast<uint8_t*>(p.dq_accum) + ds_tile_offset(bh, m, cur.n_block, T, p.causal);
         bulk_store(ds_out + c * (Kt::kDsBytes / 2), sdS_tile + c * (Kt::kDsBytes / 2), Kt::kDsBytes / 2);
@@ -1010,10 +918,15 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       }
       float acc_dq[kDqCols / 8][4];
       if constexpr (kSplitDq) {
-        // The tile before's (deferred); zeros at an item's first tile, which has none (ptxas spilled
-        // 256 bytes of the accumulators where the product was issued on one path alone).
-        if (item_tiles > 0) split_dq_product(tile_no - 1, acc_dq);
-        else zero_fragments(acc_dq);
+        // Columns 64 c .. of dS K over the CTA's 128 keys: A = dS^T (both halves, this tile's buffer)
+        // read transposed, B = K's panel c, 16 keys a k step.
+        const uint32_t ds_lo = ds_desc_all + ds_buffer * (Kt::kDsBytes / 16);
+        const uint32_t k_lo = k_desc0_dq + kb * (Kt::kKvBufferBytes / 16);
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk)
+          wgmma_ss<64, kBF16, true, true>(acc_dq, wgmma_desc_sw128_from_lo(ds_lo + 128 * kk),
+                                          wgmma_desc_sw128_from_lo(k_lo + 128 * kk), kk > 0);
+        wgmma_commit();
       } else if constexpr (!kStoreDs) {
 #pragma unroll
         for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
@@ -1028,15 +941,62 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       reg_fence(acc_dk);
       reg_fence(acc_dv);
       mbarrier_arrive(&q_empty[s]);  // this consumer has read stage s (Q, dO, lse, D) for the last time
-      if (kSplitDq && item_tiles > 0) mbarrier_arrive(&ds_empty[(tile_no - 1) & 1]);  // dQ and dK of the tile before
       if (tracer && item_tiles == 0) ws_trace_time(kWsTraceFirstTile);
       ++item_tiles;
 
-      // kSplitDq: the tile before's dQ, whose product this tile issued.
-      if constexpr (kSplitDq) {
-        if (item_tiles > 1) write_dq(tile_no - 1, acc_dq);
-      } else {
-        write_dq(tile_no, acc_dq);
+      if constexpr (!kStoreDs) {  // (kStoreDs: dQ comes from the stored dS, flash_bwd_ds_dq_kernel.cuh)
+        // dQ into buffer i in dq_accum's layout (rows 16 wq .. of the tile: m16 = wq). Summed: both
+        // consumers' accumulators have the same layout, so each element is written and then read back
+        // by the same thread index of the two warpgroups: the mbarriers are the only ordering needed.
+        const int i = dq_buffer(tile_no, c);
+        const uint32_t phase = dq_uses(tile_no) & 1;
+        uint8_t* stage_dq = sDq + i * Kt::dq_bytes(kForm);
+        // Element e of chunk j: an fp32 slot (the fixed point's: the low half of its int64 word).
+        auto slot = [&](int j, int e) -> float* {
+          const int64_t chunk = DqLayout::chunk(wq, j, lane);  // floats within the 64-row tile
+          if constexpr (kSumDq)
+            return reinterpret_cast<float*>(reinterpret_cast<unsigned long long*>(stage_dq) +
+                                            DqLayout::fixed_word(chunk, lane) + 32 * e);
+          return reinterpret_cast<float*>(stage_dq) + chunk + e;
+        };
+        // Summed: one consumer writes its partial, the other adds its own and converts. With dropout they
+        // take turns (tile parity), so neither is always the one that waits; without, consumer 0 always
+        // writes. H200, session 17, fixed-point bwd ms, taking turns / not, same call: D = 64 p = 0.1
+        // T = 4096 2.306 / 2.461, T = 16384 7.61 / 8.11 (T = 1024 level); D = 128 p = 0.1 T = 4096 1.940 /
+        // 1.985; p = 0 0.4-1.7% slower at both head dims (T = 1024 0.810 / 0.796, D = 128 T = 16384
+        // 5.33 / 5.24). fp32 addition commutes: the dQ bits are the same either way (dq_bits.py: 0 of
+        // every element differ).
+        const int partial_writer = dq_partial_writer(tile_no);
+        if (c == partial_writer) {
+          // Once the writer has read this buffer's previous tile.
+          mbarrier_wait<false>(&dq_empty[i], phase ^ 1, "dq_empty (consumer), tile", tile_no);
+          // (kSplitDq: this consumer's 8 of the tile's 16 column groups.)
+#pragma unroll
+          for (int j = 0; j < kDqCols / 8; ++j) {
+            if constexpr (kSumDq) {
+#pragma unroll
+              for (int e = 0; e < 4; ++e) *slot(j, e) = acc_dq[j][e];
+            } else {
+              const int jd = kSplitDq ? 8 * c + j : j;
+              *reinterpret_cast<float4*>(slot(jd, 0)) = make_float4(acc_dq[j][0], acc_dq[j][1], acc_dq[j][2], acc_dq[j][3]);
+            }
+          }
+          if constexpr (kSumDq) {
+            mbarrier_arrive(&dq_half[i]);
+          } else {
+            fence_proxy_async_smem();  // visible to the bulk copy that reads it
+            mbarrier_arrive(&dq_full[i]);
+          }
+        } else if constexpr (kSumDq) {
+          mbarrier_wait<false>(&dq_half[i], phase, "dq_half (finishing consumer), tile", tile_no);
+#pragma unroll
+          for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)  // a + b = b + a: the order does not matter
+              *reinterpret_cast<unsigned long long*>(slot(j, e)) = fixed.to_word(*slot(j, e) + acc_dq[j][e]);
+          fence_proxy_async_smem();  // visible to the bulk copy that reads it
+          mbarrier_arrive(&dq_full[i]);
+        }
       }
       ++tile_no;
       ++it;
@@ -1045,7 +1005,6 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       s = it % kStages;
       mbarrier_wait<false>(&q_full[s], (it / kStages) & 1, "q_full (consumer), stage", it);
     }
-    if constexpr (kSplitDq) flush_split_dq(tile_no - 1);
     if constexpr (!kPersistent) break;
     finish_item();
   }
