@@ -133,13 +133,13 @@ bool flash_stored_ds_dq(const AttentionParams& p) {
   // 5.723 / 5.524. D = 64 it loses (dS is twice the bytes per FLOP there, and the backward gets no
   // faster without its dQ product): p = 0 0.881 / 0.922, 1.993 / 2.316, 6.180 / 7.394. Its workspace
   // grows as T^2 (B H T^2 bytes causal, against the fixed point's 8 B H T D): taken up to
-  // kStoredDsMaxBytes, the fixed point beyond.
+  // kStoredDsMaxBytes, the ordered dQ beyond (flash_fixed_point_dq).
   constexpr int64_t kStoredDsMaxBytes = int64_t{1} << 30;
   return p.D == 128 && flash_attention_backward_workspace(p).ds_floats * 4 <= kStoredDsMaxBytes;
 }
 
 namespace {
-// Whether the warp-specialised backward takes p and has the ordered dQ at its head dim (D = 64).
+// Whether the warp-specialised backward takes p and has the ordered dQ at its head dim (D = 64, 128).
 bool ws_ordered_dq_runs(const AttentionParams& p) {
   return flash::flash_bwd_ws_runs_here(p) && flash::flash_bwd_ws_has_ordered_dq(p.D);
 }
@@ -163,6 +163,9 @@ bool flash_fixed_point_dq(const AttentionParams& p) {
   // bwd ms, fixed point / ordered / atomic (not deterministic): p = 0 T = 1024 0.646 / 0.605 / 0.544,
   // T = 4096 1.717 / 1.612 / 1.429, T = 16384 5.926 / 5.731 / 5.334; p = 0.1 0.779 / 0.729 / 0.697,
   // 2.102 / 2.056 / 1.988, 7.330 / 7.273 / 7.094 (bench/results/attention-ordered-dq-h200.md).
+  // D = 128 (dQ split by columns; where the stored dS is over its cap), H200, session 33 call 1,
+  // B T = 32768, T = 16384, bwd ms, fixed point / ordered / atomic: p = 0 5.692 / 4.851 / 4.475,
+  // p = 0.1 6.397 / 5.351 / 5.406 (at T = 4096 the stored dS, 1.29, beats the ordered 1.92).
   if (ws_ordered_dq_runs(p)) return false;
   if (p.T >= 4096) return true;
   // Where the warp-specialised backward is enabled its deterministic form is the fixed-point one

@@ -19,15 +19,16 @@
 //     blocks); beyond it that head's dq comes out NaN rather than wrong.
 //   ordered: without dropout a separate dQ kernel sums each row's key tiles in order in registers;
 //     with dropout every (query tile, warp) waits on a counter so the key blocks add in one fixed
-//     order (flash_launch.cuh). Where the warp-specialised backward runs (D = 64), a counter per
+//     order (flash_launch.cuh). Where the warp-specialised backward runs (D = 64, 128), a counter per
 //     query tile orders its fp32 bulk adds (FlashAttention-3's way, flash_bwd_ws_kernel.cuh); its dK
 //     and dV then differ from the other forms' by rounding (its CTAs walk the query tiles downwards).
 // The integer adds cost 12-30% of the backward against fp32 atomics (H100, session 13;
 // bench/attention/NOTES.md): mostly less than the counters with dropout, mostly more than the
-// separate dQ kernel without it. kAuto takes the faster form per call: the stored dS at D = 128 and
-// the warp-specialised backward's ordered dQ at D = 64 where that backward runs (its backward 2-13%
-// slower than atomic dQ's, 1-6% faster than the fixed point's; H200, session 28), the fixed point or
-// the older ordered forms elsewhere.
+// separate dQ kernel without it. kAuto takes the faster form per call: the stored dS at D = 128 up to
+// its 1 GiB workspace and the warp-specialised backward's ordered dQ beyond it and at D = 64 where
+// that backward runs (at D = 64 2-13% slower than atomic dQ's, 1-6% faster than the fixed point's;
+// H200, session 28; at D = 128, T = 16384 15-16% faster than the fixed point, session 33), the fixed
+// point or the older ordered forms elsewhere.
 // Supported: bf16 / f16, D in {64, 128, 256}, T >= 1, strides multiples of 8 elements, 16-byte aligned
 // pointers (the ops front door validates; the launchers throw ft::Error on other head dims).
 // Dropout with p.dropout.offset_base set: the kernels add *offset_base to the offset at their start

@@ -106,13 +106,14 @@ void launch_ws_as(const AttentionParams& p, cudaStream_t stream, int* dq_semapho
 
 // The persistent form (a CTA per SM taking work items from a counter; flash_bwd_ws_kernel.cuh) where
 // the counter has a place: the atomic dQ (in the fixed-point half of dq_accum, which the fp32 forms
-// leave unused) and D = 64's ordered dQ (after its counters; D = 128 has no ordered dQ). It hides
+// leave unused) and the ordered dQ (after its counters). It hides
 // what each non-persistent CTA paid alone: the last tile's dQ adds and the launch gap, and at D = 64,
 // where a second K / V buffer fits, the K / V load before the first product: about 4 of a CTA's 18 us
 // at T = 1024 (H200, session 30, bench/attention/NOTES.md).
 // - D = 64: without dropout at every T; with it up to T = 2048 (at T = 4096 and 16384 the ordered dQ
 //   was 4-9% slower persistent, the atomic one level; session 30).
-// - D = 128 (one K / V buffer): with dropout at every T, without it up to T = 4096. H200, session 31,
+// - D = 128 (one K / V buffer): with dropout at every T, without it up to T = 4096 (the ordered dQ
+//   as the atomic one, not measured apart: session 33 measured it in this dispatch). H200, session 31,
 //   ncu, ws kernel us, persistent / not: p = 0.1 T = 2048 1007 / 1056, T = 4096 1845 / 1948,
 //   T = 16384 6415 / 6735; p = 0 T = 1024 462 / 474, T = 2048 788 / 804, T = 4096 1429 / 1448,
 //   T = 16384 4966 / 4948, and in stream timing (both library orders) 2-4% slower at T = 8192 and

@@ -19,9 +19,11 @@
 //             (dq_empty);
 //     warps 1-3, the fixed-point dQ's kConverted form (D = 64 with dropout): for each tile, wait
 //             for both partials, sum them, convert the sums to int64 into a staging buffer and send
-//             it with one bulk reduce-add; the ordered dQ's kOrdered form (D = 64): warps 2, 3 sum
+//             it with one bulk reduce-add; the ordered dQ's kOrdered form: at D = 64 warps 2, 3 sum
 //             into fp32 staging buffers and lanes 0, 1 of warp 1 send the sums in key-block order
-//             (below); otherwise warp 1 sends kSummed's sums and warps 2, 3 exit.
+//             (below); at D = 128, where the consumers leave each tile whole (dQ split by columns,
+//             FlashBwdWsTraits::splits_dq), warp 2 hands each tile to its sender; otherwise warp 1
+//             sends kSummed's sums and warps 2, 3 exit.
 //   warpgroups 1 and 2, the consumers c = 0, 1 (setmaxnreg up to kConsumerRegs): keys
 //     n0 + 64 c .. + 63; per query tile, on wgmma (m64 n64 k16; D = 128: S^T and dP^T take eight k
 //     steps over two 64-column panels, the D-wide products one n64 per panel):
@@ -34,7 +36,9 @@
 //       dK_c += dS^T Q        A = dS^T from the accumulators, B = Q read transposed
 //       dQ_c  = dS_c K_c      A = dS^T staged in shared memory read transposed, B = K_c transposed
 //     (The kStoredDs form skips dQ_c: the staged dS^T goes out to global memory instead, warp 1
-//     idles, and flash_bwd_ds_dq_kernel.cuh forms dQ afterwards; flash_ds_store.cuh.)
+//     idles, and flash_bwd_ds_dq_kernel.cuh forms dQ afterwards; flash_ds_store.cuh. D = 128's
+//     ordered form splits dQ by columns instead: dQ[:, 64 c ..] = dS K[:, 64 c ..] over both
+//     consumers' 128 keys; FlashBwdWsTraits::splits_dq.)
 //     dQ_c is this consumer's partial over its 64 keys, written to shared memory in dq_accum's own
 //     layout (flash_dq_accum.cuh: a 64-row tile is 16 KiB contiguous there, 32 KiB as fixed point),
 //     so warp 1 adds a tile with one instruction. fp32: each consumer has its own buffer and warp 1
@@ -69,7 +73,7 @@
 // trace of the non-persistent CTAs (H200, T = 1024, D = 64) put 1.2 us in the K / V wait, 0.5-0.7 in
 // the first Q / dO wait, 1 in the gap between CTAs and 2-5 in the dQ tail, of 18-20 a CTA.
 // Not covered yet (the launcher sends these calls to the other kernels): the document mask, D = 256,
-// strides TMA cannot describe, the ordered dQ at D = 128 (its buffers do not fit). D = 128 with
+// strides TMA cannot describe. D = 128 with
 // dropout compiles with 12-46 bytes of spill (ptxas, session 30); the persistent atomic form at
 // D = 128 with 32 bytes without dropout and 76 with it (session 31). The tile shapes, the stage count and
 // the register split are the first guesses of session 15 (written without a GPU), not yet tuned.
@@ -165,14 +169,20 @@ struct FlashBwdWsTraits {
   // 1.055, 4096 2.290 / 2.316, 16384 7.338 / 7.578; p = 0 0.869 / 0.856, 2.020 / 1.920, 6.459 /
   // 6.388 (bench/attention/NOTES.md).
   enum class DqForm { kF32, kConverted, kSummed, kStoredDs, kOrdered };
-  // D = 128's fp32 forms split dQ by columns, as FlashAttention-3 does there: consumer c forms
+  // D = 128's ordered dQ is split by columns, as FlashAttention-3 forms dQ there: consumer c forms
   // columns 64 c .. + 63 of the tile's dQ over all 128 keys of the CTA (dS from both consumers' dS^T,
-  // which meet at one 256-thread barrier a tile), so each tile leaves as one 64 x 128 fp32 tile in
-  // one buffer both consumers fill (one bulk add instead of two partials), and its accumulator is
-  // 32 registers instead of 64. dS^T then has two buffers (tile parity; the dQ region holds the
-  // second): the barrier of tile t - 1 is passed only after every warp's products of tile t - 2, so
-  // no other wait guards the overwrite. The ordered dQ needs no summers then, and fits at D = 128.
-  static constexpr bool splits_dq(DqForm f) { return kHeadDim == 128 && (f == DqForm::kF32 || f == DqForm::kOrdered); }
+  // which meet at one 256-thread barrier a tile), so each tile leaves whole in one 32 KiB buffer both
+  // consumers fill, and its accumulator is 32 registers instead of 64. So the ordered dQ needs no
+  // summers or staging, and fits at D = 128. dS^T has two buffers (tile parity; the dQ region holds
+  // the second): the barrier of tile t - 1 is passed only after every warp's products of tile t - 2,
+  // so no other wait guards the overwrite. The atomic form keeps its two partials: split, it measured
+  // 6-20% slower without dropout at T <= 4096 (the barrier holds the consumers in lockstep), and with
+  // the product one tile behind and the buffers guarded by mbarriers instead, slower still (H200,
+  // session 33; bench/attention/NOTES.md).
+  static constexpr bool splits_dq(DqForm f) { return kHeadDim == 128 && f == DqForm::kOrdered; }
+  // The split form's register split: its producer warpgroup's senders and announcer spill at 24 (70-110
+  // bytes, ptxas), and 40 left the consumers (232) with none or 44 bytes.
+  static constexpr int kSplitProducerRegs = 40;
   static constexpr int kStagingBuffers = 2;  // kConverted
   static constexpr int smem_with(DqForm f, int buffers) {
     const int dq = splits_dq(f)              ? kDsBytes + 2 * kDqBytesF32
@@ -250,13 +260,11 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   uint8_t* sDq = smem + Kt::off_dq(kForm);  // kDqBuffers (per consumer, but kSummed's and kSplitDq's) x dq_bytes
   constexpr int kDqBuffers = Kt::dq_buffers(kForm);
   constexpr bool kSumDq = kForm == DqForm::kSummed, kConvertDq = kForm == DqForm::kConverted;
-  constexpr bool kSplitDq = Kt::splits_dq(kForm);  // dQ by columns (D = 128's fp32 forms; the traits)
+  constexpr bool kSplitDq = Kt::splits_dq(kForm);  // dQ by columns (D = 128's ordered dQ; the traits)
   constexpr int kBarConsumers = 4;                  // kSplitDq: both consumers (1, 2: each one; 3: kConverted's)
-#ifndef FT_SPLIT_PRODUCER_REGS
-#define FT_SPLIT_PRODUCER_REGS 40
-#endif
-  constexpr int kProducerRegs = kSplitDq ? FT_SPLIT_PRODUCER_REGS : Kt::kProducerRegs;
+  constexpr int kProducerRegs = kSplitDq ? Kt::kSplitProducerRegs : Kt::kProducerRegs;
   constexpr int kConsumerRegs = kSplitDq ? (384 * 168 - 128 * kProducerRegs) / 256 / 8 * 8 : Kt::kConsumerRegs;
+  static_assert(128 * kProducerRegs + 256 * kConsumerRegs == 384 * 168, "check_register_split's average");
   constexpr int kConverters = 96;       // kConverted: warps 1-3
   constexpr int kOrderedSummers = 64;   // kOrdered: warps 2, 3
   // The dQ buffer of tile `it` for consumer c, and how many tiles used it before (its phase).
