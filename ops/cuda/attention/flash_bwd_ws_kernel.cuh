@@ -120,6 +120,11 @@ struct FlashBwdWsTraits {
   static constexpr int kConsumerRegs = kHeadDim == 64 ? 224 : 240;
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 384 * 168, "registers of one CTA per SM");
   static constexpr int kKvBuffers = kKvBuffers_;
+  // D = 128: dV, dK and dQ (N = D) as one n128 wgmma a k step over both panels of dO, Q or K (the
+  // descriptor's leading byte offset the panel stride) instead of one n64 per panel: cuDNN's
+  // instruction count (ncu, H200, session 33: 16.2 M against its 11.4 M HGMMA at T = 4096, p = 0, with
+  // 2.8x its R2UR), and A read from shared memory once, not once per panel.
+  static constexpr bool kN128 = kHeadDim == 128;
   static constexpr int kKvBytes = kBlockN * kHeadDim * 2;         // K (or V) of the CTA
   static constexpr int kKvBufferBytes = 2 * kKvBytes;             // one buffer: K, then V
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;          // one stage of Q (or dO)
@@ -698,7 +703,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   // 64 keys x 16 queries a k step), B = the stage's dO or Q rows read transposed (b_desc: its low word).
   auto accumulate_rs = [&](float(&acc)[D / 8][4], uint32_t(&a)[BM / 16][4], uint32_t b_desc) {
     reg_fence(a);
-    wgmma_rs_transposed_b<BM / 16, kPanels, kBF16>(acc, a, b_desc, Kt::kQPanelUnits);
+    wgmma_rs_transposed_b<BM / 16, kPanels, kBF16, Kt::kN128>(acc, a, b_desc, Kt::kQPanelUnits);
   };
   const bool tracer = !kPersistent && tid == 128;  // consumer 0's first thread records its times (dev trace)
   // The current item and its K / V buffer. Without kPersistent the CTA's only item is blockIdx.x, set
@@ -916,12 +921,18 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         // fragments need no registers while it runs.
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < BM / 16; ++kk)
+        for (int kk = 0; kk < BM / 16; ++kk) {
+          const uint64_t a = wgmma_desc_sw128_from_lo(ds_desc + ds_buffer * (Kt::kDsBytes / 16) + 2 * kk);
+          if constexpr (Kt::kN128) {
+            wgmma_ss<128, kBF16, false, true>(
+                acc_dk, a, wgmma_desc_sw128_from_lo(wgmma_desc_sw128_lo_to_panels(q_desc + stage + 128 * kk, Kt::kQPanelUnits)));
+          } else {
 #pragma unroll
-          for (int pn = 0; pn < kPanels; ++pn)
-            wgmma_ss<64, kBF16, false, true>(acc_panel(acc_dk, pn),
-                                             wgmma_desc_sw128_from_lo(ds_desc + ds_buffer * (Kt::kDsBytes / 16) + 2 * kk),
-                                             wgmma_desc_sw128_from_lo(q_desc + stage + pn * Kt::kQPanelUnits + 128 * kk));
+            for (int pn = 0; pn < kPanels; ++pn)
+              wgmma_ss<64, kBF16, false, true>(acc_panel(acc_dk, pn), a,
+                                               wgmma_desc_sw128_from_lo(q_desc + stage + pn * Kt::kQPanelUnits + 128 * kk));
+          }
+        }
         wgmma_commit();
       }
       float acc_dq[kDqCols / 8][4];
@@ -937,11 +948,18 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         wgmma_commit();
       } else if constexpr (!kStoreDs) {
 #pragma unroll
-        for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
+        for (int kk = 0; kk < 64 / 16; ++kk) {  // over this consumer's 64 keys
+          if constexpr (Kt::kN128) {
+            wgmma_ss<128, kBF16, true, true>(
+                acc_dq, wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
+                wgmma_desc_sw128_from_lo(wgmma_desc_sw128_lo_to_panels(k_desc + 128 * kk, Kt::kKvPanelUnits)), kk > 0);
+          } else {
 #pragma unroll
-          for (int pn = 0; pn < kPanels; ++pn)
-            wgmma_ss<64, kBF16, true, true>(acc_panel(acc_dq, pn), wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
-                                            wgmma_desc_sw128_from_lo(k_desc + pn * Kt::kKvPanelUnits + 128 * kk), kk > 0);
+            for (int pn = 0; pn < kPanels; ++pn)
+              wgmma_ss<64, kBF16, true, true>(acc_panel(acc_dq, pn), wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
+                                              wgmma_desc_sw128_from_lo(k_desc + pn * Kt::kKvPanelUnits + 128 * kk), kk > 0);
+          }
+        }
         wgmma_commit();
       }
       wgmma_wait<0>();

@@ -51,6 +51,11 @@ __device__ __forceinline__ uint64_t wgmma_desc_sw128_from_lo(uint32_t lo) {
 __device__ __forceinline__ uint32_t wgmma_desc_sw128_lo_panels(uint32_t smem_addr, uint32_t panel_bytes) {
   return ((smem_addr & 0x3FFFF) >> 4) | ((panel_bytes >> 4) << 16);
 }
+// The same from a tile's low word (wgmma_desc_sw128_lo, plus stage and k-step offsets), its panels
+// panel_units (16-byte units) apart.
+__device__ __forceinline__ uint32_t wgmma_desc_sw128_lo_to_panels(uint32_t lo, uint32_t panel_units) {
+  return lo + ((panel_units - 1u) << 16);
+}
 __device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t smem_addr) {
   return wgmma_desc_sw128_from_lo(wgmma_desc_sw128_lo(smem_addr));
 }
@@ -246,18 +251,25 @@ __device__ __forceinline__ float (&acc_panel(float (&acc)[kTiles][4], int pn))[8
 
 // acc (64 x 64 kPanels) += A B, one commit group: A from registers (kSteps k steps of 16), B an
 // N-major 128-byte-swizzled tile read transposed (kTransB: 16 rows, 128 units, a k step) whose
-// 64-column panels are b_panel_units apart; one n64 product per panel. b_lo: B's descriptor low
-// word. The caller fences the registers it defined (reg_fence) before this opens the products.
-template <int kSteps, int kPanels, bool kBF16>
+// 64-column panels are b_panel_units apart; one n64 product per panel, or with kN128 (two panels)
+// one n128 product over both (wgmma_desc_sw128_lo_to_panels). b_lo: B's descriptor low word. The
+// caller fences the registers it defined (reg_fence) before this opens the products.
+template <int kSteps, int kPanels, bool kBF16, bool kN128 = false>
 __device__ __forceinline__ void wgmma_rs_transposed_b(float (&acc)[8 * kPanels][4], uint32_t (&a)[kSteps][4],
                                                       uint32_t b_lo, uint32_t b_panel_units) {
+  static_assert(!kN128 || kPanels == 2, "kN128: two panels");
   wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < kSteps; ++kk)
+  for (int kk = 0; kk < kSteps; ++kk) {
+    if constexpr (kN128) {
+      wgmma_rs<128, true, kBF16>(acc, a[kk], wgmma_desc_sw128_from_lo(wgmma_desc_sw128_lo_to_panels(b_lo + 128 * kk, b_panel_units)));
+    } else {
 #pragma unroll
-    for (int pn = 0; pn < kPanels; ++pn)
-      wgmma_rs<64, true, kBF16>(acc_panel(acc, pn), a[kk],
-                                wgmma_desc_sw128_from_lo(b_lo + pn * b_panel_units + 128 * kk));
+      for (int pn = 0; pn < kPanels; ++pn)
+        wgmma_rs<64, true, kBF16>(acc_panel(acc, pn), a[kk],
+                                  wgmma_desc_sw128_from_lo(b_lo + pn * b_panel_units + 128 * kk));
+    }
+  }
   wgmma_commit();
 }
 
