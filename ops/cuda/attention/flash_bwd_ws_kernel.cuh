@@ -120,11 +120,13 @@ struct FlashBwdWsTraits {
   static constexpr int kConsumerRegs = kHeadDim == 64 ? 224 : 240;
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 384 * 168, "registers of one CTA per SM");
   static constexpr int kKvBuffers = kKvBuffers_;
-  // D = 128: dV, dK and dQ (N = D) as one n128 wgmma a k step over both panels of dO, Q or K (the
-  // descriptor's leading byte offset the panel stride) instead of one n64 per panel: cuDNN's
-  // instruction count (ncu, H200, session 33: 16.2 M against its 11.4 M HGMMA at T = 4096, p = 0, with
-  // 2.8x its R2UR), and A read from shared memory once, not once per panel.
-  static constexpr bool kN128 = kHeadDim == 128;
+  // D = 128: dQ (N = D) as one n128 wgmma a k step over both panels of K (the descriptor's leading
+  // byte offset the panel stride) instead of one n64 per panel, so its A (dS, shared memory) is read
+  // once. cuDNN issues n128 products here (ncu, H200, session 33, T = 4096, p = 0: our 16.2 M HGMMA
+  // against its 11.4 M, with 2.8x its R2UR). kN128DkDv does the same for dK and dV; with both,
+  // ncu measured the atomic form 1.6% faster at T = 4096, p = 0 (1415.4 against 1438.2 us), level
+  // with dropout and at T = 1024, and the stored-dS form 5.4% slower (1178.6 against 1118.2 us).
+  static constexpr bool kN128Dq = kHeadDim == 128, kN128DkDv = false;
   static constexpr int kKvBytes = kBlockN * kHeadDim * 2;         // K (or V) of the CTA
   static constexpr int kKvBufferBytes = 2 * kKvBytes;             // one buffer: K, then V
   static constexpr int kQBytes = kBlockM * kHeadDim * 2;          // one stage of Q (or dO)
@@ -703,7 +705,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   // 64 keys x 16 queries a k step), B = the stage's dO or Q rows read transposed (b_desc: its low word).
   auto accumulate_rs = [&](float(&acc)[D / 8][4], uint32_t(&a)[BM / 16][4], uint32_t b_desc) {
     reg_fence(a);
-    wgmma_rs_transposed_b<BM / 16, kPanels, kBF16, Kt::kN128>(acc, a, b_desc, Kt::kQPanelUnits);
+    wgmma_rs_transposed_b<BM / 16, kPanels, kBF16, Kt::kN128DkDv>(acc, a, b_desc, Kt::kQPanelUnits);
   };
   const bool tracer = !kPersistent && tid == 128;  // consumer 0's first thread records its times (dev trace)
   // The current item and its K / V buffer. Without kPersistent the CTA's only item is blockIdx.x, set
@@ -923,7 +925,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
 #pragma unroll
         for (int kk = 0; kk < BM / 16; ++kk) {
           const uint64_t a = wgmma_desc_sw128_from_lo(ds_desc + ds_buffer * (Kt::kDsBytes / 16) + 2 * kk);
-          if constexpr (Kt::kN128) {
+          if constexpr (Kt::kN128DkDv) {
             wgmma_ss<128, kBF16, false, true>(
                 acc_dk, a, wgmma_desc_sw128_from_lo(wgmma_desc_sw128_lo_to_panels(q_desc + stage + 128 * kk, Kt::kQPanelUnits)));
           } else {
@@ -949,7 +951,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       } else if constexpr (!kStoreDs) {
 #pragma unroll
         for (int kk = 0; kk < 64 / 16; ++kk) {  // over this consumer's 64 keys
-          if constexpr (Kt::kN128) {
+          if constexpr (Kt::kN128Dq) {
             wgmma_ss<128, kBF16, true, true>(
                 acc_dq, wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
                 wgmma_desc_sw128_from_lo(wgmma_desc_sw128_lo_to_panels(k_desc + 128 * kk, Kt::kKvPanelUnits)), kk > 0);
