@@ -26,7 +26,7 @@
 //             sends kSummed's sums and warps 2, 3 exit.
 //   warpgroups 1 and 2, the consumers c = 0, 1 (setmaxnreg up to kConsumerRegs): keys
 //     n0 + 64 c .. + 63; per query tile, on wgmma (m64 n64 k16; D = 128: S^T and dP^T take eight k
-//     steps over two 64-column panels, the D-wide products one n64 per panel):
+//     steps over two 64-column panels, dV and dK one n64 per panel, dQ one n128 over both, kN128Dq):
 //       S^T  = K_c Q^T        A = K_c rows, B = Q rows (both shared memory, K-major)
 //       dP^T = V_c dO^T       A = V_c rows, B = dO rows
 //       P^T  = exp2(S^T scale log2 e - lse log2 e), masked (partial tiles only)
@@ -74,8 +74,9 @@
 // the first Q / dO wait, 1 in the gap between CTAs and 2-5 in the dQ tail, of 18-20 a CTA.
 // Not covered yet (the launcher sends these calls to the other kernels): the document mask, D = 256,
 // strides TMA cannot describe. D = 128 with
-// dropout compiles with 12-46 bytes of spill (ptxas, session 30); the persistent atomic form at
-// D = 128 with 32 bytes without dropout and 76 with it (session 31). The tile shapes, the stage count and
+// dropout compiles with 20-38 bytes of spill (ptxas, session 33); the persistent atomic form at
+// D = 128 with 36 bytes without dropout and 68 with it, the ordered (split) forms with 0-24 bytes, and
+// persistent 60-120 (session 33). The tile shapes, the stage count and
 // the register split are the first guesses of session 15 (written without a GPU), not yet tuned.
 #pragma once
 
