@@ -788,8 +788,8 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
     EXPECT_EQ(cuda::flash::flash_bwd_ws_applies(d128, det), hopper) << "D = 128, ordered dq (dQ split by columns)";
     EXPECT_EQ(cuda::flash_ws_ordered_dq(d128), hopper) << "D = 128: the ws backward's ordered dq";
   });
-  // The deterministic default (kAuto): the stored dS at D = 128 up to a 1 GiB workspace and the fixed
-  // point beyond it (flash_stored_ds_dq); the ordered dQ at D = 64 (flash_ws_ordered_dq), the fixed
+  // The deterministic default (kAuto): the stored dS at D = 128 up to a 1 GiB workspace and the ordered
+  // dQ beyond it (flash_stored_ds_dq); the ordered dQ at D = 64 (flash_ws_ordered_dq), the fixed
   // point where the warp-specialised backward does not run.
   with_deterministic_dq(cuda::FlashDeterministicDq::kAuto, [&] {
     EXPECT_EQ(cuda::flash_stored_ds_dq(d128), hopper) << "D = 128: the stored dS";
