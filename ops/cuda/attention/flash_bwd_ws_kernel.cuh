@@ -189,7 +189,9 @@ struct FlashBwdWsTraits {
   // session 33; bench/attention/NOTES.md).
   static constexpr bool splits_dq(DqForm f) { return kHeadDim == 128 && f == DqForm::kOrdered; }
   // The split form's register split: its producer warpgroup's senders and announcer spill at 24 (70-110
-  // bytes, ptxas), and 40 left the consumers (232) with none or 44 bytes.
+  // bytes, ptxas), and 40 left the consumers (232) with none or 44 bytes -- but at 232 ptxas serialises
+  // the wgmmas of the forms without dropout (C7512), which session 33's timings (calls 1 and 3) include.
+  // At 24 / 240 it does not (20-68 bytes of spill); not yet timed.
   static constexpr int kSplitProducerRegs = 40;
   static constexpr int kStagingBuffers = 2;  // kConverted
   static constexpr int smem_with(DqForm f, int buffers) {
