@@ -656,7 +656,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         if (!dq_walk_item(walk, it)) break;
         // DqLayout: 64 rows are contiguous
         const int64_t tile_floats = (static_cast<int64_t>(walk.w.bh) * dq_accum_rows(T) + walk.m * BM) * D;
-        for (int c = 0; c < (kSumDq || kSplitDq ? 1 : 2); ++c) {
+        for (int c = 0; c < (kSumDq ? 1 : 2); ++c) {  // (kSplitDq is the ordered dQ's: its senders above)
           const int i = dq_buffer(it, c);
           if (c > 0) mbarrier_wait(&dq_full[i], phase, "dq_full (dQ writer), tile", it);
           const uint8_t* src = sDq + i * Kt::dq_bytes(kForm);
