@@ -93,16 +93,10 @@ __global__ void __launch_bounds__(FlashDsDqTraits<kHeadDim>::kNThreads)
     const uint32_t k_lo = wgmma_desc_sw128_lo(smem_u32(stage_k(s)));
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {  // 16 keys a step: 16 rows of dS^T (2 KiB), of each K panel
-      if constexpr (Kt::kPanels == 2) {  // one n128 over both panels (flash_bwd_ws_kernel.cuh's kN128Dq)
-        wgmma_ss<128, kBF16, true, true>(
-            acc, wgmma_desc_sw128_from_lo(ds_lo + 128 * kk),
-            wgmma_desc_sw128_from_lo(wgmma_desc_sw128_lo_to_panels(k_lo + 128 * kk, Kt::kKPanelUnits)));
-      } else {
-        wgmma_ss<64, kBF16, true, true>(acc, wgmma_desc_sw128_from_lo(ds_lo + 128 * kk),
-                                        wgmma_desc_sw128_from_lo(k_lo + 128 * kk));
-      }
-    }
+    for (int kk = 0; kk < BN / 16; ++kk)  // 16 keys a step: 16 rows of dS^T (2 KiB), of each K panel
+      // D = 128: one n128 over both panels (flash_bwd_ws_kernel.cuh's kN128Dq)
+      wgmma_ss_transposed_b_step<Kt::kPanels, kBF16, true, Kt::kPanels == 2>(acc, wgmma_desc_sw128_from_lo(ds_lo + 128 * kk),
+                                                                              k_lo + 128 * kk, Kt::kKPanelUnits);
     wgmma_commit();
     wgmma_wait<0>();
     reg_fence(acc);

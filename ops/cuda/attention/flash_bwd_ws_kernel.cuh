@@ -534,11 +534,24 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       // buffer, so that a tile's round trips to L2 (the counter, then the adds) overlap the next
       // tile's; the summers never wait for the counters. (Polling the counter before the sums were
       // in, or with relaxed loads and one fence after, measured slower: bench/attention/NOTES.md.)
+      // The non-empty key blocks below this one at the walk's tile (a ballot of the warp where the mask
+      // is block-sparse): the count its sender waits for.
+      auto blocks_before = [&](const DqWalk& w) {
+        return dq_blocks_below<false>(p, w.w.b, w.m * BM, min(w.m * BM + BM, T), w.w.n_block, BN, lane);
+      };
+      // The send slot of staging (kSplitDq: dQ) buffer s, which its sender reads: that count, the tile
+      // (bh, query tile), and whether it stores rather than adds (dense or causal block 0, which is
+      // every tile's first, so that dq_accum is not zeroed); bh = kWsNoItem says no tile is left.
+      auto post_send = [&](int s, int before, const DqWalk& w, bool first_block_stores) {
+        int* send = sSend + 4 * s;
+        send[0] = before, send[1] = w.w.bh, send[2] = w.m, send[3] = w.w.n_block == 0 && first_block_stores;
+      };
+      auto post_end = [&](int s) { sSend[4 * s + 1] = kWsNoItem; };
       if (warp == 1) {
         if (lane < kOrderedStaging) {
           for (int it = lane;; it += kOrderedStaging) {
             mbarrier_wait(&staged[lane], (it / kOrderedStaging) & 1, "staged (dQ sender), tile", it);
-            const int* send = sSend + 4 * lane;  // put beside the sums by the summers
+            const int* send = sSend + 4 * lane;  // post_send's
             const int before = send[0], bh = send[1], m = send[2];
             if (bh == kWsNoItem) break;
             int* counter = dq_semaphore + static_cast<int64_t>(bh) * m_blocks + m;
@@ -548,7 +561,6 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
             float* tile = dq_head_floats<D>(p.dq_accum, bh, T) + static_cast<int64_t>(m) * BM * D;
             // The sums, or (kSplitDq) the tile itself in dQ buffer `lane` (= dq_buffer of its tiles).
             const uint8_t* sums = kSplitDq ? sDq + lane * Kt::kDqBytesF32 : smem + Kt::kOffStaging + lane * Kt::kDqBytesF32;
-            // Dense or causal, block 0 is every tile's first: it stores, so dq_accum is not zeroed.
             if (send[3]) bulk_store(tile, sums, Kt::kDqBytesF32);
             else bulk_reduce_add_f32(tile, sums, Kt::kDqBytesF32);
             bulk_commit();
@@ -574,17 +586,13 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
           for (; dq_walk_has(walk); ++it) {
             const int s = dq_buffer(it, 0);
             int before = 0;
-            auto count_before = [&] {
-              before = dq_blocks_below<false>(p, walk.w.b, walk.m * BM, min(walk.m * BM + BM, T), walk.w.n_block, BN, lane);
-            };
             const bool known = walk.in_item;
-            if (known) count_before();
+            if (known) before = blocks_before(walk);
             mbarrier_wait(&dq_full[s], dq_uses(it) & 1, "dq_full (dQ announcer), tile", it);
             if (!dq_walk_item(walk, it)) break;
-            if (!known) count_before();
+            if (!known) before = blocks_before(walk);
             if (lane == 0) {
-              int* send = sSend + 4 * s;
-              send[0] = before, send[1] = walk.w.bh, send[2] = walk.m, send[3] = walk.w.n_block == 0 && first_block_stores;
+              post_send(s, before, walk, first_block_stores);
               mbarrier_arrive(&staged[s]);
             }
             dq_walk_advance(walk);
@@ -594,7 +602,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
             const int s_end = dq_buffer(it + k, 0);
             mbarrier_wait(&dq_empty[s_end], (dq_uses(it + k) & 1) ^ 1, "dq_empty (dQ announcer, end)", it + k);
             if (lane == 0) {
-              sSend[4 * s_end + 1] = kWsNoItem;
+              post_end(s_end);
               mbarrier_arrive(&staged[s_end]);
             }
           }
@@ -611,26 +619,19 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         for (; dq_walk_has(walk); ++it) {
           const int s = it % kOrderedStaging, i0 = dq_buffer(it, 0), i1 = dq_buffer(it, 1);
           const uint32_t phase = dq_uses(it) & 1;
-          // The adds that come first there (a ballot where the mask is block-sparse), for the sender:
-          // counted while the partials are still coming where the tile is known.
+          // The adds that come first there, for the sender: counted while the partials are still
+          // coming where the tile is known.
           int before = 0;
-          auto count_before = [&] {
-            if (sw == 0)
-              before = dq_blocks_below<false>(p, walk.w.b, walk.m * BM, min(walk.m * BM + BM, T), walk.w.n_block, BN, lane);
-          };
           const bool known = walk.in_item;
-          if (known) count_before();
+          if (sw == 0 && known) before = blocks_before(walk);
           wait_staging(it, s);
           mbarrier_wait(&dq_full[i0], phase, "dq_full (dQ summer, consumer 0), tile", it);
           mbarrier_wait(&dq_full[i1], phase, "dq_full (dQ summer, consumer 1), tile", it);
           if (!dq_walk_item(walk, it)) break;
-          if (!known) count_before();
+          if (sw == 0 && !known) before = blocks_before(walk);
           float4* sums = reinterpret_cast<float4*>(smem + Kt::kOffStaging + s * Kt::kDqBytesF32);
           sum_dq_partials(it, sw, kOrderedSummers / 32, lane, [&](int g, float4 sum) { sums[32 * g + lane] = sum; });
-          if (sw == 0 && lane == 0) {
-            int* send = sSend + 4 * s;
-            send[0] = before, send[1] = walk.w.bh, send[2] = walk.m, send[3] = walk.w.n_block == 0 && first_block_stores;
-          }
+          if (sw == 0 && lane == 0) post_send(s, before, walk, first_block_stores);
           mbarrier_arrive(&dq_empty[i0]);  // this thread's part of both partials is read
           mbarrier_arrive(&dq_empty[i1]);
           fence_proxy_async_smem();  // the sums are visible to the bulk add
@@ -641,7 +642,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         for (int k = 0; k < kOrderedStaging; ++k) {
           const int s_end = (it + k) % kOrderedStaging;
           wait_staging(it + k, s_end);
-          if (sw == 0 && lane == 0) sSend[4 * s_end + 1] = kWsNoItem;
+          if (sw == 0 && lane == 0) post_end(s_end);
           mbarrier_arrive(&staged[s_end]);
         }
       }
@@ -932,18 +933,10 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         // fragments need no registers while it runs.
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < BM / 16; ++kk) {
-          const uint64_t a = wgmma_desc_sw128_from_lo(ds_desc + ds_buffer * (Kt::kDsBytes / 16) + 2 * kk);
-          if constexpr (Kt::kN128DkDv) {
-            wgmma_ss<128, kBF16, false, true>(
-                acc_dk, a, wgmma_desc_sw128_from_lo(wgmma_desc_sw128_lo_to_panels(q_desc + stage + 128 * kk, Kt::kQPanelUnits)));
-          } else {
-#pragma unroll
-            for (int pn = 0; pn < kPanels; ++pn)
-              wgmma_ss<64, kBF16, false, true>(acc_panel(acc_dk, pn), a,
-                                               wgmma_desc_sw128_from_lo(q_desc + stage + pn * Kt::kQPanelUnits + 128 * kk));
-          }
-        }
+        for (int kk = 0; kk < BM / 16; ++kk)
+          wgmma_ss_transposed_b_step<kPanels, kBF16, false, Kt::kN128DkDv>(
+              acc_dk, wgmma_desc_sw128_from_lo(ds_desc + ds_buffer * (Kt::kDsBytes / 16) + 2 * kk), q_desc + stage + 128 * kk,
+              Kt::kQPanelUnits);
         wgmma_commit();
       }
       float acc_dq[kDqCols / 8][4];
@@ -959,18 +952,9 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
         wgmma_commit();
       } else if constexpr (!kStoreDs) {
 #pragma unroll
-        for (int kk = 0; kk < 64 / 16; ++kk) {  // over this consumer's 64 keys
-          if constexpr (Kt::kN128Dq) {
-            wgmma_ss<128, kBF16, true, true>(
-                acc_dq, wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
-                wgmma_desc_sw128_from_lo(wgmma_desc_sw128_lo_to_panels(k_desc + 128 * kk, Kt::kKvPanelUnits)), kk > 0);
-          } else {
-#pragma unroll
-            for (int pn = 0; pn < kPanels; ++pn)
-              wgmma_ss<64, kBF16, true, true>(acc_panel(acc_dq, pn), wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
-                                              wgmma_desc_sw128_from_lo(k_desc + pn * Kt::kKvPanelUnits + 128 * kk), kk > 0);
-          }
-        }
+        for (int kk = 0; kk < 64 / 16; ++kk)  // over this consumer's 64 keys
+          wgmma_ss_transposed_b_step<kPanels, kBF16, true, Kt::kN128Dq>(acc_dq, wgmma_desc_sw128_from_lo(ds_desc + 128 * kk),
+                                                                        k_desc + 128 * kk, Kt::kKvPanelUnits, kk > 0);
         wgmma_commit();
       }
       wgmma_wait<0>();

@@ -47,14 +47,15 @@ __device__ __forceinline__ uint32_t wgmma_desc_sw128_lo(uint32_t smem_addr) {
 __device__ __forceinline__ uint64_t wgmma_desc_sw128_from_lo(uint32_t lo) {
   return static_cast<uint64_t>(lo) | (static_cast<uint64_t>((1024 >> 4) | (1u << 30)) << 32);
 }
-// The low word of an N-major tile whose N = 128 columns are two panels panel_bytes apart.
-__device__ __forceinline__ uint32_t wgmma_desc_sw128_lo_panels(uint32_t smem_addr, uint32_t panel_bytes) {
-  return ((smem_addr & 0x3FFFF) >> 4) | ((panel_bytes >> 4) << 16);
-}
-// The same from a tile's low word (wgmma_desc_sw128_lo, plus stage and k-step offsets), its panels
-// panel_units (16-byte units) apart.
+// A tile's low word (wgmma_desc_sw128_lo, plus stage and k-step offsets) as that of an N-major tile
+// whose N = 128 columns are two panels panel_units (16-byte units) apart: the leading byte offset
+// field (bit 16), 1 above, becomes the panel stride.
 __device__ __forceinline__ uint32_t wgmma_desc_sw128_lo_to_panels(uint32_t lo, uint32_t panel_units) {
   return lo + ((panel_units - 1u) << 16);
+}
+// The same from the tile's address, its panels panel_bytes apart.
+__device__ __forceinline__ uint32_t wgmma_desc_sw128_lo_panels(uint32_t smem_addr, uint32_t panel_bytes) {
+  return wgmma_desc_sw128_lo_to_panels(wgmma_desc_sw128_lo(smem_addr), panel_bytes >> 4);
 }
 __device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t smem_addr) {
   return wgmma_desc_sw128_from_lo(wgmma_desc_sw128_lo(smem_addr));
@@ -247,6 +248,25 @@ __device__ __forceinline__ void wgmma_ss_kmajor(float (&d)[N / 8][4], uint32_t a
 template <int kTiles>
 __device__ __forceinline__ float (&acc_panel(float (&acc)[kTiles][4], int pn))[8][4] {
   return *reinterpret_cast<float(*)[8][4]>(&acc[8 * pn]);
+}
+
+// One k step of acc (64 x 64 kPanels) += A B, A from shared memory (desc_a; kTransA: M-major, as
+// wgmma_ss) and B an N-major tile read transposed whose low word at this k step is b_lo and whose
+// 64-column panels are b_panel_units apart: one n64 product per panel, or with kN128 (two panels) one
+// n128 product over both (wgmma_desc_sw128_lo_to_panels). The caller fences and commits.
+template <int kPanels, bool kBF16, bool kTransA, bool kN128 = false>
+__device__ __forceinline__ void wgmma_ss_transposed_b_step(float (&acc)[8 * kPanels][4], uint64_t desc_a, uint32_t b_lo,
+                                                           uint32_t b_panel_units, int scale_d = 1) {
+  static_assert(!kN128 || kPanels == 2, "kN128: two panels");
+  if constexpr (kN128) {
+    wgmma_ss<128, kBF16, kTransA, true>(acc, desc_a, wgmma_desc_sw128_from_lo(wgmma_desc_sw128_lo_to_panels(b_lo, b_panel_units)),
+                                        scale_d);
+  } else {
+#pragma unroll
+    for (int pn = 0; pn < kPanels; ++pn)
+      wgmma_ss<64, kBF16, kTransA, true>(acc_panel(acc, pn), desc_a, wgmma_desc_sw128_from_lo(b_lo + pn * b_panel_units),
+                                         scale_d);
+  }
 }
 
 // acc (64 x 64 kPanels) += A B, one commit group: A from registers (kSteps k steps of 16), B an
