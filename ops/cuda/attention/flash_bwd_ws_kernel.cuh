@@ -110,7 +110,7 @@ struct FlashBwdWsTraits {
   static constexpr int kPanels = kHeadDim / 64;
   static constexpr int kBlockM = 64;   // query rows per tile (one consumer wgmma's N for S^T)
   static constexpr int kBlockN = 128;  // keys per CTA, 64 per consumer
-  static constexpr int kStages = kHeadDim == 64 ? 3 : 2;    // Q / dO ring
+  static constexpr int kStages = 2;    // Q / dO ring
   static constexpr int kNThreads = 384;
   // Register split (128 x producer + 256 x consumer = 384 x 168, what the CTA is given): D = 128's
   // consumers hold dK and dV at 64 registers each, so they take all but 24 of the producer's. At
