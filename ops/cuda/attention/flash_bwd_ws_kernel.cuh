@@ -73,11 +73,11 @@
 // trace of the non-persistent CTAs (H200, T = 1024, D = 64) put 1.2 us in the K / V wait, 0.5-0.7 in
 // the first Q / dO wait, 1 in the gap between CTAs and 2-5 in the dQ tail, of 18-20 a CTA.
 // Not covered yet (the launcher sends these calls to the other kernels): the document mask, D = 256,
-// strides TMA cannot describe. D = 128 with
-// dropout compiles with 20-38 bytes of spill (ptxas, session 33); the persistent atomic form at
-// D = 128 with 36 bytes without dropout and 68 with it, the ordered (split) forms with 0-24 bytes, and
-// persistent 60-120 (session 33). The tile shapes, the stage count and
-// the register split are the first guesses of session 15 (written without a GPU), not yet tuned.
+// strides TMA cannot describe. Spill stores at D = 128 (ptxas, session 34; none at D = 64): with
+// dropout the atomic form 12 bytes, the fixed point 38, the stored dS 4; the ordered (split) forms 20
+// without dropout and 64 with it; the persistent forms 20-116. A 3-stage Q / dO ring measured level
+// with 2 at D = 64 (session 34, bench/attention/NOTES.md). The tile shapes are session 15's first
+// guesses (written without a GPU), not yet tuned.
 #pragma once
 
 #include <cmath>
@@ -188,11 +188,14 @@ struct FlashBwdWsTraits {
   // the product one tile behind and the buffers guarded by mbarriers instead, slower still (H200,
   // session 33; bench/attention/NOTES.md).
   static constexpr bool splits_dq(DqForm f) { return kHeadDim == 128 && f == DqForm::kOrdered; }
-  // The split form's register split: its producer warpgroup's senders and announcer spill at 24 (70-110
-  // bytes, ptxas), and 40 left the consumers (232) with none or 44 bytes -- but at 232 ptxas serialises
-  // the wgmmas of the forms without dropout (C7512), which session 33's timings (calls 1 and 3) include.
-  // At 24 / 240 it does not (20-68 bytes of spill); not yet timed.
-  static constexpr int kSplitProducerRegs = 40;
+  // The split form's register split (producer / consumers): 40 / 232 with dropout, 24 / 240 without.
+  // At 232 ptxas serialises the wgmmas of the forms without dropout (C7512); at 240 it does not, and
+  // the producer warpgroup's senders and announcer spill 20-68 bytes instead. ncu, H200, session 34,
+  // p = 0, ws kernel us, 24 / 40: T = 8192 3086.0 / 3397.2, T = 16384 5235.4 / 6177.8 and 5184.5 /
+  // 6091.7, T = 1024 581.7 / 605.5, but T = 4096 2550.6 / 2323.4 (kAuto takes this form only past the
+  // stored dS's workspace cap, which at T <= 4096 takes a very large batch). With dropout 24 spills
+  // 70-110 bytes and measured slower: T = 4096 2569.3 / 2365.7, T = 16384 6448.9 / 6385.3.
+  static constexpr int split_producer_regs(bool dropout) { return dropout ? 40 : 24; }
   static constexpr int kStagingBuffers = 2;  // kConverted
   static constexpr int smem_with(DqForm f, int buffers) {
     const int dq = splits_dq(f)              ? kDsBytes + 2 * kDqBytesF32
@@ -272,7 +275,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   constexpr bool kSumDq = kForm == DqForm::kSummed, kConvertDq = kForm == DqForm::kConverted;
   constexpr bool kSplitDq = Kt::splits_dq(kForm);  // dQ by columns (D = 128's ordered dQ; the traits)
   constexpr int kBarConsumers = 4;                  // kSplitDq: both consumers (1, 2: each one; 3: kConverted's)
-  constexpr int kProducerRegs = kSplitDq ? Kt::kSplitProducerRegs : Kt::kProducerRegs;
+  constexpr int kProducerRegs = kSplitDq ? Kt::split_producer_regs(kDropout) : Kt::kProducerRegs;
   constexpr int kConsumerRegs = kSplitDq ? (384 * 168 - 128 * kProducerRegs) / 256 / 8 * 8 : Kt::kConsumerRegs;
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs == 384 * 168, "check_register_split's average");
   constexpr int kConverters = 96;       // kConverted: warps 1-3
