@@ -1,14 +1,18 @@
 // dQ = softmax_scale * dS K from the stored dS (sm_90a, D = 64 and 128): the second kernel of the
 // deterministic backward's kStoredDs form (flash_ds_store.cuh says why and how dS is laid out).
 //
-// One CTA (one warpgroup) per (query tile of 64 rows, batch * head). Thread 0 streams the row's
-// non-empty tiles through a kStages ring: each stage is one dS^T tile (16 KiB, a 1-D bulk copy,
-// already swizzled) and the 128 K rows it pairs with (TMA, the backward's tensor map, zero rows past
-// T), completing on the stage's mbarrier. Each tile is 8 k-steps of m64 wgmma (A = dS^T read
-// transposed, B = K read transposed), added into one fp32 accumulator in ascending key-block order:
-// every dQ element is the same sum in the same order on every run, with no atomics. The tiles a
-// row visits are exactly those the backward wrote (the same attention_tile_kind test per pair).
-// It is memory-bound: a tile's 16 KiB of dS is read once from HBM (K mostly from L2).
+// One CTA per pair of query tiles (2 j, 2 j + 1; 64 rows each) of one batch * head, one warpgroup a
+// tile. Thread 0 streams the key blocks either tile sees through a kStages ring: each stage holds the
+// 128 K rows of the block (TMA, the backward's tensor map, zero rows past T) and each tile's dS^T of
+// it (16 KiB, a 1-D bulk copy, already swizzled), completing on the stage's mbarrier. Each warpgroup
+// adds its tile as 8 k-steps of m64 wgmma (A = dS^T read transposed, B = K read transposed) into one
+// fp32 accumulator in ascending key-block order: every dQ element is the same sum in the same order
+// on every run, with no atomics. The tiles a row visits are exactly those the backward wrote (the same
+// attention_tile_kind test per pair of tile and block).
+// Why pairs: K's bytes are twice dS's at D = 128, and with a CTA a tile every tile re-read them (from
+// L2): about 2.4 GB a call at T = 4096 (B 8, H 6), near L2's bandwidth in the 377 us the one-tile CTA
+// took (H200, session 34). A pair reads each K block once for two tiles, which under a causal mask
+// see the same key blocks (0 .. j: keys 128 n <= queries 64 (2 j) + 63 and 64 (2 j + 1) + 63 alike).
 #pragma once
 
 #include "ops/attention_params.h"
@@ -27,14 +31,18 @@ struct FlashDsDqTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kPanels = kHeadDim / 64;
   static constexpr int kBlockM = kDsTileQueries, kBlockN = kDsTileKeys;
-  static constexpr int kNThreads = 128;
-  // Stages: three at D = 64 (96 KiB, two CTAs per SM), two at D = 128 (96 KiB); first guesses.
-  static constexpr int kStages = kHeadDim == 64 ? 3 : 2;
+  static constexpr int kTiles = 2;  // query tiles a CTA, one warpgroup each, sharing each K block
+  static constexpr int kNThreads = 128 * kTiles;
+  // Stages: two at D = 64 (96 KiB, two CTAs per SM), three at D = 128 (192 KiB); first guesses.
+  static constexpr int kStages = kHeadDim == 64 ? 2 : 3;
   static constexpr int kKBytes = kBlockN * kHeadDim * 2;
-  static constexpr int kStageBytes = kDsTileBytes + kKBytes;  // dS^T first, then K's panels
+  static constexpr int kStageBytes = kTiles * kDsTileBytes + kKBytes;  // the tiles' dS^T first, then K's panels
   static constexpr uint32_t kKPanelUnits = kBlockN * 128 / 16;
   static constexpr int kSmemBytes = 1024 /* alignment */ + kStages * kStageBytes + kStages * 8;
-  static_assert(kBlockM * kHeadDim * 2 <= kDsTileBytes, "dQ is staged in stage 0's dS buffer");
+  static_assert(kBlockM * kHeadDim * 2 <= kDsTileBytes, "dQ is staged in its tile's stage-0 dS buffer");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory");
+  // CTAs of a call: pairs of query tiles x batch * head.
+  static constexpr int64_t grid(int T, int64_t bh) { return (ds_query_tiles(T) + kTiles - 1) / kTiles * bh; }
 };
 
 template <int kHeadDim, bool kBF16>
@@ -42,30 +50,47 @@ __global__ void __launch_bounds__(FlashDsDqTraits<kHeadDim>::kNThreads)
     flash_bwd_ds_dq_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Kt = FlashDsDqTraits<kHeadDim>;
-  constexpr int D = kHeadDim, BM = Kt::kBlockM, BN = Kt::kBlockN, kStages = Kt::kStages;
+  constexpr int D = kHeadDim, BM = Kt::kBlockM, BN = Kt::kBlockN, kStages = Kt::kStages, kTiles = Kt::kTiles;
   extern __shared__ __align__(16) uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   uint8_t* smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);  // swizzled tiles: 1 KiB aligned
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + kStages * Kt::kStageBytes);
-  auto stage_ds = [&](int s) { return smem + s * Kt::kStageBytes; };
-  auto stage_k = [&](int s) { return smem + s * Kt::kStageBytes + kDsTileBytes; };
+  auto stage_ds = [&](int s, int t) { return smem + s * Kt::kStageBytes + t * kDsTileBytes; };
+  auto stage_k = [&](int s) { return smem + s * Kt::kStageBytes + kTiles * kDsTileBytes; };
 
-  // The longest causal rows first: blocks of the last query tile of every head, then the one before.
+  // The longest causal rows first: the pairs of the last query tiles of every head, then the ones before.
   const int T = p.T, BH = p.B * p.H, m_blocks = ds_query_tiles(T), n_blocks = ds_key_blocks(T);
-  const int m = m_blocks - 1 - static_cast<int>(blockIdx.x) / BH;
+  const int pairs = (m_blocks + kTiles - 1) / kTiles;
+  const int m_first = (pairs - 1 - static_cast<int>(blockIdx.x) / BH) * kTiles;
   const int bh = static_cast<int>(blockIdx.x) % BH, b = bh / p.H, h = bh % p.H;
   const int hk = attention_kv_head(p, h);
-  const int m0 = m * BM, m1 = min(m0 + BM, T);
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const uint8_t* ds_row = reinterpret_cast<const uint8_t*>(p.dq_accum) + ds_tile_offset(bh, m, 0, T, p.causal);
-  auto next_block = [&](int n) {  // the first key block >= n the mask leaves non-empty for this row
+  const int tid = threadIdx.x;
+  // Warp-uniform (lane 0's), so that what derives from them can live in uniform registers.
+  const int warp = __shfl_sync(~0u, tid / 32, 0), lane = tid % 32, wg = warp / 4;
+  const int m = m_first + wg, m0 = m * BM;  // this warpgroup's tile (m >= m_blocks: none)
+  const uint8_t* ds_base = reinterpret_cast<const uint8_t*>(p.dq_accum);
+  auto sees = [&](int mt, int n) {  // whether query tile mt has a (non-empty, so stored) tile at key block n
+    return mt < m_blocks && attention_tile_kind<false>(p, b, mt * BM, min(mt * BM + BM, T), n * BN,
+                                                       min(n * BN + BN, T)) != kTileEmpty;
+  };
+  auto next_block = [&](int n) {  // the first key block >= n that either tile of the pair sees
     for (; n < n_blocks; ++n)
-      if (attention_tile_kind<false>(p, b, m0, m1, n * BN, min(n * BN + BN, T)) != kTileEmpty) break;
+      if (sees(m_first, n) || sees(m_first + 1, n)) break;
     return n;
   };
   auto load = [&](int s, int n) {  // thread 0
-    mbarrier_arrive_expect_tx(&full[s], Kt::kStageBytes);
-    bulk_load(stage_ds(s), ds_row + static_cast<int64_t>(n) * kDsTileBytes, kDsTileBytes, &full[s]);
+    bool seen[kTiles];
+    int bytes = Kt::kKBytes;
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t) {
+      seen[t] = sees(m_first + t, n);
+      bytes += seen[t] ? kDsTileBytes : 0;
+    }
+    mbarrier_arrive_expect_tx(&full[s], bytes);
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t)
+      if (seen[t])
+        bulk_load(stage_ds(s, t), ds_base + ds_tile_offset(bh, m_first + t, n, T, p.causal), kDsTileBytes, &full[s]);
 #pragma unroll
     for (int pn = 0; pn < Kt::kPanels; ++pn)
       tma_load_4d(stage_k(s) + pn * BN * 128, &maps.k, &full[s], 64 * pn, n * BN, hk, b);
@@ -85,37 +110,41 @@ __global__ void __launch_bounds__(FlashDsDqTraits<kHeadDim>::kNThreads)
 
   float acc[D / 8][4];
   zero_fragments(acc);
-  int j = 0;  // tiles consumed
+  int j = 0;  // blocks consumed
   for (int n = next_block(0); n < n_blocks; n = next_block(n + 1), ++j) {
     const int s = j % kStages;
-    mbarrier_wait(&full[s], (j / kStages) & 1, "full (ds dq), tile", n);
-    const uint32_t ds_lo = wgmma_desc_sw128_lo(smem_u32(stage_ds(s)));
-    const uint32_t k_lo = wgmma_desc_sw128_lo(smem_u32(stage_k(s)));
-    wgmma_fence();
+    mbarrier_wait(&full[s], (j / kStages) & 1, "full (ds dq), block", n);
+    if (sees(m, n)) {  // uniform in the warpgroup
+      const uint32_t ds_lo = wgmma_desc_sw128_lo(smem_u32(stage_ds(s, wg)));
+      const uint32_t k_lo = wgmma_desc_sw128_lo(smem_u32(stage_k(s)));
+      wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk)  // 16 keys a step: 16 rows of dS^T (2 KiB), of each K panel
-      // D = 128: one n128 over both panels (flash_bwd_ws_kernel.cuh's kN128Dq)
-      wgmma_ss_transposed_b_step<Kt::kPanels, kBF16, true, Kt::kPanels == 2>(acc, wgmma_desc_sw128_from_lo(ds_lo + 128 * kk),
-                                                                              k_lo + 128 * kk, Kt::kKPanelUnits);
-    wgmma_commit();
-    wgmma_wait<0>();
-    reg_fence(acc);
-    // Every warp's share of the product has read stage s before thread 0 refills it.
+      for (int kk = 0; kk < BN / 16; ++kk)  // 16 keys a step: 16 rows of dS^T (2 KiB), of each K panel
+        // D = 128: one n128 over both panels (flash_bwd_ws_kernel.cuh's kN128Dq)
+        wgmma_ss_transposed_b_step<Kt::kPanels, kBF16, true, Kt::kPanels == 2>(
+            acc, wgmma_desc_sw128_from_lo(ds_lo + 128 * kk), k_lo + 128 * kk, Kt::kKPanelUnits);
+      wgmma_commit();
+      wgmma_wait<0>();
+      reg_fence(acc);
+    }
+    // Both warpgroups' products have read stage s before thread 0 refills it.
     named_barrier_sync(1, Kt::kNThreads);
     if (tid == 0 && issued < n_blocks) {
       load(s, issued);
       issued = next_block(issued + 1);
     }
   }
+  if (m >= m_blocks) return;  // the second tile of a pair past the last (no barrier follows)
 
-  // dQ * softmax_scale through stage 0's dS buffer (every product is done: the last barrier above;
-  // a row with no tile never touched it), then 16-byte stores of rows < T.
-  uint8_t* sOut = stage_ds(0);
+  // dQ * softmax_scale through this tile's stage-0 dS buffer (every product is done: the last barrier
+  // above; a row with no tile never touched it), then 16-byte stores of rows < T.
+  uint8_t* sOut = stage_ds(0, wg);
   auto at = [&](int r, int col) { return reinterpret_cast<uint16_t*>(sOut + sw128_panel_offset<BM, D>(r, col)); };
-  stage_rows<kBF16, D>(acc, p.softmax_scale, 16 * warp, at, lane);
+  const int warp_in_wg = warp % 4;
+  stage_rows<kBF16, D>(acc, p.softmax_scale, 16 * warp_in_wg, at, lane);
   __syncwarp();
   uint16_t* dq = static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride + h * p.dq_head_stride;
-  store_staged_rows<16, D>(dq, p.dq_row_stride, 16 * warp, m0, T, at, lane);
+  store_staged_rows<16, D>(dq, p.dq_row_stride, 16 * warp_in_wg, m0, T, at, lane);
 #else
   __trap();  // built without sm_90a: the launcher never picks this kernel there
 #endif
