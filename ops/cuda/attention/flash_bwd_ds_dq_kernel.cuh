@@ -10,9 +10,10 @@
 // on every run, with no atomics. The tiles a row visits are exactly those the backward wrote (the same
 // attention_tile_kind test per pair of tile and block).
 // Why pairs: K's bytes are twice dS's at D = 128, and with a CTA a tile every tile re-read them (from
-// L2): about 2.4 GB a call at T = 4096 (B 8, H 6), near L2's bandwidth in the 377 us the one-tile CTA
-// took (H200, session 34). A pair reads each K block once for two tiles, which under a causal mask
-// see the same key blocks (0 .. j: keys 128 n <= queries 64 (2 j) + 63 and 64 (2 j + 1) + 63 alike).
+// L2), about 2.4 GB a call at T = 4096 (B 8, H 6). A pair reads each K block once for two tiles, which
+// under a causal mask see the same key blocks (0 .. j: keys 128 n <= queries 64 (2 j) + 63 and
+// 64 (2 j + 1) + 63 alike). H200, session 34, ncu, us, pairs / a tile a CTA: D = 128 T = 4096 358.8 /
+// 382.8, D = 64 526.6 / 634.0 -- less than K's halved bytes promised, so L2 was not (all of) the limit.
 #pragma once
 
 #include "ops/attention_params.h"

@@ -74,8 +74,8 @@
 // the first Q / dO wait, 1 in the gap between CTAs and 2-5 in the dQ tail, of 18-20 a CTA.
 // Not covered yet (the launcher sends these calls to the other kernels): the document mask, D = 256,
 // strides TMA cannot describe. Spill stores at D = 128 (ptxas, session 34; none at D = 64): with
-// dropout the atomic form 12 bytes, the fixed point 38, the stored dS 4; the ordered (split) forms 20
-// without dropout and 64 with it; the persistent forms 20-116. A 3-stage Q / dO ring measured level
+// dropout the atomic form 28 bytes, the fixed point 38, the stored dS 4; the ordered (split) forms 20
+// without dropout and 64 with it; the persistent forms 36-68. A 3-stage Q / dO ring measured level
 // with 2 at D = 64 (session 34, bench/attention/NOTES.md). The tile shapes are session 15's first
 // guesses (written without a GPU), not yet tuned.
 #pragma once
