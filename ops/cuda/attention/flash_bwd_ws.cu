@@ -96,7 +96,8 @@ void launch_ws_as(const AttentionParams& p, cudaStream_t stream, int* dq_semapho
       constexpr auto dq_kernel = flash_bwd_ds_dq_kernel<kHeadDim, kBF16>;
       set_smem_limit(dq_kernel, Dt::kSmemBytes);
       const unsigned dq_grid = static_cast<unsigned>(Dt::grid(p.T, static_cast<int64_t>(p.B) * p.H));
-      dq_kernel<<<dq_grid, Dt::kNThreads, Dt::kSmemBytes, stream>>>(maps, p);
+      dq_kernel<<<dq_grid, Dt::kNThreads, Dt::kSmemBytes, stream>>>(
+          maps, p, heads_per_group(p, Dt::kGroupTokens));
       CUDA_CHECK_LAUNCH();
     } else {
       rows.template convert_dq<kBF16, kFixedDq>(p, stream);
