@@ -95,10 +95,7 @@ void launch_ws_as(const AttentionParams& p, cudaStream_t stream, int* dq_semapho
       using Dt = FlashDsDqTraits<kHeadDim>;
       constexpr auto dq_kernel = flash_bwd_ds_dq_kernel<kHeadDim, kBF16>;
       set_smem_limit(dq_kernel, Dt::kSmemBytes);
-      int device = 0;
-      CUDA_CHECK(cudaGetDevice(&device));
-      const unsigned dq_grid =
-          static_cast<unsigned>(persistent_grid(device, Dt::items(p.T, static_cast<int64_t>(p.B) * p.H)));
+      const unsigned dq_grid = static_cast<unsigned>(Dt::grid(p.T, static_cast<int64_t>(p.B) * p.H));
       dq_kernel<<<dq_grid, Dt::kNThreads, Dt::kSmemBytes, stream>>>(
           maps, p, heads_per_group(p, Dt::kGroupTokens));
       CUDA_CHECK_LAUNCH();
