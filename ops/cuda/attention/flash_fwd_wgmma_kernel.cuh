@@ -249,26 +249,16 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
       for (int kb = kEarlyCalls; kb < BN / 16; ++kb)
         drop_words[kb] = dropout_tile_bits(drop, bh, m0 + warp_row0, n0 + 16 * kb, lane);
       const uint32_t bound = dropout_bound(drop);
-      // The same bits for the backward where it reads them (flash_keep_mask.h), packed as they are
-      // applied, so each Philox word dies there: KeepMaskBytes's e-words.
-      const bool store_keep = !kDocMask && p.keep_mask != nullptr;
-      uint32_t keep_e[2][KeepMaskBytes<BN / 16>::kWords] = {};
 #pragma unroll
       for (int nb = 0; nb < BN / 8; ++nb)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const uint32_t word = drop_words[nb / 2].v[2 * half + nb % 2];
-          const bool lo = dropout_keep_lo(word, bound), hi = dropout_keep_hi(word, bound);
-          acc_s[nb][2 * half] = lo ? acc_s[nb][2 * half] : 0.f;
-          acc_s[nb][2 * half + 1] = hi ? acc_s[nb][2 * half + 1] : 0.f;
-          if (store_keep) {
-            const int word_i = (nb / 2) / 4;
-            const int bit = KeepMaskBytes<BN / 16>::bit(nb / 2, half, nb % 2);
-            keep_e[0][word_i] |= static_cast<uint32_t>(lo) << bit;
-            keep_e[1][word_i] |= static_cast<uint32_t>(hi) << bit;
-          }
+          acc_s[nb][2 * half] = dropout_keep_lo(word, bound) ? acc_s[nb][2 * half] : 0.f;
+          acc_s[nb][2 * half + 1] = dropout_keep_hi(word, bound) ? acc_s[nb][2 * half + 1] : 0.f;
         }
-      if (store_keep) store_keep_mask_bytes<BN / 16>(p, bh, m0 + warp_row0, n0, keep_e, lane);
+      // The same bits for the backward, where it reads them (flash_keep_mask.h).
+      if (!kDocMask && p.keep_mask != nullptr) store_keep_mask_slab(p, bh, m0 + warp_row0, n0, drop_words, bound, lane);
     }
 
     // O += P V (left running unless kWaitPv).
