@@ -271,7 +271,6 @@ void cpu_backward(bool flash, const AttentionParams& cfg, const Tensor& q, const
 
 #if defined(FT_WITH_CUDA)
 void cuda_flash_forward(const AttentionParams& p, Stream s) { cuda::flash_attention_forward(p, s); }
-int64_t cuda_flash_keep_mask_bytes(const AttentionParams& p) { return cuda::flash_keep_mask_bytes(p); }
 void cuda_flash_backward(const AttentionParams& p, Stream s, bool deterministic, int* dq_semaphore) {
   cuda::flash_attention_backward(p, s, {deterministic, dq_semaphore});
 }
@@ -299,7 +298,6 @@ struct NaiveAttentionBuffers {
 }  // namespace cuda
 [[noreturn]] void no_cuda(const char* op) { throw Error(str("[", op, "] flashtrain was built without CUDA")); }
 void cuda_flash_forward(const AttentionParams&, Stream) { no_cuda("flash_attention_forward"); }
-int64_t cuda_flash_keep_mask_bytes(const AttentionParams&) { return 0; }
 void cuda_flash_backward(const AttentionParams&, Stream, bool, int*) { no_cuda("flash_attention_backward"); }
 std::pair<int64_t, int64_t> flash_dq_workspace(const AttentionParams&, bool) { return {0, 0}; }
 void cuda_naive_forward(const AttentionParams&, const cuda::NaiveAttentionBuffers&, Device, Stream) {
@@ -333,12 +331,6 @@ AttentionForward forward(const char* op, bool flash, const Tensor& q, const Tens
         r.lse = Tensor::empty({d.B, d.H, d.T}, DType::F32, q.device());       // (B, H, T)
         set_forward_pointers(p, q, k, v, r.out, r.lse);
         if (flash) {
-          // The dropout keep bits for the backward, where it reads them (flash_keep_mask.h)
-          const int64_t keep_bytes = cuda_flash_keep_mask_bytes(p);
-          if (keep_bytes > 0) {
-            r.keep_mask = Tensor::empty({keep_bytes}, DType::U8, q.device());
-            p.keep_mask = r.keep_mask.data<uint8_t>();
-          }
           cuda_flash_forward(p, s);
           return r;
         }
@@ -358,16 +350,8 @@ AttentionForward forward(const char* op, bool flash, const Tensor& q, const Tens
 
 // The CUDA backward kernels of one call; p holds every pointer (dk, dv: where the kernels write).
 void run_backward_kernels(const char* op, bool flash, AttentionParams& p, const Dims& d, const Tensor& q,
-                          const Tensor& probs, const Tensor& keep_mask, const AttentionOptions& opts, Stream s) {
+                          const Tensor& probs, const AttentionOptions& opts, Stream s) {
   if (flash) {
-    if (keep_mask.defined()) {
-      const int64_t bytes = cuda_flash_keep_mask_bytes(p);
-      FT_CHECK_ARG(bytes > 0 && keep_mask.numel() == bytes && keep_mask.dtype() == DType::U8 &&
-                       keep_mask.device() == q.device() && keep_mask.is_contiguous(),
-                   "[", op, "] keep_mask must be the forward's (", bytes, " contiguous u8 on ", q.device(),
-                   "; 0: this call stores none), got ", describe(keep_mask));
-      p.keep_mask = keep_mask.data<uint8_t>();
-    }
     const Tensor dsum = Tensor::empty({d.B, d.H, d.T}, DType::F32, q.device());  // (B, H, T)
     p.dsum = dsum.data<float>();
     // fp32 dQ sums (their own layout, T rounded up to whole tiles: flash_dq_accum.cuh) and
@@ -398,8 +382,8 @@ void run_backward_kernels(const char* op, bool flash, AttentionParams& p, const 
 }
 
 void backward(const char* op, bool flash, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-              const Tensor& lse, const Tensor& probs, const Tensor& keep_mask, const Tensor& dout,
-              const AttentionOptions& opts, const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+              const Tensor& lse, const Tensor& probs, const Tensor& dout, const AttentionOptions& opts,
+              const Tensor& dq, const Tensor& dk, const Tensor& dv) {
   const Dims d = check_inputs(op, flash, q, k, v, opts);
   check_gradients(op, q, out, lse, dout, dq, dk, dv, d);
   AttentionParams p = make_params(d, opts, q.dtype());
@@ -415,7 +399,7 @@ void backward(const char* op, bool flash, const Tensor& q, const Tensor& k, cons
         const Tensor dv_part = grouped ? Tensor::empty(bthd, q.dtype(), q.device()) : dv;  // (B, T, H, D)
         set_forward_pointers(p, q, k, v, out, lse);
         set_backward_pointers(p, dout, dq, dk_part, dv_part);
-        run_backward_kernels(op, flash, p, d, q, probs, keep_mask, opts, s);
+        run_backward_kernels(op, flash, p, d, q, probs, opts, s);
         if (!grouped) return;
         sum_kv_groups(d, dk_part, dk, s);
         sum_kv_groups(d, dv_part, dv, s);
@@ -431,8 +415,8 @@ AttentionForward flash_attention_forward(const Tensor& q, const Tensor& k, const
 
 void flash_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                               const Tensor& lse, const Tensor& dout, const AttentionOptions& opts,
-                              const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& keep_mask) {
-  backward("flash_attention_backward", true, q, k, v, out, lse, Tensor(), keep_mask, dout, opts, dq, dk, dv);
+                              const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+  backward("flash_attention_backward", true, q, k, v, out, lse, Tensor(), dout, opts, dq, dk, dv);
 }
 
 AttentionForward naive_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -443,7 +427,7 @@ AttentionForward naive_attention_forward(const Tensor& q, const Tensor& k, const
 void naive_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionForward& fwd,
                               const Tensor& dout, const AttentionOptions& opts, const Tensor& dq,
                               const Tensor& dk, const Tensor& dv) {
-  backward("naive_attention_backward", false, q, k, v, fwd.out, fwd.lse, fwd.probs, Tensor(), dout, opts, dq, dk, dv);
+  backward("naive_attention_backward", false, q, k, v, fwd.out, fwd.lse, fwd.probs, dout, opts, dq, dk, dv);
 }
 
 }  // namespace ft::ops

@@ -77,8 +77,6 @@ struct AttentionForward {
   Tensor lse;    // (B, H, T) natural-log log-sum-exp of the scaled, masked scores (before dropout)
   Tensor probs;  // naive on CUDA only: (B, H, T, T) undropped P, q's dtype (f32 for f32), which the naive
                  // backward reads; undefined for flash and on the CPU (the references recompute P)
-  Tensor keep_mask;  // flash on CUDA with dropout, where the backward reads it: the dropout keep bits
-                     // (u8, ops/cuda/attention/flash_keep_mask.h); undefined elsewhere
 };
 
 AttentionForward flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -86,12 +84,10 @@ AttentionForward flash_attention_forward(const Tensor& q, const Tensor& k, const
 // Writes the gradients into dq (B, T, H, D), dk, dv (B, T, H_kv, D) (given, q's dtype; they may be
 // strided slices of one dqkv buffer). out and lse are the forward's; opts must equal the forward's.
 // On CUDA dq is accumulated with fp32 atomics: reproducible to rounding only unless
-// opts.deterministic (dk, dv are always exact). keep_mask: the forward's (AttentionForward), so the
-// backward loads the dropout mask instead of drawing it again; undefined draws it (the same mask).
+// opts.deterministic (dk, dv are always exact).
 void flash_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                               const Tensor& lse, const Tensor& dout, const AttentionOptions& opts,
-                              const Tensor& dq, const Tensor& dk, const Tensor& dv,
-                              const Tensor& keep_mask = Tensor());
+                              const Tensor& dq, const Tensor& dk, const Tensor& dv);
 
 AttentionForward naive_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v,
                                          const AttentionOptions& opts);

@@ -63,9 +63,6 @@ struct AttentionParams {
   // Dropout on P (after normalisation); threshold 0 = off. slice = b * H + h (dropout_mask.h), so a
   // call consumes B * H Philox offsets.
   DropoutParams dropout;
-  // The dropout keep bits stored by the forward for the backward (ops/cuda/attention/flash_keep_mask.h);
-  // nullptr = none: the backward draws them again. Set only where flash_keep_mask_bytes says so.
-  uint8_t* keep_mask = nullptr;
 
   // Block-sparse mode; block_size 0 = dense. With qb = row / block_size, kb = col / block_size,
   // key block kb is visible from query block qb iff (qb - window_blocks < kb <= qb) -- the diagonal

@@ -21,7 +21,7 @@ QkvViews split_heads(const Tensor& qkv, int H, int H_kv) {
 
 struct AttentionBackward : Node {
   Tensor qkv;                   // (B, T, (H + 2 H_kv) D)
-  ops::AttentionForward fwd;    // out (B, T, H, D), lse (B, H, T), naive CUDA: probs (B, H, T, T); keep_mask
+  ops::AttentionForward fwd;    // out (B, T, H, D), lse (B, H, T), naive CUDA: probs (B, H, T, T)
   ops::AttentionOptions opts;   // with the forward's PhiloxState: the backward replays its mask
   int n_heads = 0, n_kv_heads = 0;
   bool use_flash = true;
@@ -33,7 +33,7 @@ struct AttentionBackward : Node {
     Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype(), qkv.device());  // (B, T, (H + 2 H_kv) D)
     const QkvViews d = split_heads(dqkv, n_heads, n_kv_heads);  // every element of dqkv is written below
     if (use_flash)
-      ops::flash_attention_backward(in.q, in.k, in.v, fwd.out, fwd.lse, dout, opts, d.q, d.k, d.v, fwd.keep_mask);
+      ops::flash_attention_backward(in.q, in.k, in.v, fwd.out, fwd.lse, dout, opts, d.q, d.k, d.v);
     else
       ops::naive_attention_backward(in.q, in.k, in.v, fwd, dout, opts, d.q, d.k, d.v);
     return {dqkv};
@@ -64,7 +64,7 @@ Tensor attention(const Tensor& qkv, int n_heads, const ops::AttentionOptions& op
   if (needs_graph({qkv})) {
     auto node = std::make_shared<AttentionBackward>();
     node->qkv = qkv.detach();
-    node->fwd = {fwd.out.detach(), fwd.lse, fwd.probs, fwd.keep_mask};
+    node->fwd = {fwd.out.detach(), fwd.lse, fwd.probs};
     node->opts = opts;
     node->n_heads = n_heads;
     node->n_kv_heads = n_kv_heads;

@@ -39,27 +39,6 @@ std::string g_error;
 cublasHandle_t g_cublas = nullptr;
 int* g_dq_semaphore = nullptr;  // the deterministic backward's counters, grown on demand
 const int* g_doc_start = nullptr;  // the document mask of the following calls (null: off)
-// The dropout keep bits (flash_keep_mask.h) of the following calls, null: none. Passed only to the
-// variants whose forward is the shipped one (it writes them) and whose backward may be the
-// warp-specialised one (it reads them): 0, 4, 29, 30 and 63.
-uint8_t* g_keep_mask = nullptr;
-// The shape, dropout and strides (no pointers) of a call in bench_attention.py's layout: q, k, v
-// slices of a fused (B, T, 3, H, D) buffer, dout contiguous; enough for the launchers' size and TMA
-// questions.
-AttentionParams bench_layout_params(int B, int T, int H, int D, int causal, float dropout_p) {
-  AttentionParams p;
-  p.B = B, p.T = T, p.H = H, p.H_kv = H, p.D = D;
-  p.causal = causal != 0;
-  p.dropout = make_dropout_params(PhiloxState{0, 0}, dropout_p);
-  const int64_t row = 3LL * H * D;
-  p.q_batch_stride = p.k_batch_stride = p.v_batch_stride = row * T;
-  p.q_row_stride = p.k_row_stride = p.v_row_stride = row;
-  p.q_head_stride = p.k_head_stride = p.v_head_stride = D;
-  const BthdStrides c = contiguous_bthd_strides(T, H, D);
-  p.do_batch_stride = c.batch, p.do_row_stride = c.row, p.do_head_stride = c.head;
-  return p;
-}
-bool keeps_mask(int variant) { return variant == 0 || variant == 4 || variant == 29 || variant == 30 || variant == 63; }
 int64_t g_dq_semaphore_ints = 0;
 
 int* dq_semaphore_for(const AttentionParams& p) {
@@ -364,8 +343,6 @@ int run_attention(int op, int impl, int variant, void* q, void* k, void* v, void
       p.dk_row_stride = p.dv_row_stride = c.row;
       p.dk_head_stride = p.dv_head_stride = c.head;
     }
-    // (after the strides: flash_keep_mask_bytes asks whether TMA can describe q, k and v)
-    if (impl == 0 && keeps_mask(variant) && ft::cuda::flash_keep_mask_bytes(p) > 0) p.keep_mask = g_keep_mask;
     auto s = static_cast<cudaStream_t>(stream);
     if (impl == 0) {
       run_flash_variant(op == 0, variant, p, s);
@@ -402,14 +379,6 @@ const char* ft_attn_last_error() { return g_error.c_str(); }
 // The document mask (ops/attention_params.h) of the calls that follow: doc_start (B, T) int32 on the
 // device, or null for none. Kept apart from ft_attn_run so that call's signature stays as it was.
 void ft_attn_set_doc_start(const int* doc_start) { g_doc_start = doc_start; }
-
-// The dropout keep bits' buffer of the calls that follow (device memory of ft_attn_keep_mask_bytes
-// bytes; null: none, the backward draws the mask again), and its size for a call (0: none stored).
-void ft_attn_set_keep_mask(void* keep_mask) { g_keep_mask = static_cast<uint8_t*>(keep_mask); }
-long long ft_attn_keep_mask_bytes(int B, int T, int H, int D, int causal, float dropout_p, int variant) {
-  if (!keeps_mask(variant)) return 0;
-  return ft::cuda::flash_keep_mask_bytes(bench_layout_params(B, T, H, D, causal, dropout_p));
-}
 
 // op: 0 forward, 1 backward. impl: 0 flash, 1 naive. Layout: q, k, v, dq, dk, dv share
 // (batch, row, head) strides qkv_strides[3]; o, dout are contiguous (B, T, H, D).
@@ -458,7 +427,16 @@ long long ft_attn_dq_accum_floats(int B, int T, int H, int D) {
 // (variant 63, or 4 when its form picks it), else ft_attn_dq_accum_floats. -1 on error.
 long long ft_attn_dq_workspace_floats(int B, int T, int H, int D, int causal, float dropout_p, int variant) {
   try {
-    AttentionParams p = bench_layout_params(B, T, H, D, causal, dropout_p);
+    AttentionParams p;
+    p.B = B, p.T = T, p.H = H, p.H_kv = H, p.D = D;
+    p.causal = causal != 0;
+    p.dropout = make_dropout_params(PhiloxState{0, 0}, dropout_p);
+    const int64_t row = 3LL * H * D;
+    p.q_batch_stride = p.k_batch_stride = p.v_batch_stride = row * T;
+    p.q_row_stride = p.k_row_stride = p.v_row_stride = row;
+    p.q_head_stride = p.k_head_stride = p.v_head_stride = D;
+    const BthdStrides c = contiguous_bthd_strides(T, H, D);
+    p.do_batch_stride = c.batch, p.do_row_stride = c.row, p.do_head_stride = c.head;
     using ft::cuda::FlashDeterministicDq;
     const ft::cuda::ScopedFlashDeterministicDq form(variant == 63 ? FlashDeterministicDq::kStoredDs
                                                                   : ft::cuda::flash_deterministic_dq());

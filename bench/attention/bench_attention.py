@@ -79,8 +79,6 @@ class Flashtrain:
         base = qkv.data_ptr()
         dbase = dqkv.data_ptr() if dqkv is not None else 0
         bufs = (ctypes.c_void_p * 4)(*[b.data_ptr() if b is not None else 0 for b in self.naive])
-        if hasattr(self.lib, "ft_attn_set_keep_mask"):  # the forward's dropout keep bits (older libs: none)
-            self.lib.ft_attn_set_keep_mask(ptr(getattr(self, "keep_mask", None)))
         if hasattr(self.lib, "ft_attn_set_doc_start"):  # a --base-lib of an older commit may lack it
             self.lib.ft_attn_set_doc_start(ptr(self.doc_start))
         elif self.doc_start is not None:
@@ -108,17 +106,6 @@ class Flashtrain:
                           torch.empty(n, dtype=self.qkv.dtype, device="cuda"),
                           torch.empty(n, dtype=self.qkv.dtype, device="cuda") if self.p > 0 else None,
                           None]
-        # The dropout keep bits the forward stores for the backward, where the library stores them
-        # (ops/cuda/attention/flash_keep_mask.h; the ops front door allocates them the same way).
-        # The backward reads those of the latest forward.
-        self.keep_mask = None
-        if self.impl == 0 and hasattr(self.lib, "ft_attn_keep_mask_bytes"):
-            f = self.lib.ft_attn_keep_mask_bytes
-            f.restype = ctypes.c_longlong
-            f.argtypes = [ctypes.c_int] * 5 + [ctypes.c_float, ctypes.c_int]
-            n = f(B, T, H, D, int(self.causal), self.p, self.variant)
-            if n > 0:
-                self.keep_mask = torch.empty(n, dtype=torch.uint8, device="cuda")
         self._call(0, o, lse)
         return (o, lse, self.naive)
 

@@ -88,8 +88,7 @@ void run_case(const Case& c) {
   const Tensor dout = random_cuda({B, c.T, H, c.D}, 7 + c.T);
   const Tensor dqkv = Tensor::zeros({B, c.T, H + 2 * Hkv, c.D}, DType::BF16, Device::cuda());
   ft::ops::flash_attention_backward(q, k, v, fwd.out, fwd.lse, dout, o, dqkv.slice(2, 0, H),
-                                    dqkv.slice(2, H, H + Hkv), dqkv.slice(2, H + Hkv, H + 2 * Hkv),
-                                    fwd.keep_mask);  // the stored dropout bits, where stored
+                                    dqkv.slice(2, H, H + Hkv), dqkv.slice(2, H + Hkv, H + 2 * Hkv));
   (void)dqkv.to(Device::cpu());  // synchronises: errors surface at this case
   std::printf("ok D=%d T=%d %s p=%.1f bs=%d %s %s kv_heads=%d doc_len=%d\n", c.D, c.T,
               c.causal ? "causal" : "full", c.p, c.block_size, c.deterministic ? "det" : "atomic", c.path,

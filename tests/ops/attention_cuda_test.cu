@@ -26,7 +26,6 @@
 #include "core/cuda/check.h"
 #include "core/half.h"
 #include "ops/cuda/attention/flash_attention.h"
-#include "ops/cuda/attention/flash_keep_mask.h"
 #include "ops/cuda/attention/flash_run.h"
 #include "ops/cuda/naive_attention.h"
 #include "tests/ops/device_buffer.h"
@@ -106,20 +105,12 @@ class DeviceAttention {
     p_.o_row_stride = p_.do_row_stride = c.row;
     p_.o_head_stride = p_.do_head_stride = c.head;
     p_.lse = lse_.ptr, p_.dsum = dsum_.ptr, p_.dq_accum = dq_accum_.ptr;
-    // The stored dropout keep bits, where the library stores them (as ops/attention.cpp does):
-    // with dropout and the warp-specialised backward, unless a test sets the cap to 0.
-    keep_mask_ = std::make_unique<DeviceBuffer<uint8_t>>(static_cast<size_t>(cuda::flash_keep_mask_bytes(p_)));
-    p_.keep_mask = keep_mask_->n > 0 ? keep_mask_->ptr : nullptr;
   }
 
   AttentionParams& params() { return p_; }
-  const DeviceBuffer<uint8_t>& keep_mask() const { return *keep_mask_; }
 
   // deterministic: the fixed-order dQ backward (its counters poisoned first: the launch zeroes them).
   Outputs run_flash(bool deterministic = false) {
-    // Stored keep bits where the library stores them now (a test may have moved a threshold since).
-    const int64_t keep_bytes = cuda::flash_keep_mask_bytes(p_);
-    p_.keep_mask = keep_bytes > 0 && static_cast<size_t>(keep_bytes) <= keep_mask_->n ? keep_mask_->ptr : nullptr;
     poison();
     CUDA_CHECK(cudaMemset(dq_semaphore_.ptr, 0x5A, dq_semaphore_.n * sizeof(int)));
     cuda::flash_attention_forward(p_, nullptr);
@@ -150,8 +141,6 @@ class DeviceAttention {
     CUDA_CHECK(cudaMemset(dqkv_.ptr, 0xFF, 3 * n_ * 2));
     CUDA_CHECK(cudaMemset(lse_.ptr, 0xFF, rows_ * 4));
     CUDA_CHECK(cudaMemset(dq_accum_.ptr, 0xFF, dq_accum_.n * sizeof(float)));
-    // keep bits the forward fails to write read as dropped: errors far past naive's
-    if (keep_mask_->n > 0) CUDA_CHECK(cudaMemset(keep_mask_->ptr, 0, keep_mask_->n));
   }
 
   Outputs download() const {
@@ -181,7 +170,6 @@ class DeviceAttention {
   DeviceBuffer<uint16_t> qkv_, dqkv_, o_, dout_;
   DeviceBuffer<float> lse_, dsum_, dq_accum_;
   DeviceBuffer<int> dq_semaphore_;
-  std::unique_ptr<DeviceBuffer<uint8_t>> keep_mask_;
 };
 
 void expect_within_twice_naive(const Outputs& flash, const Outputs& naive, const Reference& ref,
@@ -349,95 +337,6 @@ TEST_P(FlashCudaWsBackward, WithinTwiceNaiveError) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsBackward, ::testing::ValuesIn(cases_at_d({64, 128})),
                          [](const auto& info) { return case_name(info.param); });
-
-// The same backward drawing the dropout mask again (the keep bits' cap at 0: nothing stored), as it
-// does past the cap: the cases with dropout.
-class FlashCudaWsBackwardDrawnMask : public ::testing::TestWithParam<AttentionCase> {
- protected:
-  void SetUp() override {
-    ft::cuda::set_flash_bwd_ws_min_t(0);
-    ft::cuda::set_flash_keep_mask_max_bytes(0);
-  }
-  void TearDown() override {
-    ft::cuda::set_flash_bwd_ws_min_t(-1);
-    ft::cuda::set_flash_keep_mask_max_bytes(-1);
-  }
-};
-
-TEST_P(FlashCudaWsBackwardDrawnMask, WithinTwiceNaiveError) {
-  SKIP_WITHOUT_CUDA();
-  expect_case_within_twice_naive(GetParam(), false, " warp-specialised backward, mask drawn again");
-}
-
-std::vector<AttentionCase> ws_dropout_cases() {
-  std::vector<AttentionCase> cases;
-  for (const AttentionCase& c : cases_at_d({64, 128}))
-    if (c.dropout_p > 0.f) cases.push_back(c);
-  return cases;
-}
-INSTANTIATE_TEST_SUITE_P(Cases, FlashCudaWsBackwardDrawnMask, ::testing::ValuesIn(ws_dropout_cases()),
-                         [](const auto& info) { return case_name(info.param); });
-
-// The keep bits the forward stores for the backward (flash_keep_mask.h) are dropout_mask.h's, bit
-// for bit, against the CPU's Philox: every (slice, query, key) a causal or full call sees, with T
-// cutting tiles, at both head dims and both forward tiles (one and two warpgroups).
-TEST(FlashCuda, KeepMaskMatchesDropoutMask) {
-  SKIP_WITHOUT_CUDA();
-  ft::cuda::set_flash_bwd_ws_min_t(0);
-  for (int small_tile_max_t : {-1, 0})
-    for (int D : {64, 128})
-      for (bool causal : {false, true})
-        for (int T : {200, 1000}) {
-          ft::cuda::set_flash_fwd_small_tile_max_t(small_tile_max_t);
-          const AttentionCase c{2, 2, T, D, causal, 0.3f};
-          const AttentionParams cfg = config_of(c, 4242, 17);
-          DeviceAttention dev(cfg, make_inputs(c, 5u + T));
-          const std::string name = case_name(c) + (small_tile_max_t == 0 ? " two-warpgroup forward" : "");
-          if (!cuda::flash_wgmma_enabled()) {
-            EXPECT_EQ(cuda::flash_keep_mask_bytes(dev.params()), 0) << name;
-            continue;
-          }
-          ASSERT_EQ(cuda::flash_keep_mask_bytes(dev.params()),
-                    cuda::flash::keep_mask_bytes(int64_t{c.B} * c.H, T, causal)) << name;
-          dev.run_flash();
-          const std::vector<uint8_t> mask = dev.keep_mask().download();
-          int64_t wrong = 0, checked = 0;
-          for (int64_t slice = 0; slice < int64_t{c.B} * c.H; ++slice)
-            for (int q = 0; q < T; ++q)
-              for (int k = 0; k < (causal ? q + 1 : T); ++k) {
-                const cuda::flash::KeepMaskBit at = cuda::flash::keep_mask_bit(T, causal, slice, q, k);
-                const bool stored = (mask[static_cast<size_t>(at.byte)] >> at.bit) & 1;
-                wrong += stored != dropout_keep_at(cfg.dropout, static_cast<uint64_t>(slice), q, k);
-                ++checked;
-              }
-          EXPECT_EQ(wrong, 0) << name << ": " << wrong << " of " << checked << " keep bits differ";
-        }
-  ft::cuda::set_flash_fwd_small_tile_max_t(-1);
-  ft::cuda::set_flash_bwd_ws_min_t(-1);
-}
-
-// Where the bits are stored: dropout, D = 64 or 128, the warp-specialised backward's T, and up to
-// the cap; causal calls store the blocks a causal tile sees.
-TEST(FlashCuda, KeepMaskStoredWhereTheWsBackwardReadsIt) {
-  SKIP_WITHOUT_CUDA();
-  if (!cuda::flash_wgmma_enabled()) GTEST_SKIP() << "no sm_90a build and GPU: no keep bits stored";
-  AttentionParams p = config_of({2, 3, 4096, 64, true, 0.1f}, 1, 0);
-  DeviceAttention dev(p, make_inputs({2, 3, 4096, 64, true, 0.1f}, 1));
-  AttentionParams& q = dev.params();
-  // 64 block rows, blocks_before(64) = 32 * 33; a full call: 64 x 32 blocks
-  EXPECT_EQ(cuda::flash_keep_mask_bytes(q), int64_t{6} * 32 * 33 * 1024);
-  q.causal = false;
-  EXPECT_EQ(cuda::flash_keep_mask_bytes(q), int64_t{6} * 64 * 32 * 1024);
-  ft::cuda::set_flash_keep_mask_max_bytes(int64_t{6} * 64 * 32 * 1024 - 1);
-  EXPECT_EQ(cuda::flash_keep_mask_bytes(q), 0) << "past the cap";
-  ft::cuda::set_flash_keep_mask_max_bytes(-1);
-  q.dropout.threshold = 0;
-  EXPECT_EQ(cuda::flash_keep_mask_bytes(q), 0) << "no dropout";
-  q.dropout = p.dropout;
-  ft::cuda::set_flash_bwd_ws_min_t(INT_MAX);
-  EXPECT_EQ(cuda::flash_keep_mask_bytes(q), 0) << "no warp-specialised backward";
-  ft::cuda::set_flash_bwd_ws_min_t(-1);
-}
 
 // The warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh; by default from T = 1024 at D = 128
 // and T = 2048 at D = 64, flash_fwd_ws_min_t) from T = 0 on, in the dispatch's form at each head dim

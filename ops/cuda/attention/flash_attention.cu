@@ -8,9 +8,7 @@
 
 #include "core/cuda/check.h"
 #include "core/error.h"
-#include "ops/cuda/attention/flash_keep_mask.h"
 #include "ops/cuda/attention/flash_run.h"
-#include "ops/cuda/attention/flash_tma_map.h"
 
 namespace ft::cuda {
 
@@ -141,37 +139,6 @@ bool flash_stored_ds_dq(const AttentionParams& p) {
 }
 
 namespace {
-// -1: not set by set_flash_keep_mask_max_bytes (then the environment, else 1 GiB).
-std::atomic<int64_t> g_keep_mask_max_bytes{-1};
-int64_t keep_mask_max_bytes() {
-  const int64_t set = g_keep_mask_max_bytes.load(std::memory_order_relaxed);
-  if (set >= 0) return set;
-  static const int64_t from_env = [] {
-    const char* v = std::getenv("FLASHTRAIN_KEEP_MASK_MAX_BYTES");
-    if (v == nullptr || *v == '\0') return int64_t{1} << 30;
-    char* end = nullptr;
-    const long long n = std::strtoll(v, &end, 10);
-    if (*end != '\0' || n < 0)
-      throw Error(str("FLASHTRAIN_KEEP_MASK_MAX_BYTES=", v, ": expected a byte count (an integer >= 0)"));
-    return static_cast<int64_t>(n);
-  }();
-  return from_env;
-}
-}  // namespace
-
-int64_t flash_keep_mask_bytes(const AttentionParams& p) {
-  // The wgmma forward writes the bits (it is the one that takes dropout on sm_90a; the ws forward
-  // does not) and the warp-specialised backward reads them. Asked at the forward, which has no dout
-  // yet: flash_bwd_ws_runs_here without its check of dout's strides (a backward whose dout TMA
-  // cannot take runs another kernel, which draws the mask again).
-  if (p.dropout.threshold == 0 || p.doc_start != nullptr || (p.D != 64 && p.D != 128)) return 0;
-  if (!flash_wgmma_enabled() || !flash::flash_bwd_ws_enabled_for(p) || !flash::flash_fwd_tma_supported(p)) return 0;
-  const int64_t bytes = flash::keep_mask_bytes(static_cast<int64_t>(p.B) * p.H, p.T, p.causal);
-  return bytes <= keep_mask_max_bytes() ? bytes : 0;
-}
-void set_flash_keep_mask_max_bytes(int64_t bytes) { g_keep_mask_max_bytes = bytes < 0 ? -1 : bytes; }
-
-namespace {
 // Whether the warp-specialised backward takes p and has the ordered dQ at its head dim (D = 64, 128).
 bool ws_ordered_dq_runs(const AttentionParams& p) {
   return flash::flash_bwd_ws_runs_here(p) && flash::flash_bwd_ws_has_ordered_dq(p.D);
@@ -272,18 +239,7 @@ bool flash_sm90a_device() {
 #endif
 }
 
-namespace {
-// A keep_mask where flash_keep_mask_bytes stores none would be left unwritten (forward) or read
-// without having been written (backward).
-void check_keep_mask(const AttentionParams& p, const char* op) {
-  if (p.keep_mask != nullptr && flash_keep_mask_bytes(p) == 0)
-    throw Error(str("[", op, "] keep_mask given for a call that stores none (flash_keep_mask_bytes: no dropout, ",
-                    "no warp-specialised backward, a document mask, or past the cap)"));
-}
-}  // namespace
-
 void flash_attention_forward(const AttentionParams& p, Stream stream) {
-  check_keep_mask(p, "flash_attention_forward");
   switch (p.D) {
     case 64: return flash::run_flash_fwd<64>(p, stream);
     case 128: return flash::run_flash_fwd<128>(p, stream);
@@ -298,7 +254,6 @@ void flash_attention_backward(const AttentionParams& p, Stream stream, const Fla
     throw Error(str("[flash_attention_backward] missing workspace: dq_accum ", p.dq_accum != nullptr, " (needed ",
                     needs.dq_accum, "), dq_semaphore ", mode.dq_semaphore != nullptr, " (needed ",
                     needs.dq_semaphore, ")"));
-  check_keep_mask(p, "flash_attention_backward");
   switch (p.D) {
     case 64: return flash::run_flash_bwd<64>(p, stream, mode);
     case 128: return flash::run_flash_bwd<128>(p, stream, mode);

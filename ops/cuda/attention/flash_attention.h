@@ -82,15 +82,6 @@ bool flash_fixed_point_dq(const AttentionParams& p);
 // the two above, and the warp-specialised backward runs the call and has the form at p.D.
 bool flash_ws_ordered_dq(const AttentionParams& p);
 
-// Bytes of the dropout keep bits that the forward of p stores for its backward (p.keep_mask,
-// flash_keep_mask.h), or 0 where none is stored: without dropout, where the warp-specialised
-// backward does not run (only it reads them; the other kernels draw the mask again), with a
-// document mask, or past the cap (default 1 GiB; about B H T^2 / 16 bytes causal, B H T^2 / 8
-// not). set_flash_keep_mask_max_bytes overrides the cap process-wide (0: never stored; -1: the
-// default again); FLASHTRAIN_KEEP_MASK_MAX_BYTES sets it from the environment.
-int64_t flash_keep_mask_bytes(const AttentionParams& p);
-void set_flash_keep_mask_max_bytes(int64_t bytes);
-
 void flash_attention_forward(const AttentionParams& p, Stream stream);
 void flash_attention_backward(const AttentionParams& p, Stream stream, const FlashBackwardMode& mode = {});
 

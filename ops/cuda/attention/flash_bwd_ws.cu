@@ -47,7 +47,7 @@ namespace {
 // backward, then dQ in the input dtype: the conversion of dq_accum, or (kStoredDs) dQ = dS K from the
 // dS^T the backward left in p.dq_accum (flash_ds_store.cuh, flash_bwd_ds_dq_kernel.cuh; nothing to
 // zero).
-template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq, bool kPersistent, bool kStoredKeep>
+template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq, bool kPersistent>
 void launch_ws_as(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore) {
   using Kt = FlashBwdWsTraits<kHeadDim, ws_kv_buffers(kHeadDim, kPersistent)>;
   constexpr auto kForm = Kt::template dq_form<kDq, kDropout>();
@@ -78,7 +78,7 @@ void launch_ws_as(const AttentionParams& p, cudaStream_t stream, int* dq_semapho
     rows.template preprocess<kBF16>(p, stream, kDq == WsDq::kOrdered ? dq_semaphore : work_counter, n_zeroed,
                                     zero_accum ? rows.accum_to_zero(kFixedDq) : 0);
     const FlashBwdTmaMaps maps = make_flash_bwd_tma_maps(p, Kt::kBlockM, Kt::kBlockN);
-    constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kDq, kPersistent, kStoredKeep>;
+    constexpr auto kernel = flash_bwd_ws_kernel<kHeadDim, kBF16, kDropout, kDq, kPersistent>;
     constexpr int smem = Kt::smem_bytes(kForm);
     set_smem_limit(kernel, smem);
     check_register_split<Kt, kernel>("backward");  // flash_launch_common.h
@@ -123,24 +123,14 @@ template <int kHeadDim, WsDq kDq>
 constexpr bool kWsPersistent = kDq == WsDq::kAtomic || kDq == WsDq::kOrdered;
 constexpr int kWsPersistentMaxTWithDropout64 = 2048, kWsPersistentMaxTWithoutDropout128 = 4096;
 
-template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq, bool kStoredKeep>
-void launch_ws_keep(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore) {
+template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq>
+void launch_ws(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore) {
   if constexpr (kWsPersistent<kHeadDim, kDq>) {
     const bool persistent = kHeadDim == 64 ? !kDropout || p.T <= kWsPersistentMaxTWithDropout64
                                            : kDropout || p.T <= kWsPersistentMaxTWithoutDropout128;
-    if (persistent) return launch_ws_as<kHeadDim, kBF16, kDropout, kDq, true, kStoredKeep>(p, stream, dq_semaphore);
+    if (persistent) return launch_ws_as<kHeadDim, kBF16, kDropout, kDq, true>(p, stream, dq_semaphore);
   }
-  launch_ws_as<kHeadDim, kBF16, kDropout, kDq, false, kStoredKeep>(p, stream, dq_semaphore);
-}
-
-// With dropout, the kernel that loads the forward's keep bits where it stored them (p.keep_mask,
-// flash_keep_mask.h), else the one that draws them again.
-template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq>
-void launch_ws(const AttentionParams& p, cudaStream_t stream, int* dq_semaphore) {
-  if constexpr (kDropout) {
-    if (p.keep_mask != nullptr) return launch_ws_keep<kHeadDim, kBF16, true, kDq, true>(p, stream, dq_semaphore);
-  }
-  launch_ws_keep<kHeadDim, kBF16, kDropout, kDq, false>(p, stream, dq_semaphore);
+  launch_ws_as<kHeadDim, kBF16, kDropout, kDq, false>(p, stream, dq_semaphore);
 }
 
 template <int kHeadDim>

@@ -31,8 +31,7 @@
 //       dP^T = V_c dO^T       A = V_c rows, B = dO rows
 //       P^T  = exp2(S^T scale log2 e - lse log2 e), masked (partial tiles only)
 //       dV_c += (P^T o Z) dO  A = from the accumulators, B = dO read transposed (Z: the dropout mask
-//                             times 1 / (1 - p), its keep bits loaded from the forward's, p.keep_mask, or
-//                             drawn from Philox while S^T and dP^T run)
+//                             times 1 / (1 - p), its keep bits drawn from Philox while S^T and dP^T run)
 //       dS^T = P^T o (dP^T o Z - D)
 //       dK_c += dS^T Q        A = dS^T from the accumulators, B = Q read transposed
 //       dQ_c  = dS_c K_c      A = dS^T staged in shared memory read transposed, B = K_c transposed
@@ -88,7 +87,6 @@
 #include "ops/cuda/attention/flash_dq_accum.cuh"
 #include "ops/cuda/attention/flash_dq_order.cuh"
 #include "ops/cuda/attention/flash_ds_store.cuh"
-#include "ops/cuda/attention/flash_keep_mask.cuh"
 #include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
 #include "ops/cuda/attention/flash_tile.cuh"
@@ -137,7 +135,6 @@ struct FlashBwdWsTraits {
   static constexpr uint32_t kKvPanelUnits = kBlockN * 128 / 16, kQPanelUnits = kBlockM * 128 / 16;
   static constexpr int kDsBytes = kBlockN * kBlockM * 2;          // dS^T: 128 keys x 64 queries
   static_assert(kBlockM == kDsTileQueries && kBlockN == kDsTileKeys, "kStoredDs: one tile of flash_ds_store.cuh");
-  static_assert(kBlockM == kKeepMaskQueries && kBlockN == kKeepMaskKeys, "one block of flash_keep_mask.h a tile");
   // One dQ tile: 64 x kHeadDim fp32, or as int64 fixed point (the summed form: consumer 0's fp32
   // partial in the low half of each word, until consumer 1 replaces the word with the sum's).
   static constexpr int kDqBytesF32 = kBlockM * kHeadDim * 4, kDqBytesFixed = 2 * kDqBytesF32;
@@ -251,10 +248,7 @@ struct WsItem {
 // the other launch's blockIdx.x) from the zeroed *work_counter until none is left, with two K / V
 // buffers. Items are taken in ascending order, so the ordered dQ's waits still only look back: the
 // lowest unfinished item's CTA is working on it, and every item it waits for is lower.
-// kStoredKeep (with kDropout): the keep bits come from the forward (p.keep_mask, flash_keep_mask.h)
-// and the kernel has no Philox code; without it, it draws them (transposed_tile_keep_bits). Loading
-// them took 14-27% off this kernel with dropout (H200, ncu; bench/attention/NOTES.md, session 35).
-template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq, bool kPersistent, bool kStoredKeep>
+template <int kHeadDim, bool kBF16, bool kDropout, WsDq kDq, bool kPersistent>
 __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     flash_bwd_ws_kernel(const __grid_constant__ FlashBwdTmaMaps maps, const AttentionParams p, int heads_per_group,
                         int* dq_semaphore, int* work_counter) {
@@ -793,18 +787,6 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
     fence_proxy_async_smem();  // this thread's staging is ordered before the next TMA load there
     mbarrier_arrive(&kv_empty[kb]);
   };
-  // kStoredKeep: this warp's keep bits of query tile m of the current item (one load; flash_keep_mask.h),
-  // 0 for a group with no visible key there (all masked: its bits are never used, and the forward may
-  // not have stored them). They come from DRAM, so each tile's are loaded during the tile before (not
-  // measured against a load where they are used).
-  auto load_keep = [&](int m) -> uint32_t {
-    const int key = cur.n0 + key_row0, m0 = m * BM, m1 = min(m0 + BM, T);
-    const bool seen = mask_is_causal_only<false>(p)
-                          ? key < T && (!p.causal || key <= m1 - 1)
-                          : attention_tile_kind<false>(p, cur.b, m0, m1, key, min(key + 16, T)) != kTileEmpty;
-    return seen ? load_keep_mask_word(p, cur.bh, m, cur.n_block, key_row0 / 16, lane) : 0u;
-  };
-  uint32_t keep_ahead = 0;
   if constexpr (!kPersistent) start_item(0);
   int tile_no = 0;  // tiles with products so far: the dQ buffers' and the stored dS^T's count
   for (int it = 0, use = 0;;) {  // over the items (without kPersistent: one)
@@ -819,7 +801,6 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       start_item(use++);
     }
     int m = first_tile(cur);
-    if (kStoredKeep && tile_left(cur, m)) keep_ahead = load_keep(m);
     if (!tile_left(cur, m)) {
       mbarrier_arrive(&q_empty[s]);  // an item without a tile (one stage without loads): dK = dV = 0
       ++it;
@@ -842,17 +823,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
       wgmma_commit();
       // Dropout keep bits of this warp's 16 keys x 64 queries (bit 4 nb + e: element [nb][e]), drawn
       // while the products run.
-      // kStoredKeep: the forward's, loaded a tile ahead; the next tile's load starts here.
       uint32_t keep = 0;
-      if constexpr (kDropout) {
-        if constexpr (kStoredKeep) {
-          keep = keep_ahead;
-          const int m_next = next_tile(cur, m);
-          if (tile_left(cur, m_next)) keep_ahead = load_keep(m_next);
-        } else {
-          keep = transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0, lane);
-        }
-      }
+      if constexpr (kDropout) keep = transposed_tile_keep_bits<BM>(drop, bh, m0, n0 + key_row0, lane);
       // dV is issued as soon as P^T is ready and dS^T computed while it runs, except at D = 128 with
       // dropout, which has no registers for that (dK and dV are 64 each, the keep bits more; ptxas
       // spilled 148 bytes): it waits for both products, forms dS^T and then P^T o Z (each freeing its

@@ -1,8 +1,7 @@
 // Flash attention forward on Hopper warpgroup MMAs (wgmma, sm_90a), D = 64 and 128.
 //
 // The same algorithm as flash_fwd_kernel.cuh (online softmax, causal / block-sparse tiles skipped,
-// dropout keep bits drawn in registers, only O and lse written, and with p.keep_mask the keep bits
-// too, for the warp-specialised backward: flash_keep_mask.h); what changes is who reads shared
+// dropout keep bits drawn in registers, only O and lse written); what changes is who reads shared
 // memory. With mma.sync every warp loads its own copy of each K and V fragment from shared memory
 // (the forward's K/V tile is read 4 times per CTA); here each warpgroup's wgmmas read Q, K and V
 // straight from 128-byte-swizzled shared memory (flash_wgmma.cuh), and they run asynchronously:
@@ -24,7 +23,6 @@
 #include <cmath>
 
 #include "ops/attention_params.h"
-#include "ops/cuda/attention/flash_keep_mask.cuh"
 #include "ops/cuda/attention/flash_launch_common.h"
 #include "ops/cuda/attention/flash_mma.cuh"
 #include "ops/cuda/attention/flash_ptx.cuh"
@@ -257,8 +255,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocksPerSm)
           acc_s[nb][2 * half] = dropout_keep_lo(word, bound) ? acc_s[nb][2 * half] : 0.f;
           acc_s[nb][2 * half + 1] = dropout_keep_hi(word, bound) ? acc_s[nb][2 * half + 1] : 0.f;
         }
-      // The same bits for the backward, where it reads them (flash_keep_mask.h).
-      if (!kDocMask && p.keep_mask != nullptr) store_keep_mask_slab(p, bh, m0 + warp_row0, n0, drop_words, bound, lane);
     }
 
     // O += P V (left running unless kWaitPv).
