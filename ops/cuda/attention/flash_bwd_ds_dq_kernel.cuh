@@ -45,8 +45,9 @@ struct FlashDsDqTraits {
   // Heads in flight at once (grouped_block_order): T x heads = this many tokens, whose K (8 MiB at
   // D = 128) stays in L2 while the longest rows of every head of the group go first.
   static constexpr int kGroupTokens = 32768;
-  // CTAs of a call: pairs of query tiles x batch * head.
-  static constexpr int64_t grid(int T, int64_t bh) { return (ds_query_tiles(T) + kTiles - 1) / kTiles * bh; }
+  // Groups of kTiles query tiles (the last one may be short) of one (batch, head); a CTA each.
+  static constexpr int pairs(int T) { return (ds_query_tiles(T) + kTiles - 1) / kTiles; }
+  static constexpr int64_t grid(int T, int64_t bh) { return pairs(T) * bh; }
 };
 
 template <int kHeadDim, bool kBF16>
@@ -69,7 +70,7 @@ __global__ void __launch_bounds__(FlashDsDqTraits<kHeadDim>::kNThreads)
   // groups, ncu, us, grouped / not: D = 128 T = 1024 128.2 / 148.0, T = 4096 331.5 / 359.5, T = 16384
   // 1131.0 / 1128.5; D = 64 T = 4096 435.2 / 526.9.
   const int T = p.T, BH = p.B * p.H, m_blocks = ds_query_tiles(T), n_blocks = ds_key_blocks(T);
-  const int pairs = (m_blocks + kTiles - 1) / kTiles;
+  const int pairs = Kt::pairs(T);
   const BlockOrder order = grouped_block_order(static_cast<int>(blockIdx.x), pairs, BH, heads_per_group);
   const int m_first = (pairs - 1 - order.rank) * kTiles;
   const int bh = order.bh, b = bh / p.H, h = bh % p.H;
