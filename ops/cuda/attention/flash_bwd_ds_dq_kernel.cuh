@@ -76,8 +76,7 @@ __global__ void __launch_bounds__(FlashDsDqTraits<kHeadDim>::kNThreads)
   const int bh = order.bh, b = bh / p.H, h = bh % p.H;
   const int hk = attention_kv_head(p, h);
   const int tid = threadIdx.x;
-  // Warp-uniform (lane 0's), so that what derives from them can live in uniform registers.
-  const int warp = __shfl_sync(~0u, tid / 32, 0), lane = tid % 32, wg = warp / 4;
+  const int warp = warp_index_uniform(), lane = tid % 32, wg = warp / 4;
   const int m = m_first + wg, m0 = m * BM;  // this warpgroup's tile (m >= m_blocks: none)
   const uint8_t* ds_base = reinterpret_cast<const uint8_t*>(p.dq_accum);
   auto sees = [&](int mt, int n) {  // whether query tile mt has a (non-empty, so stored) tile at key block n

@@ -316,10 +316,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   int* sDqTile = sTile + kStages;
   int* sSend = sDqTile + 4 * Kt::kDqTileSlots;  // kOrdered [kOrderedStaging][4]: adds before, bh, query tile, stores (block 0)
 
-  // The warp (and so warpgroup) index: through a shuffle from lane 0, as CUTLASS's
-  // canonical_warp_idx_sync, the compiler knows it is the same across the warp and can keep what
-  // derives from it (the consumers' wgmma descriptors) in uniform registers -- which changes how ptxas
-  // allocates the rest, for better or worse by form. H200, ncu, ws kernel us, shuffle / threadIdx.x / 32
+  // The warp (and so warpgroup) index: warp_index_uniform lets the consumers' wgmma descriptors live
+  // in uniform registers -- which changes how ptxas allocates the rest, for better or worse by form. H200, ncu, ws kernel us, shuffle / threadIdx.x / 32
   // (sessions 33-34, bench/attention/NOTES.md): ordered dQ D = 64 T = 1024 p = 0.1 701.6 / 776.4 (and
   // 708.3 / 786.1), p = 0 541.0 / 559.7, T = 4096 p = 0.1 level, D = 128 T = 16384 p = 0 5149.2 /
   // 5209.2; stored dS D = 128 T = 4096 p = 0.1 1476.0 / 1504.9, p = 0 level; but the atomic dQ D = 128
@@ -328,7 +326,7 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   // p = 0.1 T = 1024 732.6 / 714.6, T = 16384 9361.6 / 9296.0 (T = 4096 2489.6 / 2520.6). So the atomic
   // form keeps threadIdx.x / 32.
   const int tid = threadIdx.x, lane = tid % 32;
-  const int warp = kDq == WsDq::kAtomic ? tid / 32 : __shfl_sync(0xffffffffu, tid / 32, 0), wg = warp / 4;
+  const int warp = kDq == WsDq::kAtomic ? tid / 32 : warp_index_uniform(), wg = warp / 4;
   const int T = p.T;
   // BN keys per work item, BM-row query tiles; the load helpers of KeyBlock are not used (TMA loads).
   using Block = KeyBlock<BM, BN, D, D, 128, false>;

@@ -151,10 +151,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, 1)
   uint64_t* v_empty = k_empty + kStages;    // [kStages]
   int* block_slot = reinterpret_cast<int*>(smem + Kt::kOffBlockSlots);  // [kQBuffers] (kPersistent only)
 
-  // The warp (and so warpgroup) index through a shuffle from lane 0, as CUTLASS's
-  // canonical_warp_idx_sync: the compiler then knows it is the same across the warp and can keep what
-  // derives from it (the consumers' wgmma descriptors) in uniform registers.
-  const int tid = threadIdx.x, lane = tid % 32, warp = __shfl_sync(0xffffffffu, tid / 32, 0), wg = warp / 4;
+  // The warp (and so warpgroup) index warp-uniform: the consumers' wgmma descriptors derive from it.
+  const int tid = threadIdx.x, lane = tid % 32, warp = warp_index_uniform(), wg = warp / 4;
   const int T = p.T;
   // The query blocks this CTA works on, positions `linear` of grouped_block_order: its own (one CTA
   // per block), or with kPersistent blockIdx.x first and then gridDim.x + the next value of

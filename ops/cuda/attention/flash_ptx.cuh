@@ -15,6 +15,13 @@
 
 namespace ft::cuda::flash {
 
+// threadIdx.x / 32 through a shuffle from lane 0 (CUTLASS's canonical_warp_idx_sync): the compiler
+// then knows it is the same across the warp and can keep what derives from it (wgmma descriptors,
+// tile indices) in uniform registers. Call it from every lane of the warp.
+__device__ __forceinline__ int warp_index_uniform() {
+  return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 32, 0);
+}
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
