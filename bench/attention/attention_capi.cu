@@ -51,6 +51,10 @@ int* dq_semaphore_for(const AttentionParams& p) {
   return g_dq_semaphore;
 }
 
+// The mode of a call that does not ask for determinism: the counters are there for where the
+// library takes a deterministic form anyway (flash_backward_deterministic; the ordered dQ needs them).
+ft::cuda::FlashBackwardMode undeterministic(const AttentionParams& p) { return {false, dq_semaphore_for(p)}; }
+
 // Variants for timing experiments (bf16 only, so the library builds fast). Each is a pair
 // (forward, backward); group = launch-order tokens per head group (flash_launch.cuh).
 template <class Fwd, bool kDropout>
@@ -99,9 +103,10 @@ void bwd_wgmma_bf16(const AttentionParams& p, cudaStream_t s, int group) {
 #endif
 }
 
-// 0: shipped. 1: the launch order of the kernels before the head-group order (one head at a
-// time). 2, 3: diagnostics (wrong dQ): no dQ atomics / no dQ phase. 4: the shipped deterministic
-// backward (any dtype / head dim). 5, 6: the two deterministic designs at every dropout: 5 the
+// 0: shipped (a call that does not ask for determinism; 67: the same with the atomic dQ forced).
+// 1: the launch order of the kernels before the head-group order (one head at a time). 2, 3:
+// diagnostics (wrong dQ): no dQ atomics / no dQ phase. 4: the shipped deterministic backward (any
+// dtype / head dim). 5, 6: the two deterministic designs at every dropout: 5 the
 // counter-ordered dQ, 6 the split backward (dK/dV kernel without its dQ phase, then
 // flash_bwd_dq_kernel). Forward variants, each with the 4-warp backward at every T: 7, 9, 13-15 wgmma
 // forwards (flash_fwd_wgmma_kernel.cuh): 7 one warpgroup, kBlockN 64, 3 stages, 3 CTAs/SM; 9 two
@@ -207,7 +212,7 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
   if (variant == 44 || variant == 45) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);
     const KernelNever<ft::cuda::set_flash_bwd_ws_min_t> no_ws(true);
-    if (variant == 44) return ft::cuda::flash_attention_backward(p, s);
+    if (variant == 44) return ft::cuda::flash_attention_backward(p, s, undeterministic(p));
     return ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
   }
   // 46: the warp-specialised Hopper forward (flash_fwd_ws_kernel.cuh) at every T; calls it does not
@@ -221,7 +226,7 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
   // 65: that form not persistent, launched rank-major over every head (FlashFwdWsForm::rank_major).
   // 66: persistent with the ping-pong and without the overlap (D = 128).
   if ((variant >= 46 && variant <= 53) || (variant >= 57 && variant <= 58) || (variant >= 64 && variant <= 66)) {
-    if (!forward) return ft::cuda::flash_attention_backward(p, s);
+    if (!forward) return ft::cuda::flash_attention_backward(p, s, undeterministic(p));
     const KernelAtEveryT<ft::cuda::set_flash_fwd_ws_min_t> ws(true);
     if (!ft::cuda::flash::flash_fwd_ws_applies(p)) return ft::cuda::flash_attention_forward(p, s);
     if (variant == 64) return ft::cuda::flash::run_flash_fwd_ws(p, s, ft::cuda::flash::flash_fwd_ws_form(p.D, true));
@@ -238,20 +243,27 @@ void run_flash_variant(bool forward, int variant, const AttentionParams& p, cuda
   if (variant == 42 || variant == 43) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);
     const KernelAtEveryT<ft::cuda::set_flash_bwd_ws_min_t> ws(true);
-    if (variant == 42) return ft::cuda::flash_attention_backward(p, s);
+    if (variant == 42) return ft::cuda::flash_attention_backward(p, s, undeterministic(p));
     const ft::cuda::ScopedFlashDeterministicDq form(ft::cuda::FlashDeterministicDq::kFixedPoint);
     return ft::cuda::flash_attention_backward(p, s, {true, dq_semaphore_for(p)});
   }
   if (p.D == 128 && variant >= 32 && variant <= 36) {
     if (forward) return run_d128_forward_variant(variant, p, s);
-    return ft::cuda::flash_attention_backward(p, s);
+    return ft::cuda::flash_attention_backward(p, s, undeterministic(p));
   }
   if (p.D == 128 && variant >= 37 && variant <= 41) {
     if (forward) return ft::cuda::flash_attention_forward(p, s);
     return run_d128_backward_variant(variant, p, s);
   }
+  // 67: the atomic dQ wherever the dispatch would take a deterministic form for a call that did not
+  // ask (flash_backward_deterministic leaves such calls atomic while a form is forced).
+  if (variant == 67) {
+    if (forward) return ft::cuda::flash_attention_forward(p, s);
+    const ft::cuda::ScopedFlashDeterministicDq form(ft::cuda::FlashDeterministicDq::kOrdered);
+    return ft::cuda::flash_attention_backward(p, s, undeterministic(p));
+  }
   if (p.D != 64 || variant == 0) {
-    forward ? ft::cuda::flash_attention_forward(p, s) : ft::cuda::flash_attention_backward(p, s);
+    forward ? ft::cuda::flash_attention_forward(p, s) : ft::cuda::flash_attention_backward(p, s, undeterministic(p));
     return;
   }
   if (p.dtype != AttentionDType::kBF16) throw Error("variants are built for bf16 only");
@@ -438,9 +450,11 @@ long long ft_attn_dq_workspace_floats(int B, int T, int H, int D, int causal, fl
     const BthdStrides c = contiguous_bthd_strides(T, H, D);
     p.do_batch_stride = c.batch, p.do_row_stride = c.row, p.do_head_stride = c.head;
     using ft::cuda::FlashDeterministicDq;
-    const ft::cuda::ScopedFlashDeterministicDq form(variant == 63 ? FlashDeterministicDq::kStoredDs
-                                                                  : ft::cuda::flash_deterministic_dq());
-    const bool stored = (variant == 4 || variant == 63) && ft::cuda::flash_stored_ds_dq(p);
+    const ft::cuda::ScopedFlashDeterministicDq form(variant == 63   ? FlashDeterministicDq::kStoredDs
+                                                    : variant == 67 ? FlashDeterministicDq::kOrdered
+                                                                    : ft::cuda::flash_deterministic_dq());
+    const bool asked = variant == 4 || (variant >= 29 && variant <= 31) || variant == 63;
+    const bool stored = ft::cuda::flash_backward_needs(p, asked).stored_ds;
     return stored ? ft::cuda::flash_attention_backward_workspace(p).ds_floats
                   : ft_attn_dq_accum_floats(B, T, H, D);
   } catch (const std::exception& e) {

@@ -110,12 +110,14 @@ class DeviceAttention {
   AttentionParams& params() { return p_; }
 
   // deterministic: the fixed-order dQ backward (its counters poisoned first: the launch zeroes them).
+  // The counters go with every call: one that does not ask may take the ordered dQ anyway
+  // (flash_backward_deterministic).
   Outputs run_flash(bool deterministic = false) {
     poison();
     CUDA_CHECK(cudaMemset(dq_semaphore_.ptr, 0x5A, dq_semaphore_.n * sizeof(int)));
     cuda::flash_attention_forward(p_, nullptr);
     CUDA_CHECK_LAUNCH();
-    cuda::flash_attention_backward(p_, nullptr, {deterministic, deterministic ? dq_semaphore_.ptr : nullptr});
+    cuda::flash_attention_backward(p_, nullptr, {deterministic, dq_semaphore_.ptr});
     CUDA_CHECK(cudaDeviceSynchronize());
     return download();
   }
@@ -170,6 +172,13 @@ class DeviceAttention {
   DeviceBuffer<uint16_t> qkv_, dqkv_, o_, dout_;
   DeviceBuffer<float> lse_, dsum_, dq_accum_;
   DeviceBuffer<int> dq_semaphore_;
+};
+
+// For a scope, calls that do not ask for determinism take the atomic dQ everywhere: with a form forced
+// (here the ordered dQ, which only deterministic calls then take) flash_backward_deterministic keeps
+// them atomic, so the tests of the atomic kernels still reach the shapes where kAuto would not.
+struct AtomicDqForced {
+  cuda::ScopedFlashDeterministicDq form{cuda::FlashDeterministicDq::kOrdered};
 };
 
 void expect_within_twice_naive(const Outputs& flash, const Outputs& naive, const Reference& ref,
@@ -332,6 +341,7 @@ using FlashCudaWsBackward = FlashCudaThresholdMoved<ft::cuda::set_flash_bwd_ws_m
 
 TEST_P(FlashCudaWsBackward, WithinTwiceNaiveError) {
   SKIP_WITHOUT_CUDA();
+  const AtomicDqForced atomic;
   expect_case_within_twice_naive(GetParam(), false, " warp-specialised backward");
 }
 
@@ -568,6 +578,7 @@ TEST(FlashCuda, DkDvBitReproducibleDqSpreadSmall) {
   SKIP_WITHOUT_CUDA();
   const AttentionCase c{2, 4, 1000, 64, true, 0.1f};
   DeviceAttention dev(config_of(c), make_inputs(c, 8));
+  const AtomicDqForced atomic;  // kAuto would take the ordered dQ here on Hopper
   const Outputs a = dev.run_flash(), b = dev.run_flash();
   EXPECT_EQ(0, std::memcmp(a.dk.data(), b.dk.data(), a.dk.size() * 4));
   EXPECT_EQ(0, std::memcmp(a.dv.data(), b.dv.data(), a.dv.size() * 4));
@@ -808,6 +819,48 @@ TEST(FlashCuda, WsBackwardTakesItsCalls) {
   EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(d256, atomic)) << "D = 256 is not built";
   cuda::set_flash_bwd_ws_min_t(-1);
   EXPECT_FALSE(cuda::flash::flash_bwd_ws_applies(p, atomic)) << "the default restored";
+}
+
+// Which calls that do not ask for determinism take a deterministic form anyway, where kAuto's measured
+// faster than the atomic dQ (flash_backward_deterministic): on Hopper with the warp-specialised
+// backward, D = 128 (the stored dS where it fits, at any p; beyond it the ordered dQ with dropout
+// only) and D = 64 with dropout up to T = 2048; none with a form forced, none elsewhere.
+TEST(FlashCuda, UndeterministicCallsTakeTheFasterForm) {
+  SKIP_WITHOUT_CUDA();
+  if (std::getenv("FLASHTRAIN_FLASH_BWD_WS_MIN_T") != nullptr) GTEST_SKIP() << "FLASHTRAIN_FLASH_BWD_WS_MIN_T is set";
+  if (std::getenv("FLASHTRAIN_DETERMINISTIC_DQ") != nullptr) GTEST_SKIP() << "FLASHTRAIN_DETERMINISTIC_DQ is set";
+  const bool hopper = cuda::flash_sm90a_device();
+  const AttentionCase c{2, 3, 1024, 64, true, 0.1f};
+  DeviceAttention dev(config_of(c, 1, 1), make_inputs(c, 7));
+  const AttentionParams d64 = dev.params();  // T = 1024: the ws backward's default range
+  ASSERT_EQ(cuda::flash::flash_bwd_ws_runs_here(d64), hopper);
+  AttentionParams d64_p0 = d64, d64_long = d64, d128 = d64, d128_p0 = d64;
+  d64_p0.dropout.threshold = 0;
+  d64_long.T = 4096;
+  d128.D = d128_p0.D = 128;  // the strides of D = 64 still satisfy TMA's rules
+  d128_p0.dropout.threshold = 0;
+  AttentionParams d128_big = d128, d128_big_p0 = d128_p0;
+  d128_big.B = d128_big_p0.B = 2000;  // past the stored dS's 1 GiB
+  EXPECT_EQ(cuda::flash_backward_deterministic(d64, false), hopper) << "D = 64, T = 1024, dropout";
+  EXPECT_FALSE(cuda::flash_backward_deterministic(d64_p0, false)) << "D = 64 without dropout";
+  EXPECT_FALSE(cuda::flash_backward_deterministic(d64_long, false)) << "D = 64, T = 4096";
+  EXPECT_EQ(cuda::flash_backward_deterministic(d128, false), hopper) << "D = 128, dropout";
+  EXPECT_EQ(cuda::flash_backward_deterministic(d128_p0, false), hopper) << "D = 128 without dropout";
+  EXPECT_EQ(cuda::flash_backward_deterministic(d128_big, false), hopper) << "D = 128 past the cap, dropout";
+  EXPECT_FALSE(cuda::flash_backward_deterministic(d128_big_p0, false)) << "D = 128 past the cap, no dropout";
+  for (const AttentionParams& q : {d64, d64_p0, d128_big_p0})
+    EXPECT_TRUE(cuda::flash_backward_deterministic(q, true)) << "asked: always";
+  // The workspaces follow the form: the stored dS's at D = 128, the ordered dQ's counters at D = 64.
+  EXPECT_EQ(cuda::flash_backward_needs(d128, false).stored_ds, hopper);
+  EXPECT_EQ(cuda::flash_backward_needs(d64, false).dq_semaphore, hopper);
+  {
+    const AtomicDqForced forced;
+    EXPECT_FALSE(cuda::flash_backward_deterministic(d128, false)) << "a form forced";
+    EXPECT_FALSE(cuda::flash_backward_deterministic(d64, false)) << "a form forced";
+  }
+  AttentionParams small = d128;
+  small.T = 100;  // below the ws backward's threshold
+  EXPECT_FALSE(cuda::flash_backward_deterministic(small, false)) << "where the ws backward does not run";
 }
 
 // Which calls the warp-specialised forward takes once its threshold allows: D = 64 and 128 without

@@ -180,6 +180,22 @@ bool flash_ws_ordered_dq(const AttentionParams& p) {
   return !flash_stored_ds_dq(p) && !flash_fixed_point_dq(p) && ws_ordered_dq_runs(p);
 }
 
+bool flash_backward_deterministic(const AttentionParams& p, bool asked) {
+  if (asked) return true;
+  // A form forced for measurement (FLASHTRAIN_DETERMINISTIC_DQ) leaves calls that did not ask atomic.
+  if (flash_deterministic_dq() != FlashDeterministicDq::kAuto || !flash::flash_bwd_ws_runs_here(p)) return false;
+  const bool dropout = p.dropout.threshold != 0;
+  // H200, session 36 call 1 (bench/results/attention-h200.md at 868c316), B T = 32768, causal, bwd ms,
+  // atomic / kAuto's deterministic form: D = 128 p = 0 T = 1024 0.474 / 0.446, 2048 0.723 / 0.709,
+  // 4096 1.238 / 1.248 (fwd+bwd 1.691 / 1.663), 16384 4.286 / 4.557 (the ordered dQ: over the stored
+  // dS's cap); p = 0.1 0.560 / 0.509, 0.917 / 0.822, 1.565 / 1.499, 5.400 / 5.113. D = 64 (the
+  // ordered dQ) p = 0.1 0.666 / 0.630, 1.092 / 1.037, 2.014 / 2.104, 7.111 / 7.594; p = 0 level at
+  // T = 1024 (0.516 / 0.509), atomic ahead beyond. Session 34's table (404a8f9) agrees on each sign.
+  if (p.D == 128) return flash_stored_ds_dq(p) || (dropout && ws_ordered_dq_runs(p));
+  if (p.D == 64) return dropout && p.T <= 2048 && flash_ws_ordered_dq(p);
+  return false;
+}
+
 // FLASHTRAIN_FLASH_BWD_WS_MIN_T (read once) moves the default, so that a training run can take the
 // kernel before the default does (bench/attention/dev/ws_call.sh); set_flash_bwd_ws_min_t wins over it.
 int flash_bwd_ws_min_t() {
@@ -248,12 +264,13 @@ void flash_attention_forward(const AttentionParams& p, Stream stream) {
   }
 }
 
-void flash_attention_backward(const AttentionParams& p, Stream stream, const FlashBackwardMode& mode) {
-  const FlashBackwardNeeds needs = flash_backward_needs(p, mode.deterministic);
-  if ((needs.dq_semaphore && mode.dq_semaphore == nullptr) || (needs.dq_accum && p.dq_accum == nullptr))
+void flash_attention_backward(const AttentionParams& p, Stream stream, const FlashBackwardMode& asked) {
+  const FlashBackwardNeeds needs = flash_backward_needs(p, asked.deterministic);
+  if ((needs.dq_semaphore && asked.dq_semaphore == nullptr) || (needs.dq_accum && p.dq_accum == nullptr))
     throw Error(str("[flash_attention_backward] missing workspace: dq_accum ", p.dq_accum != nullptr, " (needed ",
-                    needs.dq_accum, "), dq_semaphore ", mode.dq_semaphore != nullptr, " (needed ",
+                    needs.dq_accum, "), dq_semaphore ", asked.dq_semaphore != nullptr, " (needed ",
                     needs.dq_semaphore, ")"));
+  const FlashBackwardMode mode{flash_backward_deterministic(p, asked.deterministic), asked.dq_semaphore};
   switch (p.D) {
     case 64: return flash::run_flash_bwd<64>(p, stream, mode);
     case 128: return flash::run_flash_bwd<128>(p, stream, mode);

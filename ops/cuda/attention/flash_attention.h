@@ -7,7 +7,8 @@
 // the warp-specialised one's); mode.dq_semaphore for the ordered one with dropout, and for the
 // warp-specialised one's. dk and dv are always deterministic. dQ is a
 // sum over key blocks: by default added with fp32 atomics in whatever order the CTAs get there
-// (reproducible only to rounding). mode.deterministic makes dq bit-identical run to run, in one of
+// (reproducible only to rounding), except where a deterministic form is the faster one
+// (flash_backward_deterministic). mode.deterministic makes dq bit-identical run to run, in one of
 // three ways (flash_stored_ds_dq and flash_fixed_point_dq say which a call takes):
 //   stored dS (sm_90a, D = 64 and 128, where the warp-specialised backward runs): the backward
 //     writes dS into the dq_accum workspace instead of adding dQ, and a second kernel sums each dQ
@@ -81,6 +82,12 @@ bool flash_fixed_point_dq(const AttentionParams& p);
 // Whether a deterministic backward of p takes the warp-specialised backward's ordered dQ: neither of
 // the two above, and the warp-specialised backward runs the call and has the form at p.D.
 bool flash_ws_ordered_dq(const AttentionParams& p);
+// Whether a backward of p runs a deterministic form: always when asked; and, under kAuto, also a call
+// that did not ask where kAuto's deterministic form measured faster than the atomic dQ (D = 128: the
+// stored dS where it fits, at any p, and the ordered dQ beyond it with dropout; D = 64: the ordered dQ
+// with dropout up to T = 2048; flash_attention.cu). Such a call's dq is then bit-identical too, and
+// it needs that form's workspace (flash_backward_needs asks this first).
+bool flash_backward_deterministic(const AttentionParams& p, bool asked);
 
 void flash_attention_forward(const AttentionParams& p, Stream stream);
 void flash_attention_backward(const AttentionParams& p, Stream stream, const FlashBackwardMode& mode = {});
@@ -152,11 +159,13 @@ struct FlashBackwardWorkspace {
   int64_t dq_semaphore_ints;  // (B, H, ceil(T / 32), 4)
   int64_t ds_floats;          // the stored dS in dq_accum's place (flash_ds_store.cuh)
 };
-// Which of the workspaces a backward call with this mode uses (stored_ds: dq_accum holds ds_floats).
+// Which of the workspaces a backward call asked for in this mode uses (stored_ds: dq_accum holds
+// ds_floats).
 struct FlashBackwardNeeds {
   bool dq_accum, dq_semaphore, stored_ds = false;
 };
-inline FlashBackwardNeeds flash_backward_needs(const AttentionParams& p, bool deterministic) {
+inline FlashBackwardNeeds flash_backward_needs(const AttentionParams& p, bool asked_deterministic) {
+  const bool deterministic = flash_backward_deterministic(p, asked_deterministic);
   const bool dropout = p.dropout.threshold != 0;
   if (deterministic && flash_stored_ds_dq(p)) return {true, false, true};
   if (deterministic && flash_fixed_point_dq(p)) return {true, false};
