@@ -82,7 +82,7 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_t
       // The training step: one pass over the logits makes the loss and dlogits (in place).
       const autograd::LinearCrossEntropyMeanOut head =
           autograd::linear_cross_entropy_mean(x, wte.weight, targets, valid_targets, grad_scale_hint);
-      out.logits = head.logits;  // (B, T, V), dlogits when gradients are recorded
+      out.logits = head.logits;  // (B, T, V), dlogits when gradients are recorded (undefined in chunks)
       out.loss = head.loss;      // scalar
       return out;
     }

@@ -29,7 +29,8 @@ struct GPTOutput {
   // (autograd::linear_cross_entropy) whose backward reuses this buffer for dlogits: read the
   // logits before calling backward on the loss. With a grad_scale_hint while gradients are
   // recorded (the training step), the forward itself already turned them into dlogits
-  // (autograd::linear_cross_entropy_mean): not readable as logits at all.
+  // (autograd::linear_cross_entropy_mean): not readable as logits at all, and undefined where
+  // that head runs in chunks of rows (GPT-2-small's training step).
   Tensor logits;
   Tensor loss;  // scalar mean cross-entropy over the targets; undefined without targets
 };

@@ -83,14 +83,22 @@ Tensor scale(const Tensor& x0, double alpha) {
   return out;
 }
 
+namespace {
+// The checks of the in-place adds (add_, add_scaled_); true when src is widened (f32 += bf16 / f16).
+bool check_add_into(const char* op, const Tensor& dst, const Tensor& src) {
+  const bool widen = dst.dtype() == DType::F32 && is_half(src.dtype());
+  if (widen) FT_CHECK_ARG(dst.device() == src.device(), "[", op, "] devices differ: ", dst.device(), ", ", src.device());
+  else check_same_place(op, dst, src);
+  FT_CHECK_ARG(dst.shape() == src.shape(), "[", op, "] shapes differ: destination ", dst.shape(), ", source ",
+               src.shape());
+  FT_CHECK_ARG(dst.is_contiguous(), "[", op, "] destination must be contiguous, has strides ", dst.strides());
+  FT_CHECK_ARG(is_floating(dst.dtype()), "[", op, "] needs a floating dtype, got ", dst.dtype());
+  return widen;
+}
+}  // namespace
+
 void add_(const Tensor& dst, const Tensor& src0, double alpha) {
-  const bool widen = dst.dtype() == DType::F32 && is_half(src0.dtype());  // f32 += a bf16 / f16 source
-  if (widen) FT_CHECK_ARG(dst.device() == src0.device(), "[add_] devices differ: ", dst.device(), ", ", src0.device());
-  else check_same_place("add_", dst, src0);
-  FT_CHECK_ARG(dst.shape() == src0.shape(), "[add_] shapes differ: destination ", dst.shape(), ", source ",
-               src0.shape());
-  FT_CHECK_ARG(dst.is_contiguous(), "[add_] destination must be contiguous, has strides ", dst.strides());
-  FT_CHECK_ARG(is_floating(dst.dtype()), "[add_] needs a floating dtype, got ", dst.dtype());
+  const bool widen = check_add_into("add_", dst, src0);  // f32 += a bf16 / f16 source
   const Tensor src = src0.contiguous();
   if (dst.numel() == 0) return;
   dispatch(
@@ -115,6 +123,36 @@ void add_(const Tensor& dst, const Tensor& src0, double alpha) {
         p.n = dst.numel();
         p.alpha = static_cast<float>(alpha);
         p.beta = 1.f;
+        p.dtype = dst.dtype();
+        p.widen_x = widen;
+        p.x_dtype = src.dtype();
+        cuda::axpby(p, s);
+      });
+}
+
+void add_scaled_(const Tensor& dst, const Tensor& src0, const Tensor& scale, bool accumulate) {
+  const bool widen = check_add_into("add_scaled_", dst, src0);
+  FT_CHECK_ARG(scale.defined() && scale.numel() == 1 && scale.device() == dst.device() &&
+                   (scale.dtype() == DType::F32 || (scale.dtype() == DType::F64 && !scale.is_cuda())),
+               "[add_scaled_] the scale must be one f32 element (f64 also on the CPU) on ", dst.device(), ", got ",
+               scale.defined() ? str(scale.shape(), " ", scale.dtype(), " on ", scale.device()) : std::string("undefined"));
+  const Tensor src = src0.contiguous();
+  if (dst.numel() == 0) return;
+  dispatch(
+      dst.device(),
+      [&] {
+        const double a = scale.to_doubles()[0];
+        if (!accumulate) Tensor(dst).zero_();
+        add_(dst, src, a);
+      },
+      [&](Stream s) {
+        cuda::AxpbyParams p;
+        p.x = src.data_ptr();
+        p.out = dst.data_ptr();
+        p.n = dst.numel();
+        p.alpha = 1.f;
+        p.alpha_device = scale.data<float>();
+        p.beta = accumulate ? 1.f : 0.f;
         p.dtype = dst.dtype();
         p.widen_x = widen;
         p.x_dtype = src.dtype();

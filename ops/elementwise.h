@@ -19,6 +19,10 @@ Tensor scale(const Tensor& x, double alpha);
 // an f32 dst and a bf16 / f16 src, widened as it is added (a half-width gradient sum received
 // into fp32 gradients: ZeRO-1 over the copy engines).
 void add_(const Tensor& dst, const Tensor& src, double alpha = 1.0);
+// dst = src * scale, or dst += src * scale (accumulate), in place, where scale is a one-element f32
+// tensor (f32 or f64 on the CPU) on dst's device, read where it lives -- on CUDA by the kernel, so
+// no host read and a captured CUDA graph reads its value at each replay. dst, src as add_'s.
+void add_scaled_(const Tensor& dst, const Tensor& src, const Tensor& scale, bool accumulate = true);
 // x converted to `dtype` (rounding to nearest even into bf16/f16; truncation into integers).
 // Returns x itself when it already has that dtype.
 Tensor cast(const Tensor& x, DType dtype);

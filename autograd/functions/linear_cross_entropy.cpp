@@ -33,7 +33,7 @@ struct LinearCrossEntropyBackward : Node {
 
 }  // namespace
 
-HeadProduct head_product(const char* op, const Tensor& x, const Tensor& w) {
+HeadWeights head_weights(const char* op, const Tensor& x, const Tensor& w, int64_t* padded_vocab) {
   FT_CHECK_ARG(x.defined() && w.defined() && x.dim() >= 1 && w.dim() == 2 && x.size(-1) == w.size(1), "[", op,
                "] x (..., C) and w (V, C) must agree on C, got x ",
                x.defined() ? str(x.shape()) : std::string("undefined"), " and w ",
@@ -45,45 +45,65 @@ HeadProduct head_product(const char* op, const Tensor& x, const Tensor& w) {
   const int64_t V = w.size(0);
   // On CUDA, logits rows padded to 16 bytes: see MatmulOptions::align_rows for why.
   const int64_t Vp = x.is_cuda() ? ops::aligned_cols(V, x.dtype()) : V;
-  HeadProduct h;
-  ops::MatmulOptions o;
-  o.trans_b = true;
+  *padded_vocab = Vp;
+  HeadWeights h;
   if (Vp == V) {
-    h.w.head = w;
-    h.full = ops::matmul(x, w, o);  // (..., V)
-    h.logits = h.full;
+    h.head = w;
     return h;
   }
   const int64_t Vm = V / 64 * 64;
-  h.w.head = w.slice(0, 0, Vm);
-  h.w.tail = ops::pad_rows(w.slice(0, Vm, V), Vp - Vm);  // (Vp - Vm, C): a few rows
+  h.head = w.slice(0, 0, Vm);
+  h.tail = ops::pad_rows(w.slice(0, Vm, V), Vp - Vm);  // (Vp - Vm, C): a few rows
+  return h;
+}
+
+HeadProduct head_logits(const Tensor& x, const HeadWeights& w, int64_t vocab, int64_t padded_vocab) {
+  HeadProduct h;
+  h.w = w;
+  ops::MatmulOptions o;
+  o.trans_b = true;
+  if (!w.tail.defined()) {
+    h.full = ops::matmul(x, w.head, o);  // (..., V)
+    h.logits = h.full;
+    return h;
+  }
+  const int64_t Vm = w.head.size(0), Vp = padded_vocab;
   Shape shape = x.shape();
   shape.back() = Vp;
   h.full = Tensor::empty(shape, x.dtype(), x.device());  // (..., Vp)
-  if (Vm > 0) ops::matmul_out(x, h.w.head, h.full.slice(-1, 0, Vm), o);
-  ops::matmul_out(x, h.w.tail, h.full.slice(-1, Vm, Vp), o);  // the padded columns: x . 0 = 0
-  h.logits = h.full.slice(-1, 0, V);                            // (..., V)
+  if (Vm > 0) ops::matmul_out(x, w.head, h.full.slice(-1, 0, Vm), o);
+  ops::matmul_out(x, w.tail, h.full.slice(-1, Vm, Vp), o);  // the padded columns: x . 0 = 0
+  h.logits = h.full.slice(-1, 0, vocab);                      // (..., V)
   return h;
+}
+
+HeadProduct head_product(const char* op, const Tensor& x, const Tensor& w) {
+  int64_t Vp = 0;
+  const HeadWeights hw = head_weights(op, x, w, &Vp);
+  return head_logits(x, hw, w.size(0), Vp);
+}
+
+void head_dx_into(const Tensor& full, const HeadWeights& w, const Tensor& dx, const Tensor& alpha_scale) {
+  ops::MatmulOptions o;
+  o.alpha_scale = alpha_scale;
+  if (!w.tail.defined()) {
+    ops::matmul_out(full, w.head, dx, o);  // (..., V) (V, C)
+    return;
+  }
+  // (..., Vm) (Vm, C), then + (..., Vp - Vm) (Vp - Vm, C): the padding's dlogits and rows are zero.
+  const int64_t Vm = w.head.size(0), Vp = full.size(-1);
+  if (Vm > 0) ops::matmul_out(full.slice(-1, 0, Vm), w.head, dx, o);
+  ops::matmul_out(full.slice(-1, Vm, Vp), w.tail, dx, o, /*accumulate=*/Vm > 0);
 }
 
 HeadGrads head_backward_products(const Node& node, const Tensor& x, const HeadWeights& w, const Tensor& full,
                                  int64_t vocab, const Tensor& alpha_scale) {
   HeadGrads g;
   if (node.needs_grad[0]) {
-    ops::MatmulOptions o;
-    o.alpha_scale = alpha_scale;
-    if (!w.tail.defined()) {
-      g.dx = ops::matmul(full, w.head, o);  // (..., V) (V, C)
-    } else {
-      // (..., Vm) (Vm, C), then + (..., Vp - Vm) (Vp - Vm, C): the padding's dlogits and rows are zero.
-      const int64_t Vm = w.head.size(0), Vp = full.size(-1);
-      if (Vm > 0) {
-        g.dx = ops::matmul(full.slice(-1, 0, Vm), w.head, o);
-        ops::matmul_out(full.slice(-1, Vm, Vp), w.tail, g.dx, o, /*accumulate=*/true);
-      } else {
-        g.dx = ops::matmul(full, w.tail, o);
-      }
-    }
+    Shape shape = full.shape();
+    shape.back() = w.head.size(1);
+    g.dx = Tensor::empty(shape, full.dtype(), full.device());  // (..., C)
+    head_dx_into(full, w, g.dx, alpha_scale);
   }
   // dw = dlogits^T x over the V real columns, (V, C); straight into a preset fp32 gradient when
   // there is one (the tied wte's arena view in training).

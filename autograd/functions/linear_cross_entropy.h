@@ -50,6 +50,13 @@ struct HeadProduct {
   Tensor logits;  // (..., V)
 };
 HeadProduct head_product(const char* op, const Tensor& x, const Tensor& w);
+// head_product in two steps, so that several stacks of rows share one HeadWeights: x and w
+// validated and w split (*padded_vocab := Vp), then the logits of x's rows.
+HeadWeights head_weights(const char* op, const Tensor& x, const Tensor& w, int64_t* padded_vocab);
+HeadProduct head_logits(const Tensor& x, const HeadWeights& w, int64_t vocab, int64_t padded_vocab);
+// dx = dlogits w from dlogits in `full` (..., Vp), padding zero, into dx (..., C) (overwritten),
+// times alpha_scale's value when given.
+void head_dx_into(const Tensor& full, const HeadWeights& w, const Tensor& dx, const Tensor& alpha_scale = Tensor());
 
 // The head's backward products from dlogits lying in the logits' buffer `full` (..., Vp), padding
 // zero: dx = dlogits w (over the padded vocabulary, in HeadWeights' two parts, the tail's added

@@ -23,6 +23,16 @@
 //
 // Without recorded gradients (evaluation, no_grad) it is the forward-only path:
 // ops::cross_entropy_forward and the mean, and the logits stay readable.
+//
+// Memory: with gradients recorded and the (rows, Vp) logits over kHeadChunkMiB (GPT-2-small's
+// training step: 16384 x 50304 bf16, 1.6 GB), it runs in chunks of rows (what Liger-Kernel's fused
+// linear cross-entropy does): each chunk's logits become its dlogits and feed the backward's two
+// products at once, into dx's rows and into dw, summed over the chunks in fp32; the backward then
+// only multiplies both by g / hint (ops::add_scaled_: dw straight into a preset fp32 gradient). One
+// chunk's logits live at a time, plus dx and an fp32 dw: 412 + 25 + 155 MB instead of 1.6 GB for
+// GPT-2-small, for one more pass over the fp32 dw a chunk. The logits then come back undefined.
+// FLASHTRAIN_HEAD_CHUNK_MIB moves the budget (0: never chunk), set_head_chunk_bytes overrides both
+// (tests); max_chunk_rows > 0 sets a chunk's rows directly.
 #pragma once
 
 #include <cstdint>
@@ -31,10 +41,16 @@
 
 namespace ft::autograd {
 
+// The most bytes of logits one chunk holds by default (see above).
+constexpr int64_t kHeadChunkMiB = 512;
+// The budget process-wide, in bytes (0: never chunk; -1: back to the environment or the default).
+void set_head_chunk_bytes(int64_t bytes);
+
 struct LinearCrossEntropyMeanOut {
   Tensor loss;  // () fp32 (f64 for f64 x): the per-row losses summed, over valid_rows
   // (..., V) x w^T, without a gradient of its own. When gradients are recorded it ALREADY holds
-  // dlogits (times hint / valid_rows) when the op returns: do not read it as logits then.
+  // dlogits (times hint / valid_rows) when the op returns: do not read it as logits then; and in
+  // chunks (see above) it is undefined.
   Tensor logits;
 };
 
@@ -44,6 +60,6 @@ struct LinearCrossEntropyMeanOut {
 // element of the loss's dtype (f32; f64 for f64 x) on x's device (see above).
 LinearCrossEntropyMeanOut linear_cross_entropy_mean(const Tensor& x, const Tensor& w, const Tensor& targets,
                                                     int64_t valid_rows, const Tensor& grad_scale_hint = Tensor(),
-                                                    int32_t ignore_index = -1);
+                                                    int32_t ignore_index = -1, int64_t max_chunk_rows = 0);
 
 }  // namespace ft::autograd

@@ -5,10 +5,8 @@
 #include "ops/reduce.h"
 
 namespace ft::autograd {
-namespace {
 
-// out (N, K) (+)= g2^T x2 (times alpha_scale) for g2 (M, N), x2 (M, K): the split of
-// linear_weight_grad's header.
+// The split of linear_weight_grad's header.
 void weight_product_into(const Tensor& g2, const Tensor& x2, const Tensor& out, bool accumulate,
                          const Tensor& alpha_scale) {
   ops::MatmulOptions o;
@@ -22,8 +20,6 @@ void weight_product_into(const Tensor& g2, const Tensor& x2, const Tensor& out, 
   ops::matmul_out(g2.slice(1, 0, Nm), x2, out.slice(0, 0, Nm), o, accumulate);
   ops::matmul_out(g2.slice(1, Nm, N), x2, out.slice(0, Nm, N), o, accumulate);
 }
-
-}  // namespace
 
 Tensor as_rows(const Tensor& t) { return rows_collapse(t) ? t.view({-1, t.size(-1)}) : t.reshape({-1, t.size(-1)}); }
 

@@ -27,6 +27,10 @@ bool sink_usable(const Tensor& t);
 // MatmulOptions::alpha_scale) multiplies the gradient: g^T x times its value.
 Tensor linear_weight_grad(const Node& node, size_t w_input, const Tensor& x, const Tensor& g,
                           const Tensor& alpha_scale = Tensor());
+// out (N, K) = g2^T x2, or += (accumulate), times alpha_scale's value when given, for g2 (M, N) and
+// x2 (M, K): linear_weight_grad's product (in its two parts on CUDA) into a given buffer.
+void weight_product_into(const Tensor& g2, const Tensor& x2, const Tensor& out, bool accumulate,
+                         const Tensor& alpha_scale = Tensor());
 // g (..., N) a stack of rows; `b_input` is b's input index in `node`.
 Tensor linear_bias_grad(const Node& node, size_t b_input, const Tensor& g);
 

@@ -42,7 +42,9 @@ __global__ void binary_vec_kernel(const T* __restrict__ a, const T* __restrict__
 }
 
 template <class T, class X = T>
-__global__ void axpby_kernel(const X* __restrict__ x, T* out, int64_t n, float alpha, float beta) {
+__global__ void axpby_kernel(const X* __restrict__ x, T* out, int64_t n, float alpha, float beta,
+                             const float* __restrict__ alpha_device) {
+  if (alpha_device != nullptr) alpha *= *alpha_device;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     const float prev = beta != 0.f ? beta * to_f32(out[i]) : 0.f;
@@ -113,7 +115,8 @@ void axpby(const AxpbyParams& p, Stream s) {
     dispatch_cuda_float(p.x_dtype, "[axpby]", [&](auto xtag) {
       using X = decltype(xtag);
       axpby_kernel<float, X><<<grid_1d(p.n, kBlock), kBlock, 0, s>>>(static_cast<const X*>(p.x),
-                                                                      static_cast<float*>(p.out), p.n, p.alpha, p.beta);
+                                                                      static_cast<float*>(p.out), p.n, p.alpha, p.beta,
+                                                                      p.alpha_device);
     });
     CUDA_CHECK_LAUNCH();
     return;
@@ -121,7 +124,7 @@ void axpby(const AxpbyParams& p, Stream s) {
   dispatch_cuda_float(p.dtype, "[axpby]", [&](auto tag) {
     using T = decltype(tag);
     axpby_kernel<T><<<grid_1d(p.n, kBlock), kBlock, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.out), p.n,
-                                                            p.alpha, p.beta);
+                                                            p.alpha, p.beta, p.alpha_device);
   });
   CUDA_CHECK_LAUNCH();
 }

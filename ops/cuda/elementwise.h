@@ -30,6 +30,9 @@ struct AxpbyParams {
   DType dtype = DType::F32;
   bool widen_x = false;              // x is x_dtype (bf16 / f16), out f32
   DType x_dtype = DType::F32;
+  // When set, alpha is multiplied by this one f32 in device memory, read by the kernel (no host
+  // read; a captured graph reads its value at each replay).
+  const float* alpha_device = nullptr;
 };
 
 struct CastParams {

@@ -24,19 +24,24 @@ const std::vector<int32_t> kTargets = {0, 6, -1, 3, -1, 6};
 constexpr int64_t kValid = 4;
 
 // Float64 gradcheck with a hint of 8: gradcheck's upstream gradient is random, so neither 1 nor
-// the hint, and the backward must rescale dlogits by upstream / hint to pass.
+// the hint, and the backward must rescale dlogits by upstream / hint to pass. In one pass and in
+// chunks of rows (4 then 2 of the 6: the forward runs the products chunk by chunk, the backward
+// rescales them).
 TEST(LinearCrossEntropyMeanGrad, GradcheckWithAHintThatIsNotTheUpstream) {
   const Tensor x = randn_tensor({2, 3, 5}, 41, DType::F64), w = randn_tensor({7, 5}, 42, DType::F64);
   const Tensor targets = Tensor::from_vector(kTargets, {2, 3});
   const Tensor hint = Tensor::full({}, 8.0, DType::F64);
-  for (const Tensor& h : {hint, Tensor()}) {
-    GradcheckOptions opts;
-    opts.skip = {2};
-    const GradcheckResult r = gradcheck(
-        [&](const std::vector<Tensor>& in) { return linear_cross_entropy_mean(in[0], in[1], in[2], kValid, h).loss; },
-        {x, w, targets}, opts);
-    EXPECT_TRUE(r.ok) << (h.defined() ? "hint 8: " : "no hint: ") << r.message;
-  }
+  for (int64_t chunk : {0, 4})
+    for (const Tensor& h : {hint, Tensor()}) {
+      GradcheckOptions opts;
+      opts.skip = {2};
+      const GradcheckResult r = gradcheck(
+          [&](const std::vector<Tensor>& in) {
+            return linear_cross_entropy_mean(in[0], in[1], in[2], kValid, h, -1, chunk).loss;
+          },
+          {x, w, targets}, opts);
+      EXPECT_TRUE(r.ok) << (h.defined() ? "hint 8, " : "no hint, ") << "max_chunk_rows " << chunk << ": " << r.message;
+    }
 }
 
 struct Reference {
@@ -81,6 +86,26 @@ TEST(LinearCrossEntropyMeanGrad, MatchesTheUnfusedHeadForAnyUpstream) {
   EXPECT_LT(test::rel_error(grad(x), ref.dx), 1e-13);
   EXPECT_LT(test::rel_error(grad(w), ref.dw), 1e-13);
   EXPECT_GT(test::rel_error(grad(x), at_hint.dx), 0.5) << "the gradient of upstream 3, not of the hint";
+}
+
+// In chunks of rows (1, 4 and 5 of the 6), upstream 3, hint 8: the unfused head's loss and
+// gradients to float64 rounding, and no logits to return.
+TEST(LinearCrossEntropyMeanGrad, InChunksMatchesTheUnfusedHeadForAnyUpstream) {
+  const Tensor x0 = randn_tensor({2, 3, 5}, 43, DType::F64), w0 = randn_tensor({7, 5}, 44, DType::F64);
+  const Tensor targets = Tensor::from_vector(kTargets, {2, 3});
+  const Reference ref = unfused_f64(x0, w0, targets, 3.0);
+  for (int64_t chunk : {1, 4, 5}) {
+    const Tensor x = x0.clone(), w = w0.clone();
+    set_requires_grad(x);
+    set_requires_grad(w);
+    const LinearCrossEntropyMeanOut out =
+        linear_cross_entropy_mean(x, w, targets, kValid, Tensor::full({}, 8.0, DType::F64), -1, chunk);
+    EXPECT_LT(test::rel_error(out.loss, ref.loss), 1e-14) << "chunk " << chunk;
+    EXPECT_FALSE(out.logits.defined()) << "chunk " << chunk;
+    backward(out.loss, Tensor::full({}, 3.0, DType::F64));
+    EXPECT_LT(test::rel_error(grad(x), ref.dx), 1e-13) << "chunk " << chunk;
+    EXPECT_LT(test::rel_error(grad(w), ref.dw), 1e-13) << "chunk " << chunk;
+  }
 }
 
 // Without recorded gradients it is the forward-only head: the logits stay logits.
@@ -139,7 +164,9 @@ void expect_close(const Reference& ref, const Tensor& loss, const Tensor& dx, co
 
 TEST(LinearCrossEntropyMeanGradCuda, Fp16AndBf16WithHint1024AndUpstream3072MatchF64) {
   FT_REQUIRE_CUDA();
+  for (int64_t chunk : {0, 32})  // one pass; chunks of 32 of the 111 rows
   for (DType dt : {DType::F16, DType::BF16}) {
+    SCOPED_TRACE(str("max_chunk_rows ", chunk));
     const CudaCase k(dt);
     const Reference ref = k.reference(3.0 * 1024);
     const Device gpu = Device::cuda();
@@ -149,8 +176,10 @@ TEST(LinearCrossEntropyMeanGradCuda, Fp16AndBf16WithHint1024AndUpstream3072Match
     const Tensor wgrad = k.preset.to(gpu).clone();  // f32, like the arena's view
     set_grad(w, wgrad);
     const Tensor hint = Tensor::full({}, 1024.0, DType::F32, gpu);
-    const LinearCrossEntropyMeanOut out = linear_cross_entropy_mean(x, w, k.targets.to(gpu), k.valid, hint);
-    EXPECT_EQ(out.logits.stride(-2), 1008);  // half rows padded to 16 bytes
+    const LinearCrossEntropyMeanOut out =
+        linear_cross_entropy_mean(x, w, k.targets.to(gpu), k.valid, hint, -1, chunk);
+    if (chunk == 0) EXPECT_EQ(out.logits.stride(-2), 1008);  // half rows padded to 16 bytes
+    else EXPECT_FALSE(out.logits.defined());
     backward(out.loss, Tensor::full({}, 3.0 * 1024, DType::F32, gpu));
     EXPECT_TRUE(grad(w).is_same(wgrad)) << "the preset fp32 gradient is kept and added into";
     expect_close(ref, out.loss, grad(x), wgrad, k.preset, str(dt));
@@ -162,6 +191,8 @@ TEST(LinearCrossEntropyMeanGradCuda, Fp16AndBf16WithHint1024AndUpstream3072Match
 // replay gives the gradient of its own upstream. The eager run first builds the cuBLASLt plans.
 TEST(LinearCrossEntropyMeanGradCuda, CapturedStepTakesEachReplaysHintAndUpstream) {
   FT_REQUIRE_CUDA();
+  for (int64_t chunk : {0, 32}) {
+  SCOPED_TRACE(str("max_chunk_rows ", chunk));
   const CudaCase k(DType::BF16);
   const Device gpu = Device::cuda();
   const Tensor x = k.x.to(gpu), w = k.w.to(gpu), targets = k.targets.to(gpu);
@@ -174,7 +205,7 @@ TEST(LinearCrossEntropyMeanGradCuda, CapturedStepTakesEachReplaysHintAndUpstream
   Tensor hint = Tensor::full({}, 1.0, DType::F32, gpu), upstream = Tensor::full({}, 1.0, DType::F32, gpu);
   Tensor loss = Tensor::zeros({}, DType::F32, gpu);
   auto step = [&] {
-    const LinearCrossEntropyMeanOut out = linear_cross_entropy_mean(x, w, targets, k.valid, hint);
+    const LinearCrossEntropyMeanOut out = linear_cross_entropy_mean(x, w, targets, k.valid, hint, -1, chunk);
     loss.copy_(out.loss.detach());
     backward(out.loss, upstream);
   };
@@ -192,6 +223,7 @@ TEST(LinearCrossEntropyMeanGradCuda, CapturedStepTakesEachReplaysHintAndUpstream
     graph.replay();
     expect_close(k.reference(r.upstream), loss, xgrad, wgrad, k.preset,
                  str("hint ", r.hint, " upstream ", r.upstream));
+  }
   }
 }
 

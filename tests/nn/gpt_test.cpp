@@ -11,6 +11,7 @@
 #include "autograd/functions/cross_entropy.h"
 #include "autograd/functions/dropout.h"
 #include "autograd/functions/elementwise.h"
+#include "autograd/functions/linear_cross_entropy_mean.h"
 #include "autograd/functions/matmul.h"
 #include "autograd/gradcheck.h"
 #include "autograd/variable.h"
@@ -443,12 +444,18 @@ TEST(GptCuda, FusedResidualLayerNormsGiveTheUnfusedModelInBf16) {
 // kernel (fp32 rounding of lse), so dlogits may round to a neighbouring half value here and there:
 // the loss agrees to fp32 rounding, the gradients to half rounding. bf16 with seed 1, fp16 with
 // the loss scale 1024 as seed and hint.
+// Also in chunks of rows (a 16 KiB budget: 4 chunks of the 32 rows' 63 KiB of logits), as
+// GPT-2-small's training step runs it.
 TEST(GptCuda, OnePassHeadGivesTheTwoPassHead) {
   FT_REQUIRE_CUDA();
   GPTConfig c = small_config(1001, 64, 1);  // odd V: padded logits rows
   c.use_flash_attention = false;            // the head is what differs; attention takes any dtype
+  for (int64_t chunk_bytes : {int64_t{-1}, int64_t{16384}})
   for (const auto& [dt, seed] : {std::pair{DType::BF16, 1.0}, std::pair{DType::F16, 1024.0}}) {
+    SCOPED_TRACE(chunk_bytes < 0 ? "one pass" : "in chunks");
+    autograd::set_head_chunk_bytes(chunk_bytes);
     const LossAndGrads a = run_head(c, true, seed, dt, Device::cuda());
+    autograd::set_head_chunk_bytes(-1);
     const LossAndGrads b = run_head(c, false, seed, dt, Device::cuda());
     EXPECT_NEAR(a.loss, b.loss, 1e-5 * std::fabs(b.loss)) << dt;
     ASSERT_EQ(a.grads.size(), b.grads.size());

@@ -80,6 +80,33 @@ TEST(Elementwise, AddIntoF32WidensAHalfSource) {
   EXPECT_THROW(ops::add_(Tensor::zeros({3}, DType::F32), Tensor::zeros({4}, DType::BF16)), Error);
 }
 
+// add_scaled_: dst (+)= src * scale with the scale a one-element tensor read where it lives, against
+// a float64 reference of the same expression (one fp32 rounding: the scale is 0.5, so src * scale
+// is exact in fp32 and only the sum rounds); f32 and the widening bf16 -> f32 form, both devices.
+TEST(Elementwise, AddScaledReadsItsScaleFromATensor) {
+  const auto dv = randn(300, 23), sv = randn(300, 24);
+  for (DType src_dtype : {DType::F32, DType::BF16}) {
+    const Tensor src = Tensor::from_floats(sv, {300}, src_dtype);
+    const auto s = src.to_floats();
+    for (const Device dev : {Device::cpu(), Device::cuda()}) {
+      if (dev.is_cuda() && !cuda_available()) continue;
+      const Tensor scale = Tensor::full({1}, 0.5, DType::F32, dev);
+      for (bool accumulate : {true, false}) {
+        Tensor dst = Tensor::from_floats(dv, {300}, DType::F32).to(dev);
+        ops::add_scaled_(dst, src.to(dev), scale, accumulate);
+        const auto got = dst.to_floats();
+        for (int i = 0; i < 300; ++i)
+          ASSERT_EQ(got[i], static_cast<float>((accumulate ? static_cast<double>(dv[i]) : 0.0) +
+                                               0.5 * static_cast<double>(s[i])))
+              << src_dtype << " " << dev << " accumulate " << accumulate << " " << i;
+      }
+    }
+  }
+  EXPECT_THROW(ops::add_scaled_(Tensor::zeros({3}, DType::F32), Tensor::zeros({3}, DType::F32), Tensor::zeros({2}, DType::F32)),
+               Error);
+  EXPECT_THROW(ops::add_scaled_(Tensor::zeros({3}, DType::F32), Tensor::zeros({3}, DType::F32), Tensor()), Error);
+}
+
 TEST(Cast, AllPairsOnCpuAgreeWithScalarConversions) {
   const Tensor x = Tensor::from_floats({-2.5f, 0.f, 1.f, 3.75f, 100.f}, {5}, DType::F32);
   EXPECT_EQ(ops::cast(x, DType::I32).to_vector<int32_t>(), (std::vector<int32_t>{-2, 0, 1, 3, 100}));
