@@ -81,7 +81,8 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets, int64_t valid_t
     if (grad_scale_hint.defined() && !two_pass_forced) {
       // The training step: one pass over the logits makes the loss and dlogits (in place).
       const autograd::LinearCrossEntropyMeanOut head =
-          autograd::linear_cross_entropy_mean(x, wte.weight, targets, valid_targets, grad_scale_hint);
+          autograd::linear_cross_entropy_mean(x, wte.weight, targets, valid_targets, grad_scale_hint, -1,
+                                              {cfg_.head_chunk_mib < 0 ? -1 : cfg_.head_chunk_mib << 20});
       out.logits = head.logits;  // (B, T, V), dlogits when gradients are recorded (undefined in chunks)
       out.loss = head.loss;      // scalar
       return out;

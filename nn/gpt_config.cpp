@@ -24,6 +24,8 @@ void GPTConfig::validate() const {
                  sparse_window_blocks, " and ", sparse_global_blocks);
   FT_CHECK_ARG(eot_token >= 0 && eot_token <= INT32_MAX, "[gpt] eot_token must be a token id in [0, 2^31), got ",
                eot_token);
+  FT_CHECK_ARG(head_chunk_mib >= -1 && head_chunk_mib <= (int64_t{1} << 40),
+               "[gpt] head_chunk_mib must be a size in MiB (0: no chunks; -1: the default), got ", head_chunk_mib);
 }
 
 }  // namespace ft::nn

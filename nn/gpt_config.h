@@ -39,6 +39,10 @@ struct GPTConfig {
   // row, a document starting at an eot_token. false: plain causal (or block-sparse) attention.
   bool document_mask = false;
   int64_t eot_token = 50256;  // GPT-2's <|endoftext|>; a token id outside the vocabulary never matches
+  // The training step's head (autograd::linear_cross_entropy_mean) in chunks of rows holding at most
+  // this many MiB of logits each; 0: every row's logits at once; -1: the library's default
+  // (autograd::set_head_chunk_bytes, FLASHTRAIN_HEAD_CHUNK_MIB, else kHeadChunkMiB).
+  int64_t head_chunk_mib = -1;
 
   int64_t head_dim() const { return d_model / n_heads; }  // D
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }  // H_kv

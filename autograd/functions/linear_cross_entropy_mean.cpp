@@ -98,9 +98,9 @@ int64_t head_chunk_bytes() {
 
 // Rows a chunk takes: all of them when they fit one chunk's budget, else an even split into as few
 // chunks as fit, rounded up to 64 rows (whole tiles of the products) past 64.
-int64_t chunk_rows_for(int64_t rows, int64_t padded_vocab, int64_t elem_bytes, int64_t max_chunk_rows) {
-  if (max_chunk_rows > 0) return max_chunk_rows;
-  const int64_t budget = head_chunk_bytes();
+int64_t chunk_rows_for(int64_t rows, int64_t padded_vocab, int64_t elem_bytes, const HeadChunking& chunking) {
+  if (chunking.rows > 0) return chunking.rows;
+  const int64_t budget = chunking.budget_bytes >= 0 ? chunking.budget_bytes : head_chunk_bytes();
   const int64_t total = rows * padded_vocab * elem_bytes;
   if (budget == 0 || total <= budget) return rows;
   const int64_t chunks = (total + budget - 1) / budget;
@@ -114,14 +114,15 @@ void set_head_chunk_bytes(int64_t bytes) { g_head_chunk_bytes = bytes < 0 ? -1 :
 
 LinearCrossEntropyMeanOut linear_cross_entropy_mean(const Tensor& x, const Tensor& w, const Tensor& targets,
                                                     int64_t valid_rows, const Tensor& grad_scale_hint,
-                                                    int32_t ignore_index, int64_t max_chunk_rows) {
+                                                    int32_t ignore_index, const HeadChunking& chunking) {
   int64_t Vp = 0;
   const HeadWeights hw = head_weights("linear_cross_entropy_mean", x, w, &Vp);
   const int64_t V = w.size(0), C = w.size(1);
   if (valid_rows < 0) valid_rows = count_valid_rows(targets, ignore_index);
   FT_CHECK_ARG(valid_rows >= 0, "[linear_cross_entropy_mean] valid_rows must be >= 0, got ", valid_rows);
-  FT_CHECK_ARG(max_chunk_rows >= 0, "[linear_cross_entropy_mean] max_chunk_rows must be >= 0 (0: by the budget), got ",
-               max_chunk_rows);
+  FT_CHECK_ARG(chunking.rows >= 0 && chunking.budget_bytes >= -1, "[linear_cross_entropy_mean] chunking wants rows >= 0 "
+               "(0: by the budget) and budget_bytes >= -1 (-1: the process's), got ", chunking.rows, " and ",
+               chunking.budget_bytes);
   if (!needs_graph({x, w})) {
     const HeadProduct h = head_logits(x, hw, V, Vp);
     const Tensor losses = ops::cross_entropy_forward(h.logits, targets, ignore_index).loss;  // (...)
@@ -129,7 +130,7 @@ LinearCrossEntropyMeanOut linear_cross_entropy_mean(const Tensor& x, const Tenso
   }
   const double row_scale = 1.0 / static_cast<double>(valid_rows);
   const int64_t rows = x.numel() / C;
-  const int64_t chunk = chunk_rows_for(rows, Vp, static_cast<int64_t>(dtype_size(x.dtype())), max_chunk_rows);
+  const int64_t chunk = chunk_rows_for(rows, Vp, static_cast<int64_t>(dtype_size(x.dtype())), chunking);
   if (chunk >= rows) {
     // One pass: the per-row losses, and dlogits for an upstream gradient of the hint over the
     // logits' buffer (padding zeroed on CUDA, as the products need).

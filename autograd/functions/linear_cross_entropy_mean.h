@@ -31,8 +31,8 @@
 // only multiplies both by g / hint (ops::add_scaled_: dw straight into a preset fp32 gradient). One
 // chunk's logits live at a time, plus dx and an fp32 dw: 412 + 25 + 155 MB instead of 1.6 GB for
 // GPT-2-small, for one more pass over the fp32 dw a chunk. The logits then come back undefined.
-// FLASHTRAIN_HEAD_CHUNK_MIB moves the budget (0: never chunk), set_head_chunk_bytes overrides both
-// (tests); max_chunk_rows > 0 sets a chunk's rows directly.
+// The budget: HeadChunking's, else set_head_chunk_bytes's, else FLASHTRAIN_HEAD_CHUNK_MIB's, else
+// kHeadChunkMiB (0: never chunk); HeadChunking::rows > 0 sets a chunk's rows directly (tests).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +45,12 @@ namespace ft::autograd {
 constexpr int64_t kHeadChunkMiB = 512;
 // The budget process-wide, in bytes (0: never chunk; -1: back to the environment or the default).
 void set_head_chunk_bytes(int64_t bytes);
+
+// How one call splits its rows (see above).
+struct HeadChunking {
+  int64_t budget_bytes = -1;  // the most logits bytes a chunk holds; 0: no chunks; -1: the process's budget
+  int64_t rows = 0;           // > 0: this many rows a chunk, whatever the budget
+};
 
 struct LinearCrossEntropyMeanOut {
   Tensor loss;  // () fp32 (f64 for f64 x): the per-row losses summed, over valid_rows
@@ -60,6 +66,6 @@ struct LinearCrossEntropyMeanOut {
 // element of the loss's dtype (f32; f64 for f64 x) on x's device (see above).
 LinearCrossEntropyMeanOut linear_cross_entropy_mean(const Tensor& x, const Tensor& w, const Tensor& targets,
                                                     int64_t valid_rows, const Tensor& grad_scale_hint = Tensor(),
-                                                    int32_t ignore_index = -1, int64_t max_chunk_rows = 0);
+                                                    int32_t ignore_index = -1, const HeadChunking& chunking = {});
 
 }  // namespace ft::autograd

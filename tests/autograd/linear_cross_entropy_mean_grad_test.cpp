@@ -37,10 +37,10 @@ TEST(LinearCrossEntropyMeanGrad, GradcheckWithAHintThatIsNotTheUpstream) {
       opts.skip = {2};
       const GradcheckResult r = gradcheck(
           [&](const std::vector<Tensor>& in) {
-            return linear_cross_entropy_mean(in[0], in[1], in[2], kValid, h, -1, chunk).loss;
+            return linear_cross_entropy_mean(in[0], in[1], in[2], kValid, h, -1, {-1, chunk}).loss;
           },
           {x, w, targets}, opts);
-      EXPECT_TRUE(r.ok) << (h.defined() ? "hint 8, " : "no hint, ") << "max_chunk_rows " << chunk << ": " << r.message;
+      EXPECT_TRUE(r.ok) << (h.defined() ? "hint 8, " : "no hint, ") << "chunk rows " << chunk << ": " << r.message;
     }
 }
 
@@ -99,7 +99,7 @@ TEST(LinearCrossEntropyMeanGrad, InChunksMatchesTheUnfusedHeadForAnyUpstream) {
     set_requires_grad(x);
     set_requires_grad(w);
     const LinearCrossEntropyMeanOut out =
-        linear_cross_entropy_mean(x, w, targets, kValid, Tensor::full({}, 8.0, DType::F64), -1, chunk);
+        linear_cross_entropy_mean(x, w, targets, kValid, Tensor::full({}, 8.0, DType::F64), -1, {-1, chunk});
     EXPECT_LT(test::rel_error(out.loss, ref.loss), 1e-14) << "chunk " << chunk;
     EXPECT_FALSE(out.logits.defined()) << "chunk " << chunk;
     backward(out.loss, Tensor::full({}, 3.0, DType::F64));
@@ -166,7 +166,7 @@ TEST(LinearCrossEntropyMeanGradCuda, Fp16AndBf16WithHint1024AndUpstream3072Match
   FT_REQUIRE_CUDA();
   for (int64_t chunk : {0, 32})  // one pass; chunks of 32 of the 111 rows
   for (DType dt : {DType::F16, DType::BF16}) {
-    SCOPED_TRACE(str("max_chunk_rows ", chunk));
+    SCOPED_TRACE(str("chunk rows ", chunk));
     const CudaCase k(dt);
     const Reference ref = k.reference(3.0 * 1024);
     const Device gpu = Device::cuda();
@@ -177,7 +177,7 @@ TEST(LinearCrossEntropyMeanGradCuda, Fp16AndBf16WithHint1024AndUpstream3072Match
     set_grad(w, wgrad);
     const Tensor hint = Tensor::full({}, 1024.0, DType::F32, gpu);
     const LinearCrossEntropyMeanOut out =
-        linear_cross_entropy_mean(x, w, k.targets.to(gpu), k.valid, hint, -1, chunk);
+        linear_cross_entropy_mean(x, w, k.targets.to(gpu), k.valid, hint, -1, {-1, chunk});
     if (chunk == 0) EXPECT_EQ(out.logits.stride(-2), 1008);  // half rows padded to 16 bytes
     else EXPECT_FALSE(out.logits.defined());
     backward(out.loss, Tensor::full({}, 3.0 * 1024, DType::F32, gpu));
@@ -192,7 +192,7 @@ TEST(LinearCrossEntropyMeanGradCuda, Fp16AndBf16WithHint1024AndUpstream3072Match
 TEST(LinearCrossEntropyMeanGradCuda, CapturedStepTakesEachReplaysHintAndUpstream) {
   FT_REQUIRE_CUDA();
   for (int64_t chunk : {0, 32}) {
-  SCOPED_TRACE(str("max_chunk_rows ", chunk));
+  SCOPED_TRACE(str("chunk rows ", chunk));
   const CudaCase k(DType::BF16);
   const Device gpu = Device::cuda();
   const Tensor x = k.x.to(gpu), w = k.w.to(gpu), targets = k.targets.to(gpu);
@@ -205,7 +205,7 @@ TEST(LinearCrossEntropyMeanGradCuda, CapturedStepTakesEachReplaysHintAndUpstream
   Tensor hint = Tensor::full({}, 1.0, DType::F32, gpu), upstream = Tensor::full({}, 1.0, DType::F32, gpu);
   Tensor loss = Tensor::zeros({}, DType::F32, gpu);
   auto step = [&] {
-    const LinearCrossEntropyMeanOut out = linear_cross_entropy_mean(x, w, targets, k.valid, hint, -1, chunk);
+    const LinearCrossEntropyMeanOut out = linear_cross_entropy_mean(x, w, targets, k.valid, hint, -1, {-1, chunk});
     loss.copy_(out.loss.detach());
     backward(out.loss, upstream);
   };

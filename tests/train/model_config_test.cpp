@@ -25,5 +25,15 @@ TEST(ModelConfig, DocumentMaskReachesTheModel) {
   EXPECT_EQ(gpt_config_from(c).eot_token, 50256);
 }
 
+// `head_chunk_mib` (default 512) becomes GPTConfig::head_chunk_mib, the training step's head's
+// chunk budget; 0 (no chunks) too.
+TEST(ModelConfig, HeadChunkBudgetReachesTheModel) {
+  TrainConfig c;
+  EXPECT_EQ(c.head_chunk_mib, 512);
+  EXPECT_EQ(gpt_config_from(c).head_chunk_mib, 512);
+  c.head_chunk_mib = 0;
+  EXPECT_EQ(gpt_config_from(c).head_chunk_mib, 0);
+}
+
 }  // namespace
 }  // namespace ft

@@ -101,6 +101,11 @@ struct TrainConfig {
   // extra: bit-identical gradients for identical inputs (flash attention accumulates dQ in a fixed
   // order instead of by atomics), which is what makes a resumed run repeat the uninterrupted one.
   bool deterministic = true;
+  // extra: the training step's head runs in chunks of rows holding at most this many MiB of logits
+  // each (autograd::linear_cross_entropy_mean): GPT-2-small at B T = 16384 has 1.6 GB of them, so 4
+  // chunks and a 1.1 GB lower peak, for about 1% of tokens/s (bench/results/train-h200-s36.md).
+  // 0: every row's logits at once.
+  int64_t head_chunk_mib = 512;
 
   // ---- data parallel (issue 7; one process per GPU, batch_size is per GPU) ----
   bool zero1 = false;                 // shard AdamW's state (and the update) across ranks

@@ -127,6 +127,7 @@ TEST(Config, RangesNameKeyAndValue) {
   EXPECT_EQ(parse_error("weight_decay: -1\n"), "t.yaml:1: weight_decay = -1 is out of range: must be >= 0");
   EXPECT_EQ(parse_error("warmup_steps: -5\n"), "t.yaml:1: warmup_steps = -5 is out of range: must be >= 0");
   EXPECT_EQ(parse_error("seed: -1\n"), "t.yaml:1: seed = -1 is out of range: must be >= 0");
+  EXPECT_EQ(parse_error("head_chunk_mib: -1\n"), "t.yaml:1: head_chunk_mib = -1 is out of range: must be >= 0");
   EXPECT_EQ(parse_error("min_lr_ratio: 2\n"), "t.yaml:1: min_lr_ratio = 2 is out of range: must be in [0, 1]");
   EXPECT_EQ(parse_error("d_model: 99999999999999999999\n"), "t.yaml:1: d_model = 99999999999999999999 does not fit a 64-bit integer");
 }
