@@ -95,6 +95,22 @@ bool check_add_into(const char* op, const Tensor& dst, const Tensor& src) {
   FT_CHECK_ARG(is_floating(dst.dtype()), "[", op, "] needs a floating dtype, got ", dst.dtype());
   return widen;
 }
+
+// The in-place adds on CUDA: dst = alpha (* *alpha_device) * src + beta * dst.
+void axpby_into(const Tensor& dst, const Tensor& src, bool widen, float alpha, const float* alpha_device, float beta,
+                Stream s) {
+  cuda::AxpbyParams p;
+  p.x = src.data_ptr();
+  p.out = dst.data_ptr();
+  p.n = dst.numel();
+  p.alpha = alpha;
+  p.alpha_device = alpha_device;
+  p.beta = beta;
+  p.dtype = dst.dtype();
+  p.widen_x = widen;
+  p.x_dtype = src.dtype();
+  cuda::axpby(p, s);
+}
 }  // namespace
 
 void add_(const Tensor& dst, const Tensor& src0, double alpha) {
@@ -116,18 +132,7 @@ void add_(const Tensor& dst, const Tensor& src0, double alpha) {
           cpu::add_inplace<T>(dst.data<T>(), src.data<T>(), dst.numel(), alpha);
         });
       },
-      [&](Stream s) {
-        cuda::AxpbyParams p;
-        p.x = src.data_ptr();
-        p.out = dst.data_ptr();
-        p.n = dst.numel();
-        p.alpha = static_cast<float>(alpha);
-        p.beta = 1.f;
-        p.dtype = dst.dtype();
-        p.widen_x = widen;
-        p.x_dtype = src.dtype();
-        cuda::axpby(p, s);
-      });
+      [&](Stream s) { axpby_into(dst, src, widen, static_cast<float>(alpha), nullptr, 1.f, s); });
 }
 
 void add_scaled_(const Tensor& dst, const Tensor& src0, const Tensor& scale, bool accumulate) {
@@ -145,19 +150,7 @@ void add_scaled_(const Tensor& dst, const Tensor& src0, const Tensor& scale, boo
         if (!accumulate) Tensor(dst).zero_();
         add_(dst, src, a);
       },
-      [&](Stream s) {
-        cuda::AxpbyParams p;
-        p.x = src.data_ptr();
-        p.out = dst.data_ptr();
-        p.n = dst.numel();
-        p.alpha = 1.f;
-        p.alpha_device = scale.data<float>();
-        p.beta = accumulate ? 1.f : 0.f;
-        p.dtype = dst.dtype();
-        p.widen_x = widen;
-        p.x_dtype = src.dtype();
-        cuda::axpby(p, s);
-      });
+      [&](Stream s) { axpby_into(dst, src, widen, 1.f, scale.data<float>(), accumulate ? 1.f : 0.f, s); });
 }
 
 Tensor widen_half(const Tensor& x) { return is_half(x.dtype()) ? cast(x, DType::F32) : x; }

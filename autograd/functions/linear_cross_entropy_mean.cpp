@@ -129,6 +129,7 @@ LinearCrossEntropyMeanOut linear_cross_entropy_mean(const Tensor& x, const Tenso
     return {mean_over_rows(losses, valid_rows), h.logits};
   }
   const double row_scale = 1.0 / static_cast<double>(valid_rows);
+  const Tensor hint = grad_scale_hint.defined() ? grad_scale_hint.detach() : Tensor();  // what the node keeps
   const int64_t rows = x.numel() / C;
   const int64_t chunk = chunk_rows_for(rows, Vp, static_cast<int64_t>(dtype_size(x.dtype())), chunking);
   if (chunk >= rows) {
@@ -144,7 +145,7 @@ LinearCrossEntropyMeanOut linear_cross_entropy_mean(const Tensor& x, const Tenso
     node->x = x.detach();
     node->w = hw.detached();
     node->full = h.full;
-    node->hint = grad_scale_hint.defined() ? grad_scale_hint.detach() : Tensor();
+    node->hint = hint;
     node->vocab = V;
     record(node, {x, w}, {loss});
     return {loss, h.logits};
@@ -175,7 +176,7 @@ LinearCrossEntropyMeanOut linear_cross_entropy_mean(const Tensor& x, const Tenso
   node->dx = want_dx ? dx.view(x.shape()) : Tensor();
   node->dw = dw;
   node->w_dtype = w.dtype();
-  node->hint = grad_scale_hint.defined() ? grad_scale_hint.detach() : Tensor();
+  node->hint = hint;
   record(node, {x, w}, {loss});
   return {loss, Tensor()};
 }

@@ -183,7 +183,9 @@ bool flash_ws_ordered_dq(const AttentionParams& p) {
 bool flash_backward_deterministic(const AttentionParams& p, bool asked) {
   if (asked) return true;
   // A form forced for measurement (FLASHTRAIN_DETERMINISTIC_DQ) leaves calls that did not ask atomic.
-  if (flash_deterministic_dq() != FlashDeterministicDq::kAuto || !flash::flash_bwd_ws_runs_here(p)) return false;
+  // Both forms below exist only where the warp-specialised backward runs (flash_stored_ds_dq and
+  // ws_ordered_dq_runs each ask flash_bwd_ws_runs_here).
+  if (flash_deterministic_dq() != FlashDeterministicDq::kAuto) return false;
   const bool dropout = p.dropout.threshold != 0;
   // H200, session 36 call 1 (bench/results/attention-h200.md at 868c316), B T = 32768, causal, bwd ms,
   // atomic / kAuto's deterministic form: D = 128 p = 0 T = 1024 0.474 / 0.446, 2048 0.723 / 0.709,
@@ -192,7 +194,7 @@ bool flash_backward_deterministic(const AttentionParams& p, bool asked) {
   // ordered dQ) p = 0.1 0.666 / 0.630, 1.092 / 1.037, 2.014 / 2.104, 7.111 / 7.594; p = 0 level at
   // T = 1024 (0.516 / 0.509), atomic ahead beyond. Session 34's table (404a8f9) agrees on each sign.
   if (p.D == 128) return flash_stored_ds_dq(p) || (dropout && ws_ordered_dq_runs(p));
-  if (p.D == 64) return dropout && p.T <= 2048 && flash_ws_ordered_dq(p);
+  if (p.D == 64) return dropout && p.T <= 2048 && ws_ordered_dq_runs(p);
   return false;
 }
 
@@ -265,12 +267,12 @@ void flash_attention_forward(const AttentionParams& p, Stream stream) {
 }
 
 void flash_attention_backward(const AttentionParams& p, Stream stream, const FlashBackwardMode& asked) {
-  const FlashBackwardNeeds needs = flash_backward_needs(p, asked.deterministic);
-  if ((needs.dq_semaphore && asked.dq_semaphore == nullptr) || (needs.dq_accum && p.dq_accum == nullptr))
-    throw Error(str("[flash_attention_backward] missing workspace: dq_accum ", p.dq_accum != nullptr, " (needed ",
-                    needs.dq_accum, "), dq_semaphore ", asked.dq_semaphore != nullptr, " (needed ",
-                    needs.dq_semaphore, ")"));
   const FlashBackwardMode mode{flash_backward_deterministic(p, asked.deterministic), asked.dq_semaphore};
+  const FlashBackwardNeeds needs = flash_backward_needs(p, mode.deterministic);
+  if ((needs.dq_semaphore && mode.dq_semaphore == nullptr) || (needs.dq_accum && p.dq_accum == nullptr))
+    throw Error(str("[flash_attention_backward] missing workspace: dq_accum ", p.dq_accum != nullptr, " (needed ",
+                    needs.dq_accum, "), dq_semaphore ", mode.dq_semaphore != nullptr, " (needed ",
+                    needs.dq_semaphore, ")"));
   switch (p.D) {
     case 64: return flash::run_flash_bwd<64>(p, stream, mode);
     case 128: return flash::run_flash_bwd<128>(p, stream, mode);

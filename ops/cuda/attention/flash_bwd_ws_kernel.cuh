@@ -317,8 +317,8 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
   int* sSend = sDqTile + 4 * Kt::kDqTileSlots;  // kOrdered [kOrderedStaging][4]: adds before, bh, query tile, stores (block 0)
 
   // The warp (and so warpgroup) index: warp_index_uniform lets the consumers' wgmma descriptors live
-  // in uniform registers -- which changes how ptxas allocates the rest, for better or worse by form. H200, ncu, ws kernel us, shuffle / threadIdx.x / 32
-  // (sessions 33-34, bench/attention/NOTES.md): ordered dQ D = 64 T = 1024 p = 0.1 701.6 / 776.4 (and
+  // in uniform registers -- which changes how ptxas allocates the rest, for better or worse by form.
+  // H200, ncu, ws kernel us, shuffle / threadIdx.x / 32 (sessions 33-34, bench/attention/NOTES.md): ordered dQ D = 64 T = 1024 p = 0.1 701.6 / 776.4 (and
   // 708.3 / 786.1), p = 0 541.0 / 559.7, T = 4096 p = 0.1 level, D = 128 T = 16384 p = 0 5149.2 /
   // 5209.2; stored dS D = 128 T = 4096 p = 0.1 1476.0 / 1504.9, p = 0 level; but the atomic dQ D = 128
   // p = 0.1 T = 1024 630.6 / 582.7, T = 4096 2030.0 / 1850.0, T = 16384 7222.5 / 6461.9 (its persistent
