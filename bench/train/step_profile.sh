@@ -5,6 +5,7 @@
 # no checkpoint) of configs/gpt2-small.yaml, then bench/train/step_profile.py groups the kernels of
 # the last full step (steps are split at the AdamW kernel).
 #   bench/train/step_profile.sh BUILD_DIR DATA_DIR OUT_DIR [T B DROPOUT] [--label NAME] [--deterministic false]
+#                               [--set KEY=VALUE ...]   (more config keys, e.g. --set head_chunk_mib=0)
 # Defaults T=1024 B=16 DROPOUT=0.1, deterministic true (training's default). Writes
 #   OUT_DIR/step-profile-<card>[-<label>][-T<T>-B<B>-p<p> unless the default shape].{md,json,csv.gz}
 # (the .csv.gz is ncu's raw CSV) and prints the md. The label (e.g. before / after) goes into the
@@ -13,11 +14,12 @@
 set -uo pipefail
 build=$(realpath "${1:?build dir}"); data=$(realpath "${2:?data dir}"); mkdir -p "${3:?out dir}"; outdir=$(realpath "$3")
 shift 3
-label=""; det=true; pos=()
+label=""; det=true; pos=(); extra=()
 while [ $# -gt 0 ]; do
   case $1 in
     --label) label=${2:?--label needs a name}; shift 2 ;;
     --deterministic) det=${2:?--deterministic needs true or false}; shift 2 ;;
+    --set) extra+=(--set "${2:?--set needs KEY=VALUE}"); shift 2 ;;
     *) pos+=("$1"); shift ;;
   esac
 done
@@ -37,8 +39,8 @@ command -v ncu >/dev/null || { echo "step_profile: ncu is not on the PATH"; exit
 train=("$build/flashtrain" train configs/gpt2-small.yaml --set "max_seq_len=$T" --set "batch_size=$B" --set "dropout=$p"
   --set "deterministic=$det" --set compile_model=false --set gradient_accumulation_steps=1
   --set "max_steps=${PROFILE_STEPS:-3}" --set log_interval=1 --set eval_interval=0 --set checkpoint_interval=0
-  --set keep_checkpoints=1 --set "out_dir=$run" --set "train_data=$data/train_*.bin" --set "val_data=$data/val_*.bin")
-echo "step_profile: $card ($card_short), commit $commit, T=$T B=$B dropout=$p deterministic=$det -> $prefix.*"
+  --set keep_checkpoints=1 --set "out_dir=$run" --set "train_data=$data/train_*.bin" --set "val_data=$data/val_*.bin" "${extra[@]}")
+echo "step_profile: $card ($card_short), commit $commit, T=$T B=$B dropout=$p deterministic=$det ${extra[*]} -> $prefix.*"
 t0=$(date +%s)
 # --log-file keeps the program's own output out of the CSV; step_profile.py skips any ==PROF== lines.
 ncu --metrics gpu__time_duration.sum --cache-control none --clock-control none --csv --print-kernel-base demangled \
@@ -58,7 +60,7 @@ rm -rf "$run"
 python3 bench/train/step_profile.py "$prefix.csv" --out-prefix "$prefix" \
   --title "flashtrain step profile${label:+ ($label)}: GPT-2-small T=$T B=$B dropout $p, deterministic $det, $card_short" \
   --meta card="$card" commit="$commit" date="$(date -u +%Y-%m-%dT%H:%M:%SZ)" label="${label:-none}" T=$T B=$B \
-  dropout=$p deterministic=$det compile_model=false
+  dropout=$p deterministic=$det compile_model=false ${extra[*]:+sets="${extra[*]}"}
 rc=$?
 gzip -f "$prefix.csv" && echo "step_profile: raw CSV in $prefix.csv.gz"
 exit $rc

@@ -11,6 +11,7 @@
 #include "ops/cuda/cross_entropy.h"
 
 #include "core/cuda/check.h"
+#include "ops/cuda/fast_exp2.cuh"
 #include "ops/cuda/row_utils.cuh"
 
 namespace ft::cuda {
@@ -180,6 +181,50 @@ __device__ __forceinline__ void store_vec_streaming(T* p, const float (&in)[kVec
   __stcs(reinterpret_cast<uint4*>(p), bits);
 }
 
+// Folds values into a running (max m, sum s of e^(v - m)), each term one FFMA and one MUFU:
+// e^(v - m) = 2^(v log2e - m log2e). s is rescaled only when the max moves.
+template <int N>
+__device__ __forceinline__ void online_add_log2(float& m, float& s, const float (&v)[N]) {
+  float vmax = v[0];
+#pragma unroll
+  for (int j = 1; j < N; ++j) vmax = fmaxf(vmax, v[j]);
+  if (vmax > m) {
+    s *= fast_exp2((m - vmax) * kLog2e);  // m = -inf: s is 0 and stays 0
+    m = vmax;
+  }
+  if (m == -INFINITY) return;  // every value so far -inf
+  const float m_log2 = m * kLog2e;
+#pragma unroll
+  for (int j = 0; j < N; ++j) s += fast_exp2(fmaf(v[j], kLog2e, -m_log2));
+}
+
+// Pass 2's body: dlogits = softmax * g over the row's vectors, streaming, in place of the loaded
+// values. kFold puts g into the exponent (g > 0: 2^(v log2e - (lse log2e - log2 g)), one FFMA and
+// one MUFU an element); the target's element, found by its vector's index (a compare a vector, not
+// an element), then loses g: softmax g - g.
+template <bool kFold, class T, int kVec>
+__device__ __forceinline__ void dlogits_body(T* body, int nbody, int head, int target, float lse_log2, float g) {
+  const float bias = kFold ? lse_log2 - __log2f(g) : lse_log2;
+  const int target_vec = target >= head ? (target - head) / kVec : -1;
+  for (int i = threadIdx.x; i < nbody; i += kFusedThreads) {
+    float v[kVec];
+    load_vec_streaming<T, kVec>(body + static_cast<int64_t>(i) * kVec, v);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) v[j] = kFold ? fast_exp2(fmaf(v[j], kLog2e, -bias)) : fast_exp2(fmaf(v[j], kLog2e, -bias)) * g;
+    if (i == target_vec) {
+      const int jt = target - head - i * kVec;
+#pragma unroll
+      for (int j = 0; j < kVec; ++j)
+        if (j == jt) v[j] -= g;
+    }
+    store_vec_streaming<T, kVec>(body + static_cast<int64_t>(i) * kVec, v);
+  }
+}
+
+// The fused kernel's instruction diet (ncu, session 37: at 80% of issue slots with DRAM at 50%, 32
+// instructions an element): FFMAs into 2^x in both passes, g folded into the exponent, the target
+// found once a vector instead of a 64-bit compare an element, 32-bit indices within the row. A
+// GPT-2-small chunk of 4096 rows: 331 -> 279 us under ncu; the training step 0.85% faster.
 template <class T, int kVec>
 __global__ void __launch_bounds__(kFusedThreads, 2) cross_entropy_loss_and_grad_kernel(CrossEntropyLossGradParams p) {
   __shared__ float scratch[kWarpSize];
@@ -189,6 +234,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2) cross_entropy_loss_and_grad_
   T* x = static_cast<T*>(p.logits) + row * p.row_stride;  // (V): logits, then dlogits
   const RowSplit sp = split_row<T, kVec>(x, V);
   T* body = x + sp.head;
+  const int nbody = static_cast<int>(sp.nbody), head = static_cast<int>(sp.head);
   // Row padding (the head's backward products run over the padded vocabulary): zeros.
   for (int64_t c = V + threadIdx.x; c < p.zero_to; c += kFusedThreads) x[c] = from_f32<T>(0.f);
   if (target == p.ignore_index) {  // loss 0 and no gradient: zeros, without reading the logits
@@ -196,7 +242,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2) cross_entropy_loss_and_grad_
 #pragma unroll
     for (int j = 0; j < kVec; ++j) z[j] = 0.f;
     if (threadIdx.x < sp.head) x[threadIdx.x] = from_f32<T>(0.f);
-    for (int64_t i = threadIdx.x; i < sp.nbody; i += kFusedThreads) store_vec_streaming<T, kVec>(body + i * kVec, z);
+    for (int i = threadIdx.x; i < nbody; i += kFusedThreads) store_vec_streaming<T, kVec>(body + static_cast<int64_t>(i) * kVec, z);
     if (sp.tail_start + threadIdx.x < V) x[sp.tail_start + threadIdx.x] = from_f32<T>(0.f);
     if (threadIdx.x == 0) p.loss[row] = 0.f;
     return;
@@ -209,37 +255,36 @@ __global__ void __launch_bounds__(kFusedThreads, 2) cross_entropy_loss_and_grad_
   float m = -INFINITY, s = 0.f;
   if (sp.tail_start + threadIdx.x < V) {
     const float v[1] = {to_f32(x[sp.tail_start + threadIdx.x])};
-    online_add(m, s, v);
+    online_add_log2(m, s, v);
   }
-  for (int64_t i = sp.nbody - 1 - threadIdx.x; i >= 0; i -= kFusedThreads) {
+  for (int i = nbody - 1 - static_cast<int>(threadIdx.x); i >= 0; i -= kFusedThreads) {
     float v[kVec];
-    load_vec<kVec>(body + i * kVec, v);
-    online_add(m, s, v);
+    load_vec<kVec>(body + static_cast<int64_t>(i) * kVec, v);
+    online_add_log2(m, s, v);
   }
   if (threadIdx.x < sp.head) {
     const float v[1] = {to_f32(x[threadIdx.x])};
-    online_add(m, s, v);
+    online_add_log2(m, s, v);
   }
   const float row_max = block_max(m, scratch);
-  const float sum = block_sum(m == -INFINITY ? 0.f : s * __expf(m - row_max), scratch);
+  const float sum = block_sum(m == -INFINITY ? 0.f : s * fast_exp2((m - row_max) * kLog2e), scratch);
   const float lse = row_max + logf(sum);
   if (threadIdx.x == 0) p.loss[row] = in_range ? lse - target_logit : NAN;
 
   // Pass 2, front to back: dlogits over the logits, each element read and then written by the
   // same thread.
   const float g = (p.grad_scale ? *p.grad_scale : 1.f) * p.row_scale;
-  auto grad = [&](float v, int64_t c) { return (__expf(v - lse) - (c == target ? 1.f : 0.f)) * g; };
+  const float lse_log2 = lse * kLog2e;
+  auto grad = [&](float v, int64_t c) { return (fast_exp2(fmaf(v, kLog2e, -lse_log2)) - (c == target ? 1.f : 0.f)) * g; };
   if (threadIdx.x < sp.head) x[threadIdx.x] = from_f32<T>(grad(to_f32(x[threadIdx.x]), threadIdx.x));
-  for (int64_t i = threadIdx.x; i < sp.nbody; i += kFusedThreads) {
-    float v[kVec];
-    load_vec_streaming<T, kVec>(body + i * kVec, v);
-    const int64_t c0 = sp.head + i * kVec;
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) v[j] = grad(v[j], c0 + j);
-    store_vec_streaming<T, kVec>(body + i * kVec, v);
-  }
-  const int64_t c = sp.tail_start + threadIdx.x;
+  const int64_t c = sp.tail_start + threadIdx.x;  // the tail before the body: nothing stays live past it
   if (c < V) x[c] = from_f32<T>(grad(to_f32(x[c]), c));
+  const int body_target = in_range && target < sp.tail_start ? target : -1;
+  if (g > 0.f && g < INFINITY) {
+    dlogits_body<true, T, kVec>(body, nbody, head, body_target, lse_log2, g);
+  } else {
+    dlogits_body<false, T, kVec>(body, nbody, head, body_target, lse_log2, g);
+  }
 }
 
 __global__ void scalar_ratio_kernel(const float* a, const float* b, float* out) { *out = *a / *b; }
@@ -274,6 +319,8 @@ void cross_entropy_backward(const CrossEntropyBackwardParams& p, Stream stream) 
 void cross_entropy_loss_and_grad(const CrossEntropyLossGradParams& p, Stream stream) {
   if (p.rows == 0) return;
   FT_CHECK_ARG(p.rows <= INT32_MAX, "[cross_entropy_loss_and_grad] ", p.rows, " rows exceed one grid");
+  FT_CHECK_ARG(p.vocab <= INT32_MAX, "[cross_entropy_loss_and_grad] a vocabulary of ", p.vocab,
+               " exceeds the kernel's 32-bit indices within a row");
   dispatch_cuda_float(p.dtype, "[cross_entropy_loss_and_grad]", [&](auto tag) {
     using T = decltype(tag);
     cross_entropy_loss_and_grad_kernel<T, kVecOf<T>>

@@ -227,24 +227,27 @@ TEST(ScalarRatio, CpuDividesInItsDtype) {
 
 // CUDA against the CPU op on the same logits: GPT-2's V (rows off 16-byte boundaries), an odd V,
 // one smaller than a vector's misalignment head; a grad_scale in device memory (fp16's 1024) and
-// the mean's row_scale; ignored rows; an out-of-range target is a NaN loss, not a bad read.
+// the mean's row_scale; ignored rows; an out-of-range target is a NaN loss, not a bad read. A
+// negative grad_scale takes the kernel's other form (a positive one goes into the exponent).
 TEST(CrossEntropyLossAndGradCuda, MatchesCpu) {
   FT_REQUIRE_CUDA();
   const int64_t vocabs[] = {50257, 1001, 3};
   for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
     for (int64_t V : vocabs) {
-      const int64_t rows = 7;
-      const Tensor logits = randn_tensor({rows, V}, 13, dt, Device::cpu(), 3.f);
-      const Tensor targets = Tensor::from_vector(make_targets(rows, V, 5, true), {rows});
-      const Tensor c = logits.clone(), gl = logits.to(Device::cuda());
-      const Tensor cl = ops::cross_entropy_loss_and_grad_(c, targets, Tensor::full({}, 1024.0, DType::F32), 1.0 / 6);
-      const Tensor gloss = ops::cross_entropy_loss_and_grad_(gl, targets.to(Device::cuda()),
-                                                             Tensor::full({}, 1024.0, DType::F32, Device::cuda()), 1.0 / 6);
-      EXPECT_LT(rel_error(gloss, cl), 1e-5) << dt << " V=" << V;
-      const double tol = dt == DType::F32 ? 1e-4 : (dt == DType::BF16 ? 8e-3 : 1e-3);
-      EXPECT_LT(rel_error(gl, c), tol) << dt << " V=" << V;
-      for (float v : gl.slice(0, 2, 3).to_floats()) ASSERT_EQ(v, 0.f) << "ignored row must get a zero gradient";
-      EXPECT_EQ(gloss.to_floats()[2], 0.f);
+      for (double grad_scale : {1024.0, -3.0}) {
+        const int64_t rows = 7;
+        const Tensor logits = randn_tensor({rows, V}, 13, dt, Device::cpu(), 3.f);
+        const Tensor targets = Tensor::from_vector(make_targets(rows, V, 5, true), {rows});
+        const Tensor c = logits.clone(), gl = logits.to(Device::cuda());
+        const Tensor cl = ops::cross_entropy_loss_and_grad_(c, targets, Tensor::full({}, grad_scale, DType::F32), 1.0 / 6);
+        const Tensor gloss = ops::cross_entropy_loss_and_grad_(
+            gl, targets.to(Device::cuda()), Tensor::full({}, grad_scale, DType::F32, Device::cuda()), 1.0 / 6);
+        EXPECT_LT(rel_error(gloss, cl), 1e-5) << dt << " V=" << V << " grad_scale " << grad_scale;
+        const double tol = dt == DType::F32 ? 1e-4 : (dt == DType::BF16 ? 8e-3 : 1e-3);
+        EXPECT_LT(rel_error(gl, c), tol) << dt << " V=" << V << " grad_scale " << grad_scale;
+        for (float v : gl.slice(0, 2, 3).to_floats()) ASSERT_EQ(v, 0.f) << "ignored row must get a zero gradient";
+        EXPECT_EQ(gloss.to_floats()[2], 0.f);
+      }
     }
   }
   const Tensor gl = randn_tensor({4, 1000}, 14, DType::BF16, Device::cuda());

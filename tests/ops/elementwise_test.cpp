@@ -145,5 +145,42 @@ TEST(ElementwiseCuda, MatchesCpu) {
   }
 }
 
+// add_ and add_scaled_ on CUDA take 16-byte vectors of dst where its length and both pointers
+// allow, else one element a thread. Both must give every element the float64 sum rounded once (to
+// within the one fp32 rounding of alpha * src inside it) and agree with each other bit for bit:
+// 1203 elements run element by element, their first 1200 (a view of the same memory) as vectors,
+// and a view one element in as elements again (src off its vector boundary).
+TEST(ElementwiseCuda, AxpbyVectorsMatchElementByElement) {
+  FT_REQUIRE_CUDA();
+  const auto dv = randn(1203, 31), sv = randn(1203, 32);
+  const std::vector<std::pair<DType, DType>> pairs = {
+      {DType::F32, DType::F32}, {DType::F32, DType::BF16}, {DType::F32, DType::F16}, {DType::BF16, DType::BF16}, {DType::F16, DType::F16}};
+  for (const auto& [dst_dtype, src_dtype] : pairs) {
+    const Tensor src = Tensor::from_floats(sv, {1203}, src_dtype).to(Device::cuda());
+    const Tensor dst0 = Tensor::from_floats(dv, {1203}, dst_dtype).to(Device::cuda());
+    const auto s = src.to_floats(), d = dst0.to_floats();
+    const Tensor scale = Tensor::full({1}, 0.37, DType::F32, Device::cuda());
+    for (int form = 0; form < 3; ++form) {  // add_ with alpha, add_scaled_ accumulating, add_scaled_ over
+      const bool accumulate = form != 2;
+      auto apply = [&](const Tensor& out, const Tensor& in) {
+        if (form == 0) ops::add_(out, in, 0.37);
+        else ops::add_scaled_(out, in, scale, accumulate);
+      };
+      Tensor whole = dst0.clone(), vec = dst0.clone(), off = dst0.clone();
+      apply(whole, src);                                                // 1203: element by element
+      apply(vec.slice(0, 0, 1200), src.slice(0, 0, 1200));              // 1200: vectors
+      apply(off.slice(0, 1, 1201), src.slice(0, 1, 1201));              // off the vector boundary
+      const auto w = whole.to_floats(), v = vec.to_floats(), o = off.to_floats();
+      const double tol = dst_dtype == DType::F32 ? 1e-6 : (dst_dtype == DType::BF16 ? 8e-3 : 1e-3);
+      for (int i = 0; i < 1203; ++i) {
+        const double want = (accumulate ? static_cast<double>(d[i]) : 0.0) + 0.37 * static_cast<double>(s[i]);
+        ASSERT_NEAR(w[i], want, tol * (1.0 + std::abs(want))) << dst_dtype << " " << src_dtype << " form " << form << " " << i;
+        if (i < 1200) ASSERT_EQ(v[i], w[i]) << dst_dtype << " " << src_dtype << " form " << form << " " << i;
+        if (i >= 1 && i < 1201) ASSERT_EQ(o[i], w[i]) << dst_dtype << " " << src_dtype << " form " << form << " " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ft

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "ops/cuda/fast_exp2.cuh"
+
 namespace ft::cuda::flash {
 
 // threadIdx.x / 32 through a shuffle from lane 0 (CUTLASS's canonical_warp_idx_sync): the compiler
@@ -89,16 +91,9 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
   }
 }
 
-// log2(e): the kernels take exp(x) as fast_exp2(x * kLog2e), with the scale folded in.
-constexpr float kLog2e = 1.4426950408889634f;
-
-// 2^x on the special-function unit, flush-to-zero: exp2f() without fast-math adds range fix-ups
-// around the same instruction. exp2(-inf) = +0, which the masking relies on.
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
+// kLog2e and fast_exp2 (ops/cuda/fast_exp2.cuh): the kernels take exp(x) as fast_exp2(x * kLog2e).
+using ft::cuda::fast_exp2;
+using ft::cuda::kLog2e;
 
 // Two floats -> one register of two 16-bit values (lo in the low half), round to nearest even.
 template <bool kBF16>
