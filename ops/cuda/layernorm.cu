@@ -40,6 +40,7 @@
 #include <algorithm>
 
 #include "core/cuda/check.h"
+#include "ops/cuda/cp_async.cuh"
 #include "ops/cuda/layernorm_row.cuh"
 
 namespace ft::cuda {
@@ -115,25 +116,6 @@ __global__ void __launch_bounds__(kWarps * kWarpSize) layernorm_forward_warp_ker
     }
   }
 }
-
-// Asynchronous 16-byte (and 4-byte) copies global -> shared (cp.async), bypassing registers so
-// that a warp can keep several rows in flight. The 16-byte copies carry an L2 evict-first policy.
-__device__ __forceinline__ uint64_t evict_first_policy() {
-  uint64_t policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  return policy;
-}
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, uint64_t policy) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
 // Backward register path, one cooperative launch.
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w, xhat = (x - mean) * rstd.
