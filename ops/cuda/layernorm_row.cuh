@@ -71,63 +71,35 @@ __device__ __forceinline__ void layernorm_row_out(const R& x, const R& w, const 
 }
 
 // The backward's row sums, with g = dy * w and xhat = (x - mu) * rs: mean_g = mean(g) and
-// mean_gx = mean(g * xhat) over the row; and, per vector k of the lane, acc(k, dy, xhat), which
-// adds dy * xhat into dweight and dy into dbias (RegisterColumnSums, or a kernel's own store).
-template <class T, int kIters, class R, class Acc>
-__device__ __forceinline__ void layernorm_grad_row_sums(const R (&x)[kIters], const R (&dy)[kIters],
-                                                        const R (&w)[kIters], int lane, int nvec, int C, float mu,
-                                                        float rs, Acc&& acc, float& mean_g, float& mean_gx) {
-  constexpr int kN = kElemsOf<T, R>;
-  float sum_g = 0.f, sum_gx = 0.f;
-#pragma unroll
-  for (int k = 0; k < kIters; ++k) {
-    if (lane + k * kWarpSize < nvec) {
-      float xv[kN], dv[kN], wv[kN], xh[kN];
-      unpack_vec<T>(x[k], xv);
-      unpack_vec<T>(dy[k], dv);
-      unpack_vec<T>(w[k], wv);
-#pragma unroll
-      for (int j = 0; j < kN; ++j) {
-        xh[j] = (xv[j] - mu) * rs;
-        const float g = dv[j] * wv[j];
-        sum_g += g;
-        sum_gx += g * xh[j];
-      }
-      acc(k, dv, xh);
-    }
-  }
-  mean_g = warp_sum(sum_g) / C;
-  mean_gx = warp_sum(sum_gx) / C;
-}
-
-// dweight += dy * xhat (one FMA) and dbias += dy, element by element.
-template <int kN>
-__device__ __forceinline__ void add_column_terms(float (&dw)[kN], float (&db)[kN], const float (&dv)[kN],
-                                                 const float (&xh)[kN]) {
-#pragma unroll
-  for (int j = 0; j < kN; ++j) {
-    dw[j] += dv[j] * xh[j];
-    db[j] += dv[j];
-  }
-}
-
-template <int kIters, int kN>
-struct RegisterColumnSums {
-  float (&dw)[kIters][kN];
-  float (&db)[kIters][kN];
-  __device__ __forceinline__ void operator()(int k, const float (&dv)[kN], const float (&xh)[kN]) const {
-    add_column_terms(dw[k], db[k], dv, xh);
-  }
-};
-
+// mean_gx = mean(g * xhat) over the row; and the lane's dweight += dy * xhat, dbias += dy.
 template <class T, int kIters, class R>
 __device__ __forceinline__ void layernorm_grad_row_sums(const R (&x)[kIters], const R (&dy)[kIters],
                                                         const R (&w)[kIters], int lane, int nvec, int C, float mu,
                                                         float rs, float (&dw)[kIters][kElemsOf<T, R>],
                                                         float (&db)[kIters][kElemsOf<T, R>], float& mean_g,
                                                         float& mean_gx) {
-  layernorm_grad_row_sums<T>(x, dy, w, lane, nvec, C, mu, rs, RegisterColumnSums<kIters, kElemsOf<T, R>>{dw, db},
-                             mean_g, mean_gx);
+  constexpr int kN = kElemsOf<T, R>;
+  float sum_g = 0.f, sum_gx = 0.f;
+#pragma unroll
+  for (int k = 0; k < kIters; ++k) {
+    if (lane + k * kWarpSize < nvec) {
+      float xv[kN], dv[kN], wv[kN];
+      unpack_vec<T>(x[k], xv);
+      unpack_vec<T>(dy[k], dv);
+      unpack_vec<T>(w[k], wv);
+#pragma unroll
+      for (int j = 0; j < kN; ++j) {
+        const float xh = (xv[j] - mu) * rs;
+        const float g = dv[j] * wv[j];
+        sum_g += g;
+        sum_gx += g * xh;
+        dw[k][j] += dv[j] * xh;
+        db[k][j] += dv[j];
+      }
+    }
+  }
+  mean_g = warp_sum(sum_g) / C;
+  mean_gx = warp_sum(sum_gx) / C;
 }
 
 // dx of one vector: rs * (g - mean_g - xhat * mean_gx).

@@ -18,6 +18,7 @@
 #include <algorithm>
 
 #include "core/cuda/check.h"
+#include "ops/cuda/cp_async.cuh"
 #include "ops/cuda/layernorm_row.cuh"
 
 namespace ft::cuda {
@@ -26,6 +27,7 @@ namespace {
 constexpr int kChunk = 8;  // elements per lane access: one 16-byte vector of halves, two of f32
 constexpr int kFwdWarps = 4;   // warps (row pairs) per block, forward vector path
 constexpr int kBwdWarps = 4;   // warps per block, backward vector path
+constexpr int kBwdStages = 3;  // row slots a warp's ring holds, backward vector path
 constexpr int kScalarThreads = 32;  // the scalar paths: one warp per block
 constexpr int kMaxScalarBlocks = 1024;
 // Registers per lane in the vector path grow with kIters (2 rows x (y, gz) chunks plus dweight
@@ -160,45 +162,32 @@ __global__ void __launch_bounds__(kFwdWarps * kWarpSize)
   }
 }
 
-// dweight and dbias of one warp in shared memory (its own (2, C) region: no other warp touches
-// it), a vector at a time: the same adds in the same order of rows as registers would hold them,
-// without the 2 x 8 kIters registers a lane that cut the kernel to 3 blocks an SM.
-struct WarpColumnSums {
-  float* dw;  // (C) of this warp
-  float* db;  // (C) of this warp
-  int lane;
-  __device__ __forceinline__ void operator()(int k, const float (&dv)[kChunk], const float (&xh)[kChunk]) const {
-    static_assert(kChunk == 8, "two float4s a vector");
-    const int c = (lane + k * kWarpSize) * kChunk;  // 32-byte aligned: 16-byte shared accesses
-    float4* pw = reinterpret_cast<float4*>(dw + c);
-    float4* pb = reinterpret_cast<float4*>(db + c);
-    const float4 w0 = pw[0], w1 = pw[1], b0 = pb[0], b1 = pb[1];
-    float w[kChunk] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-    float b[kChunk] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-    add_column_terms(w, b, dv, xh);
-    pw[0] = make_float4(w[0], w[1], w[2], w[3]);
-    pw[1] = make_float4(w[4], w[5], w[6], w[7]);
-    pb[0] = make_float4(b[0], b[1], b[2], b[3]);
-    pb[1] = make_float4(b[4], b[5], b[6], b[7]);
-  }
-};
-
 // Backward vector path. Block b owns row pairs [pairs * b / G, pairs * (b + 1) / G); its warp w
-// takes pairs begin + w, + kBwdWarps, ... Each warp keeps dweight += gz * yhat and dbias += gz
-// for its lanes' chunks in its own shared-memory region; at the end the block adds the warps'
-// regions, in warp order, into partial row b of (G, 2C). The LayerNorm part of dy is
-// ops/cuda/layernorm.cu's register-path formula with its order of sums. A row's y, gz and gy
-// are loaded together, before its sums.
+// takes pairs begin + w, + kBwdWarps, ..., a row at a time (row j of the warp: pair j / 2, half
+// j % 2). Each warp streams its rows through a ring of kBwdStages slots in shared memory (y, gz,
+// gy, mean, rstd by cp.async), kBwdStages - 1 rows ahead of the one it works on: a warp that loaded
+// a row only when it got to it waited on memory twice a row at 3 blocks an SM (ncu, session 37,
+// GPT-2's 16384 x 768 with gy: 55.2 us, 1.7 TB/s; with the ring 46.1 us, and 47.9 at the 2 blocks
+// an SM its 176 registers gave before __launch_bounds__ asked for 3). Each lane keeps dweight += gz * yhat and dbias += gz
+// for its chunks in registers; at the end the block's warps add theirs, in warp order, into
+// partial row b of (G, 2C). The LayerNorm part of dy is ops/cuda/layernorm.cu's register-path
+// formula with its order of sums.
 template <class T, int kIters, bool kDropout, bool kGy>
-__global__ void __launch_bounds__(kBwdWarps * kWarpSize)
+__global__ void __launch_bounds__(kBwdWarps * kWarpSize, 3)
     residual_layernorm_backward_kernel(ResidualLayerNormBackwardParams p, uint32_t pairs, float* partial) {
+  constexpr int kPieces = static_cast<int>(sizeof(Chunk<T>) / 16);  // 16-byte copies a chunk
+  constexpr int kSlotRows = kGy ? 3 : 2;                             // y | gz [| gy]
   DropoutParams d = p.mask;
   if constexpr (kDropout) resolve_dropout_offset(d);
-  extern __shared__ float4 warp_sums_raw[];  // (kBwdWarps, 2, C): dweight | dbias, warp by warp
-  float* warp_sums = reinterpret_cast<float*>(warp_sums_raw);
+  extern __shared__ float4 smem4[];
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int C = static_cast<int>(p.cols);
   const int nvec = C / kChunk;
+  // This warp's ring: kBwdStages slots of [y (C) | gz (C) | gy (C)], then (mean, rstd) a slot.
+  T* ring = reinterpret_cast<T*>(smem4) + static_cast<int64_t>(warp) * kBwdStages * kSlotRows * C;
+  float* stats = reinterpret_cast<float*>(reinterpret_cast<T*>(smem4) +
+                                          static_cast<int64_t>(kBwdWarps) * kBwdStages * kSlotRows * C) +
+                 warp * kBwdStages * 2;
   const T* y = static_cast<const T*>(p.y);
   const T* gz = static_cast<const T*>(p.gz);
   const T* gy = static_cast<const T*>(p.gy);
@@ -210,69 +199,124 @@ __global__ void __launch_bounds__(kBwdWarps * kWarpSize)
     const int i = lane + k * kWarpSize;
     wr[k] = i < nvec ? load_raw<T, kChunk>(static_cast<const T*>(p.weight) + i * kChunk) : zero_chunk<T>();
   }
-  const WarpColumnSums sums{warp_sums + warp * 2 * C, warp_sums + warp * 2 * C + C, lane};
-  for (int c = lane; c < 2 * C; c += kWarpSize) sums.dw[c] = 0.f;  // dw and db: one (2C) region
-  __syncwarp();
+  float dw[kIters][kChunk], db[kIters][kChunk];
+#pragma unroll
+  for (int k = 0; k < kIters; ++k) {
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j) dw[k][j] = db[k][j] = 0.f;
+  }
   const uint32_t begin = static_cast<uint32_t>(static_cast<uint64_t>(pairs) * blockIdx.x / gridDim.x);
   const uint32_t end = static_cast<uint32_t>(static_cast<uint64_t>(pairs) * (blockIdx.x + 1) / gridDim.x);
+  const uint32_t first = begin + warp;
+  const int n = first < end ? 2 * static_cast<int>((end - first + kBwdWarps - 1) / kBwdWarps) : 0;  // rows
+  auto pair_of = [&](int j) { return first + static_cast<uint32_t>(j / 2) * kBwdWarps; };
+  const uint64_t policy = evict_first_policy();
+  auto issue = [&](int j) {  // row j of this warp into slot j % kBwdStages; always one commit group
+    const int64_t row = j < n ? pair_row(pair_of(j), j % 2) : p.rows;
+    if (row < p.rows) {
+      T* slot = ring + (j % kBwdStages) * kSlotRows * C;
+#pragma unroll
+      for (int k = 0; k < kIters; ++k) {
+        const int i = lane + k * kWarpSize;
+        if (i < nvec) {
+#pragma unroll
+          for (int q = 0; q < kPieces; ++q) {
+            const int64_t at = row * p.cols + i * kChunk + q * (kChunk / kPieces);
+            T* to = slot + i * kChunk + q * (kChunk / kPieces);
+            cp_async16(to, y + at, policy);
+            cp_async16(to + C, gz + at, policy);
+            if constexpr (kGy) cp_async16(to + 2 * C, gy + at, policy);
+          }
+        }
+      }
+      if (lane == 0) {
+        cp_async4(stats + (j % kBwdStages) * 2, p.mean + row);
+        cp_async4(stats + (j % kBwdStages) * 2 + 1, p.rstd + row);
+      }
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int j = 0; j < kBwdStages - 1; ++j) issue(j);
   const uint32_t bound = kDropout ? dropout_bound(d) : 0u;
-  for (uint32_t pair = begin + warp; pair < end; pair += kBwdWarps) {
-    uint32_t keep[kIters];
+  uint32_t keep[kIters];
+  for (int j = 0; j < n; ++j) {
+    issue(j + kBwdStages - 1);
+    const uint32_t pair = pair_of(j);
+    const int r = j % 2;
     if constexpr (kDropout) {
+      if (r == 0) {
 #pragma unroll
-      for (int k = 0; k < kIters; ++k) keep[k] = keep_bits(d, bound, pair, static_cast<uint32_t>(lane + k * kWarpSize));
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int64_t row = pair_row(pair, r);
-      if (row >= p.rows) break;  // uniform over the warp
-      Chunk<T> yr[kIters], gr[kIters], gyr[kIters];
-#pragma unroll
-      for (int k = 0; k < kIters; ++k) {
-        const int i = lane + k * kWarpSize;
-        yr[k] = gr[k] = gyr[k] = zero_chunk<T>();
-        if (i < nvec) {
-          yr[k] = load_raw<T, kChunk>(y + row * p.cols + i * kChunk);
-          gr[k] = load_raw<T, kChunk>(gz + row * p.cols + i * kChunk);
-          if constexpr (kGy) gyr[k] = load_raw<T, kChunk>(gy + row * p.cols + i * kChunk);
-        }
+        for (int k = 0; k < kIters; ++k) keep[k] = keep_bits(d, bound, pair, static_cast<uint32_t>(lane + k * kWarpSize));
       }
-      const float mu = p.mean[row], rs = p.rstd[row];
-      float mean_g, mean_gx;
-      layernorm_grad_row_sums<T>(yr, gr, wr, lane, nvec, C, mu, rs, sums, mean_g, mean_gx);
+    }
+    cp_async_wait<kBwdStages - 1>();  // row j has landed (for this lane); the barrier shares lane 0's stats
+    __syncwarp();
+    const int64_t row = pair_row(pair, r);
+    if (row >= p.rows) continue;  // the last pairs' rows past the end; uniform over the warp
+    const T* slot = ring + (j % kBwdStages) * kSlotRows * C;
+    const float mu = stats[(j % kBwdStages) * 2], rs = stats[(j % kBwdStages) * 2 + 1];
+    Chunk<T> yr[kIters], gr[kIters], gyr[kIters];
 #pragma unroll
-      for (int k = 0; k < kIters; ++k) {
-        const int i = lane + k * kWarpSize;
-        if (i < nvec) {
-          float gyv[kChunk], out[kChunk];
-          layernorm_grad_row_dx<T>(yr[k], gr[k], wr[k], mu, rs, mean_g, mean_gx, out);
-          if constexpr (kGy) unpack_vec<T>(gyr[k], gyv);
+    for (int k = 0; k < kIters; ++k) {
+      const int i = lane + k * kWarpSize;
+      yr[k] = gr[k] = gyr[k] = zero_chunk<T>();
+      if (i < nvec) {
+        yr[k] = *reinterpret_cast<const Chunk<T>*>(slot + i * kChunk);
+        gr[k] = *reinterpret_cast<const Chunk<T>*>(slot + C + i * kChunk);
+        if constexpr (kGy) gyr[k] = *reinterpret_cast<const Chunk<T>*>(slot + 2 * C + i * kChunk);
+      }
+    }
+    __syncwarp();  // every lane has read the slot before it is refilled
+    float mean_g, mean_gx;
+    layernorm_grad_row_sums<T>(yr, gr, wr, lane, nvec, C, mu, rs, dw, db, mean_g, mean_gx);
 #pragma unroll
-          for (int j = 0; j < kChunk; ++j) {
-            // The LayerNorm gradient rounded to T, then gy added and rounded: the unfused
-            // backward's dx followed by the engine's ops::add of the two contributions.
-            out[j] = to_f32(from_f32<T>(out[j]));
-            if constexpr (kGy) out[j] = to_f32(from_f32<T>(__fadd_rn(gyv[j], out[j])));  // no FMA for f32
-          }
-          store_vec<kChunk>(dy + row * p.cols + i * kChunk, out);
-          if constexpr (kDropout) {
+    for (int k = 0; k < kIters; ++k) {
+      const int i = lane + k * kWarpSize;
+      if (i < nvec) {
+        float gyv[kChunk], out[kChunk];
+        layernorm_grad_row_dx<T>(yr[k], gr[k], wr[k], mu, rs, mean_g, mean_gx, out);
+        if constexpr (kGy) unpack_vec<T>(gyr[k], gyv);
 #pragma unroll
-            for (int j = 0; j < kChunk; ++j) out[j] = (keep[k] >> (8 * r + j)) & 1u ? out[j] * d.keep_scale : 0.f;
-            store_vec<kChunk>(dh + row * p.cols + i * kChunk, out);
-          }
+        for (int jj = 0; jj < kChunk; ++jj) {
+          // The LayerNorm gradient rounded to T, then gy added and rounded: the unfused
+          // backward's dx followed by the engine's ops::add of the two contributions.
+          out[jj] = to_f32(from_f32<T>(out[jj]));
+          if constexpr (kGy) out[jj] = to_f32(from_f32<T>(__fadd_rn(gyv[jj], out[jj])));  // no FMA for f32
+        }
+        store_vec<kChunk>(dy + row * p.cols + i * kChunk, out);
+        if constexpr (kDropout) {
+#pragma unroll
+          for (int jj = 0; jj < kChunk; ++jj) out[jj] = (keep[k] >> (8 * r + jj)) & 1u ? out[jj] * d.keep_scale : 0.f;
+          store_vec<kChunk>(dh + row * p.cols + i * kChunk, out);
         }
       }
     }
   }
+  cp_async_wait<0>();
+  __syncthreads();  // the rings are done with: their memory holds the block's sums now
+  float* block_sums = reinterpret_cast<float*>(smem4);  // (2, C): dweight | dbias
   // The block's sums, warp by warp in order, then its partial row.
-  __syncthreads();
-  float* part = partial + static_cast<int64_t>(blockIdx.x) * 2 * C;
-  for (int c = threadIdx.x; c < 2 * C; c += blockDim.x) {
-    float v = warp_sums[c];
+  for (int w = 0; w < kBwdWarps; ++w) {
+    if (warp == w) {
 #pragma unroll
-    for (int w = 1; w < kBwdWarps; ++w) v += warp_sums[w * 2 * C + c];
-    part[c] = v;
+      for (int k = 0; k < kIters; ++k) {
+        const int i = lane + k * kWarpSize;
+        if (i < nvec) {
+#pragma unroll
+          for (int jj = 0; jj < kChunk; ++jj) {
+            float* sw = block_sums + i * kChunk + jj;
+            float* sb = block_sums + C + i * kChunk + jj;
+            *sw = w == 0 ? dw[k][jj] : *sw + dw[k][jj];
+            *sb = w == 0 ? db[k][jj] : *sb + db[k][jj];
+          }
+        }
+      }
+    }
+    __syncthreads();
   }
+  float* part = partial + static_cast<int64_t>(blockIdx.x) * 2 * C;
+  for (int c = threadIdx.x; c < 2 * C; c += blockDim.x) part[c] = block_sums[c];
 }
 
 // y of element i of a row, recomputed wherever the scalar paths need it: rounded as the unfused
@@ -435,7 +479,12 @@ void residual_layernorm_backward(const ResidualLayerNormBackwardParams& p, Strea
           constexpr bool kGy = decltype(has_gy)::value;
           auto kernel = residual_layernorm_backward_kernel<T, kIters, kDropout, kGy>;
           constexpr int kThreads = kBwdWarps * kWarpSize;
-          const size_t smem = kBwdWarps * 2 * static_cast<size_t>(C) * sizeof(float);  // <= 32 KiB: C <= 1024 here
+          // The rings (<= 4 warps x 3 slots x 3 rows of C <= 1024 halves or 512 floats: 72 KiB),
+          // later the block's (2, C) fp32 sums.
+          const size_t ring = static_cast<size_t>(kBwdWarps) * kBwdStages *
+                              ((kGy ? 3 : 2) * static_cast<size_t>(C) * sizeof(T) + 2 * sizeof(float));
+          const size_t smem = std::max(ring, 2 * static_cast<size_t>(C) * sizeof(float));
+          CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
           int per_sm = 0;
           CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
           FT_ASSERT(per_sm > 0, "[residual_layernorm_backward] kernel does not fit on an SM (", smem, " bytes)");
