@@ -4,14 +4,17 @@
 # over the validation shard, logits and every parameter gradient of one batch (bf16 tolerance,
 # judged by PyTorch's own bf16 error; tests/train/hf_grad_cross_check.py says how).
 #   scripts/gpu_cross_check.sh BUILD_DIR DATA_DIR [WORK_DIR]     (DATA_DIR holds train_/val_*.bin)
+#   XCHECK_SETS="--set head_chunk_mib=64 ..." adds config keys to the training run; the checkpoint
+#   carries them into `flashtrain gradients` (64 MiB puts the head in chunks at this shape).
 set -uo pipefail
 build=${1:?build dir}; data=${2:?data dir}; work=${3:-/tmp/ft-cross-check}
 export PYTHONUNBUFFERED=1
 rm -rf "$work"; mkdir -p "$work"
+read -ra extra <<< "${XCHECK_SETS:-}"
 "$build/flashtrain" train configs/gpt2-small.yaml --set max_seq_len=256 --set batch_size=8 \
   --set gradient_accumulation_steps=1 --set max_steps=60 --set warmup_steps=10 --set lr=6e-4 --set eval_interval=0 \
   --set checkpoint_interval=0 --set log_interval=20 --set out_dir="$work/run" \
-  --set train_data="$data/train_*.bin" --set val_data="$data/val_*.bin" 2>&1 | tail -2 || exit 1
+  --set train_data="$data/train_*.bin" --set val_data="$data/val_*.bin" "${extra[@]}" 2>&1 | tail -2 || exit 1
 ckpt=$work/run/ckpt-60
 ours=$("$build/flashtrain" eval --checkpoint "$ckpt" --data "$data/val_000000.bin" --batch-size 8 --seq-len 256) || exit 1
 echo "$ours"

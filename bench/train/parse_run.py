@@ -2,9 +2,13 @@
 """Turns one training run's output into one JSON row for bench/train/train_bench.sh (printed on stdout).
 
     parse_run.py flashtrain METRICS_JSONL LOG T B DROPOUT DETERMINISTIC
-        tokens/s of the last logged interval of metrics.jsonl (the earlier ones hold the eager
-        first step and the CUDA-graph capture), peak from the log's "peak device memory X MiB"
-        (the caching allocator's peak allocated bytes).
+        tokens/s: the median over the logged intervals of metrics.jsonl after its first two (step 1,
+        eager, and steps 2-10, which hold the CUDA-graph capture); with 80 steps and log_interval
+        10, the seven intervals ending at steps 20-80. One interval moved up to 6% within a run on an H200
+        whose clock follows its 700 W cap (session 37: 544.5k, 538.9k, 510.0k in one run), so
+        one interval (what rows before session 37 took: the last) is not a measure. Also the
+        intervals' min and max. Peak from the log's "peak device memory X MiB" (the caching
+        allocator's peak allocated bytes).
     parse_run.py llmc LOG T B
         median step time of steps >= 6 of llm.c's "step i/n | ... | X ms |" lines; peak_mib is
         llm.c's "device memory usage" (cudaMemGetInfo: the whole device in use, CUDA context
@@ -39,9 +43,11 @@ def flashtrain(metrics, log, T, B, p, det):
     text = tail(log, 10**7)
     peak = re.findall(r"peak device memory ([0-9.]+) MiB", text)
     if steps:
-        tps = steps[-1]["tokens_per_s"]
+        timed = [s["tokens_per_s"] for s in (steps[2:] if len(steps) > 2 else steps[-1:])]
+        tps = statistics.median(timed)
         row.update(tokens_per_s=tps, step_ms=1000 * T * B / tps, steps=steps[-1]["step"],
-                   loss=steps[-1]["loss"], tokens_per_s_intervals=[round(s["tokens_per_s"]) for s in steps])
+                   loss=steps[-1]["loss"], tokens_per_s_min=min(timed), tokens_per_s_max=max(timed),
+                   timed_intervals=len(timed), tokens_per_s_intervals=[round(s["tokens_per_s"]) for s in steps])
     if peak:
         row["peak_mib"] = float(peak[-1])
     if not steps or not peak:

@@ -52,7 +52,7 @@ RULES = [
     ("AdamW", r"adamw_kernel"),
     ("grad norm", r"grad_norm_|global_norm_|global_sum_single_block"),
     ("bias grads / reductions", r"reduce_(rows|cols|splits|backward)|sum_rows_|partial_sums_kernel|matmul_backward_bias|reduce_add_sum"),
-    ("residual adds / elementwise", r"binary_kernel|axpby_kernel|residual_forward_kernel"),
+    ("residual adds / elementwise", r"binary_kernel|binary_vec_kernel|axpby_kernel|axpby_vec_kernel|scalar_ratio_kernel|residual_forward_kernel"),
     ("copies / casts / fills", r"cast_kernel|strided_copy_kernel|fill_kernel|memcpy|memset|permute_kernel|copy_and_cast|init_from_master"),
     ("matmuls", r"gemm|xmma|cutlass|nvjet|sm90_|sm80_|cublas|splitKreduce|ampere_|hopper_"),
 ]

@@ -128,9 +128,13 @@ def main():
     a = ap.parse_args()
     rows = [r for r in load_rows(a.rows) if all(k in r for k in ("impl", "T", "B"))]
     bar_list = bars(rows)
+    ft = [r for r in rows if r.get("impl") == "flashtrain" and r.get("steps")]
+    ft_measure = (f"tokens/s the median of the {ft[0]['timed_intervals']} intervals of 10 steps ending at steps 20-"
+                  f"{ft[0]['steps']} (their min and max in the JSON)" if ft and "timed_intervals" in ft[0]
+                  else "tokens/s of the last 10 of 40 steps")
     md = [f"# GPT-2-small training: {a.card} ({a.card_name or a.card}), commit {a.commit}, {a.date}", "",
           "bench/train/train_bench.sh: bf16, one micro-batch per step, random or KJV tokens. flashtrain: "
-          "configs/gpt2-small.yaml with compile_model (CUDA graph), tokens/s of the last 10 of 40 steps, peak = "
+          f"configs/gpt2-small.yaml with compile_model (CUDA graph), {ft_measure}, peak = "
           "its caching allocator's peak. torch_*: bench/train/torch_nanogpt.py (nanoGPT-style model, fused AdamW, "
           "grad clip), median of 20 steps, peak = torch.cuda.max_memory_allocated. llmc_cudnn: llm.c with cuDNN "
           "attention, -r 0, median of steps 6-30, no dropout, T <= 1024; peak = device memory in use "

@@ -3,7 +3,8 @@
 # micro-batch per step, at T = 1024, B = 16 and T = 4096, B = 4, dropout 0 and 0.1.
 #   flashtrain   configs/gpt2-small.yaml, flash attention, compile_model (CUDA graph) as default:
 #                deterministic true at dropout 0 and 0.1, deterministic false (atomic dQ) at 0.1;
-#                ${FT_STEPS:-40} steps, tokens/s of the last logged interval (log_interval 10)
+#                ${FT_STEPS:-80} steps, tokens/s the median of the logged intervals (log_interval 10)
+#                ending at steps 20-80 (bench/train/parse_run.py)
 #   torch_compile, torch_eager   bench/train/torch_nanogpt.py (nanoGPT-style model, fused AdamW),
 #                one process for all their rows, median of ${TORCH_STEPS:-20} steps (TORCH_IMPLS: which)
 #   llmc_cudnn   bench/train/llmc_run.sh (binary ${LLMC_BIN:-.gpu/llmc/train_gpt2cu_cudnn}), dropout 0,
@@ -51,7 +52,7 @@ if [ $do_ft = 1 ]; then
       t0=$(date +%s)
       timeout 300 "$build/flashtrain" train configs/gpt2-small.yaml --set max_seq_len=$T --set batch_size=$B \
         --set dropout=$p --set deterministic=$det --set gradient_accumulation_steps=1 \
-        --set max_steps=${FT_STEPS:-40} --set log_interval=10 --set eval_interval=0 --set checkpoint_interval=0 \
+        --set max_steps=${FT_STEPS:-80} --set log_interval=10 --set eval_interval=0 --set checkpoint_interval=0 \
         --set keep_checkpoints=1 --set out_dir=$run \
         --set train_data="$data/train_*.bin" --set val_data="$data/val_*.bin" > "$log" 2>&1
       status=$?
