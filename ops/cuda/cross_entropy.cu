@@ -206,7 +206,9 @@ template <bool kFold, class T, int kVec>
 __device__ __forceinline__ void dlogits_body(T* body, int nbody, int head, int target, float lse_log2, float g) {
   const float bias = kFold ? lse_log2 - __log2f(g) : lse_log2;
   const int target_vec = target >= head ? (target - head) / kVec : -1;
-  auto one = [&](int i, float (&v)[kVec]) {  // v: vector i's logits -> its dlogits, stored
+  for (int i = threadIdx.x; i < nbody; i += kFusedThreads) {
+    float v[kVec];
+    load_vec_streaming<T, kVec>(body + static_cast<int64_t>(i) * kVec, v);
 #pragma unroll
     for (int j = 0; j < kVec; ++j) v[j] = kFold ? fast_exp2(fmaf(v[j], kLog2e, -bias)) : fast_exp2(fmaf(v[j], kLog2e, -bias)) * g;
     if (i == target_vec) {
@@ -216,20 +218,6 @@ __device__ __forceinline__ void dlogits_body(T* body, int nbody, int head, int t
         if (j == jt) v[j] -= g;
     }
     store_vec_streaming<T, kVec>(body + static_cast<int64_t>(i) * kVec, v);
-  };
-  // Two vectors in flight a thread, both loaded before either is stored.
-  int i = threadIdx.x;
-  for (; i + kFusedThreads < nbody; i += 2 * kFusedThreads) {
-    float a[kVec], b[kVec];
-    load_vec_streaming<T, kVec>(body + static_cast<int64_t>(i) * kVec, a);
-    load_vec_streaming<T, kVec>(body + static_cast<int64_t>(i + kFusedThreads) * kVec, b);
-    one(i, a);
-    one(i + kFusedThreads, b);
-  }
-  if (i < nbody) {
-    float v[kVec];
-    load_vec_streaming<T, kVec>(body + static_cast<int64_t>(i) * kVec, v);
-    one(i, v);
   }
 }
 
@@ -269,21 +257,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2) cross_entropy_loss_and_grad_
     const float v[1] = {to_f32(x[sp.tail_start + threadIdx.x])};
     online_add_log2(m, s, v);
   }
-  // Two vectors in flight a thread (i, then i - kFusedThreads: the order of the one-at-a-time loop,
-  // so the same sums): with one, the pass waited on memory at 2.85 TB/s.
-  int i = nbody - 1 - static_cast<int>(threadIdx.x);
-  for (; i >= kFusedThreads; i -= 2 * kFusedThreads) {
-    const Vec<T, kVec> a = load_raw<T, kVec>(body + static_cast<int64_t>(i) * kVec);
-    const Vec<T, kVec> b = load_raw<T, kVec>(body + static_cast<int64_t>(i - kFusedThreads) * kVec);
-    float v[kVec];
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) v[j] = to_f32(a.v[j]);
-    online_add_log2(m, s, v);
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) v[j] = to_f32(b.v[j]);
-    online_add_log2(m, s, v);
-  }
-  if (i >= 0) {
+  for (int i = nbody - 1 - static_cast<int>(threadIdx.x); i >= 0; i -= kFusedThreads) {
     float v[kVec];
     load_vec<kVec>(body + static_cast<int64_t>(i) * kVec, v);
     online_add_log2(m, s, v);
