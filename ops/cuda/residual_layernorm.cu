@@ -165,13 +165,13 @@ __global__ void __launch_bounds__(kFwdWarps * kWarpSize)
 // Backward vector path. Block b owns row pairs [pairs * b / G, pairs * (b + 1) / G); its warp w
 // takes pairs begin + w, + kBwdWarps, ..., a row at a time (row j of the warp: pair j / 2, half
 // j % 2). Each warp streams its rows through a ring of kBwdStages slots in shared memory (y, gz,
-// gy, mean, rstd by cp.async), kBwdStages - 1 rows ahead of the one it works on: a warp that loaded
-// a row only when it got to it waited on memory twice a row at 3 blocks an SM (ncu, session 37,
-// GPT-2's 16384 x 768 with gy: 55.2 us, 1.7 TB/s; with the ring 46.1 us, and 47.9 at the 2 blocks
-// an SM its 176 registers gave before __launch_bounds__ asked for 3). Each lane keeps dweight += gz * yhat and dbias += gz
-// for its chunks in registers; at the end the block's warps add theirs, in warp order, into
-// partial row b of (G, 2C). The LayerNorm part of dy is ops/cuda/layernorm.cu's register-path
-// formula with its order of sums.
+// gy, mean, rstd by cp.async), kBwdStages - 1 rows ahead of the one it works on: a warp that
+// loaded a row only when it got to it waited on memory twice a row at 3 blocks an SM (ncu,
+// session 37, GPT-2's 16384 x 768 with gy: 55.2 us, 1.7 TB/s; with the ring 46.1 us, and 47.9 at
+// the 2 blocks an SM its 176 registers gave before __launch_bounds__ asked for 3). Each lane keeps
+// dweight += gz * yhat and dbias += gz for its chunks in registers; at the end the block's warps
+// add theirs, in warp order, into partial row b of (G, 2C). The LayerNorm part of dy is
+// ops/cuda/layernorm.cu's register-path formula with its order of sums.
 template <class T, int kIters, bool kDropout, bool kGy>
 __global__ void __launch_bounds__(kBwdWarps * kWarpSize, 3)
     residual_layernorm_backward_kernel(ResidualLayerNormBackwardParams p, uint32_t pairs, float* partial) {
