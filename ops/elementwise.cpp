@@ -61,28 +61,6 @@ Tensor add(const Tensor& a, const Tensor& b) { return binary("add", cpu::BinaryO
 Tensor sub(const Tensor& a, const Tensor& b) { return binary("sub", cpu::BinaryOp::Sub, cuda::BinaryKind::Sub, a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary("mul", cpu::BinaryOp::Mul, cuda::BinaryKind::Mul, a, b); }
 
-Tensor scale(const Tensor& x0, double alpha) {
-  FT_CHECK_ARG(is_floating(x0.dtype()), "[scale] needs a floating dtype, got ", x0.dtype());
-  const Tensor x = x0.contiguous();
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
-  if (out.numel() == 0) return out;
-  dispatch(
-      x.device(),
-      [&] {
-        run_cpu_widened("scale", x, out, [&](const auto* xp, auto* yp) { cpu::scale(xp, yp, x.numel(), alpha); });
-      },
-      [&](Stream s) {
-        cuda::AxpbyParams p;
-        p.x = x.data_ptr();
-        p.out = out.data_ptr();
-        p.n = x.numel();
-        p.alpha = static_cast<float>(alpha);
-        p.dtype = x.dtype();
-        cuda::axpby(p, s);
-      });
-  return out;
-}
-
 namespace {
 // The checks of the in-place adds (add_, add_scaled_); true when src is widened (f32 += bf16 / f16).
 bool check_add_into(const char* op, const Tensor& dst, const Tensor& src) {
@@ -96,7 +74,8 @@ bool check_add_into(const char* op, const Tensor& dst, const Tensor& src) {
   return widen;
 }
 
-// The in-place adds on CUDA: dst = alpha (* *alpha_device) * src + beta * dst.
+// The axpby kernel's launch for scale and the in-place adds: dst = alpha (* *alpha_device) * src
+// + beta * dst (beta 0: dst not read).
 void axpby_into(const Tensor& dst, const Tensor& src, bool widen, float alpha, const float* alpha_device, float beta,
                 Stream s) {
   cuda::AxpbyParams p;
@@ -112,6 +91,20 @@ void axpby_into(const Tensor& dst, const Tensor& src, bool widen, float alpha, c
   cuda::axpby(p, s);
 }
 }  // namespace
+
+Tensor scale(const Tensor& x0, double alpha) {
+  FT_CHECK_ARG(is_floating(x0.dtype()), "[scale] needs a floating dtype, got ", x0.dtype());
+  const Tensor x = x0.contiguous();
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (out.numel() == 0) return out;
+  dispatch(
+      x.device(),
+      [&] {
+        run_cpu_widened("scale", x, out, [&](const auto* xp, auto* yp) { cpu::scale(xp, yp, x.numel(), alpha); });
+      },
+      [&](Stream s) { axpby_into(out, x, /*widen=*/false, static_cast<float>(alpha), nullptr, 0.f, s); });
+  return out;
+}
 
 void add_(const Tensor& dst, const Tensor& src0, double alpha) {
   const bool widen = check_add_into("add_", dst, src0);  // f32 += a bf16 / f16 source
