@@ -206,9 +206,7 @@ template <bool kFold, class T, int kVec>
 __device__ __forceinline__ void dlogits_body(T* body, int nbody, int head, int target, float lse_log2, float g) {
   const float bias = kFold ? lse_log2 - __log2f(g) : lse_log2;
   const int target_vec = target >= head ? (target - head) / kVec : -1;
-  for (int i = threadIdx.x; i < nbody; i += kFusedThreads) {
-    float v[kVec];
-    load_vec_streaming<T, kVec>(body + static_cast<int64_t>(i) * kVec, v);
+  auto one = [&](int i, float (&v)[kVec]) {  // v: vector i's logits -> its dlogits, stored
 #pragma unroll
     for (int j = 0; j < kVec; ++j) v[j] = kFold ? fast_exp2(fmaf(v[j], kLog2e, -bias)) : fast_exp2(fmaf(v[j], kLog2e, -bias)) * g;
     if (i == target_vec) {
@@ -218,13 +216,28 @@ __device__ __forceinline__ void dlogits_body(T* body, int nbody, int head, int t
         if (j == jt) v[j] -= g;
     }
     store_vec_streaming<T, kVec>(body + static_cast<int64_t>(i) * kVec, v);
+  };
+  // Two vectors in flight a thread, both loaded before either is stored.
+  int i = threadIdx.x;
+  for (; i + kFusedThreads < nbody; i += 2 * kFusedThreads) {
+    float a[kVec], b[kVec];
+    load_vec_streaming<T, kVec>(body + static_cast<int64_t>(i) * kVec, a);
+    load_vec_streaming<T, kVec>(body + static_cast<int64_t>(i + kFusedThreads) * kVec, b);
+    one(i, a);
+    one(i + kFusedThreads, b);
+  }
+  if (i < nbody) {
+    float v[kVec];
+    load_vec_streaming<T, kVec>(body + static_cast<int64_t>(i) * kVec, v);
+    one(i, v);
   }
 }
 
 // The fused kernel's instruction diet (ncu, session 37: at 80% of issue slots with DRAM at 50%, 32
 // instructions an element): FFMAs into 2^x in both passes, g folded into the exponent, the target
 // found once a vector instead of a 64-bit compare an element, 32-bit indices within the row. A
-// GPT-2-small chunk of 4096 rows: 331 -> 279 us under ncu; the training step 0.85% faster.
+// GPT-2-small chunk of 4096 rows: 331 -> 279 us under ncu; the training step 0.85% faster. Two
+// vectors in flight a thread in both passes (session 38): 279 -> 253-259 us, the step +0.3%.
 template <class T, int kVec>
 __global__ void __launch_bounds__(kFusedThreads, 2) cross_entropy_loss_and_grad_kernel(CrossEntropyLossGradParams p) {
   __shared__ float scratch[kWarpSize];
@@ -257,7 +270,21 @@ __global__ void __launch_bounds__(kFusedThreads, 2) cross_entropy_loss_and_grad_
     const float v[1] = {to_f32(x[sp.tail_start + threadIdx.x])};
     online_add_log2(m, s, v);
   }
-  for (int i = nbody - 1 - static_cast<int>(threadIdx.x); i >= 0; i -= kFusedThreads) {
+  // Two vectors in flight a thread (i, then i - kFusedThreads: the order of the one-at-a-time loop,
+  // so the same sums): with one, the pass waited on memory at 2.85 TB/s.
+  int i = nbody - 1 - static_cast<int>(threadIdx.x);
+  for (; i >= kFusedThreads; i -= 2 * kFusedThreads) {
+    const Vec<T, kVec> a = load_raw<T, kVec>(body + static_cast<int64_t>(i) * kVec);
+    const Vec<T, kVec> b = load_raw<T, kVec>(body + static_cast<int64_t>(i - kFusedThreads) * kVec);
+    float v[kVec];
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) v[j] = to_f32(a.v[j]);
+    online_add_log2(m, s, v);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) v[j] = to_f32(b.v[j]);
+    online_add_log2(m, s, v);
+  }
+  if (i >= 0) {
     float v[kVec];
     load_vec<kVec>(body + static_cast<int64_t>(i) * kVec, v);
     online_add_log2(m, s, v);
