@@ -7,13 +7,22 @@ GPT2LMHeadModel loaded from the same flashtrain checkpoint (issue 5).
 
 The reference is PyTorch in fp32 on the same batch (the `tokens` tensor of the file), in eval mode
 (no dropout), loss = mean cross-entropy over the B*T targets, as ours. flashtrain computes in the
-checkpoint's precision (bf16 on a GPU), so its error is judged against what bf16 costs PyTorch
-itself: the same model under torch.autocast(bfloat16). For the logits, the loss and each of the
-148 gradients, the relative error ||x - ref|| / ||ref|| of ours must be at most
+checkpoint's precision: on a GPU every parameter and activation in bf16 (sums in fp32), as llm.c
+does. Its error is judged against what that precision costs PyTorch itself: the same model cast
+to bf16 (`model.bfloat16()`). For the logits, the loss and each of the 148 gradients, the relative
+error ||x - ref|| / ||ref|| of ours must be at most
     factor * (PyTorch bf16's relative error) + floor        (default factor 2, floor 1e-3)
 -- the same "within 2x of the other implementation in the same precision" bar the attention
-tests use. Prints one row per tensor (worst first) and exits 1 on any failure. Needs torch,
-transformers and safetensors: it runs on the GPU machine, not in ctest.
+tests use.
+
+PyTorch's autocast is printed beside it, for information: it keeps the parameters (LayerNorm's
+among them) and the residual stream in fp32, so it is more exact than bf16 throughout. On most
+checkpoints ours is within 2x of autocast as well; on some it is not (session 38: one position of
+one checkpoint whose gradient 1/sigma amplifies; PyTorch's own bf16 model then misses autocast's 2x
+too; bench/train/NOTES.md). `--bar autocast` judges by autocast instead.
+
+Prints one row per tensor (worst first) and exits 1 on any failure. Needs torch, transformers and
+safetensors: it runs on the GPU machine, not in ctest.
 """
 import argparse
 import sys
@@ -44,36 +53,46 @@ def main():
     ap.add_argument("ours", help="the file `flashtrain gradients` wrote")
     ap.add_argument("--factor", type=float, default=2.0)
     ap.add_argument("--floor", type=float, default=1e-3)
+    ap.add_argument("--bar", choices=["bf16", "autocast"], default="bf16",
+                    help="PyTorch's error that bounds ours: its bf16 model (default, our precision) or autocast")
     a = ap.parse_args()
     ours = load_file(a.ours, device="cuda")
     tokens = ours["tokens"].long()
     model = GPT2LMHeadModel.from_pretrained(a.checkpoint).cuda().float().eval()
-    ref_logits, ref_loss, ref_grads = hf_pass(model, tokens, autocast=False)
-    bf_logits, bf_loss, bf_grads = hf_pass(model, tokens, autocast=True)
+    ref = hf_pass(model, tokens, autocast=False)
+    ac = hf_pass(model, tokens, autocast=True)
+    bf = hf_pass(model.bfloat16(), tokens, autocast=False)
 
-    rows = [("logits", rel(ours["logits"], ref_logits), rel(bf_logits, ref_logits)),
-            ("loss", rel(ours["loss"], ref_loss), rel(bf_loss, ref_loss))]
+    def errors(key, pick):  # key in ours; the relative errors of ours, PyTorch bf16, PyTorch autocast
+        return (key, rel(ours[key], pick(ref)), rel(pick(bf), pick(ref)), rel(pick(ac), pick(ref)))
+
+    rows = [errors("logits", lambda r: r[0]), errors("loss", lambda r: r[1])]
     missing = []
-    for name, ref in ref_grads.items():
+    for name in ref[2]:
         if name == "lm_head.weight":
             continue  # tied to transformer.wte.weight: HF accumulates both uses there
-        key = "grad." + name
-        if key not in ours:
+        if "grad." + name not in ours:
             missing.append(name)
             continue
-        rows.append((key, rel(ours[key], ref), rel(bf_grads[name], ref)))
+        rows.append(errors("grad." + name, lambda r, n=name: r[2][n]))
     if missing:
         print(f"hf_grad_cross_check: FAIL: the file lacks gradients of {missing}")
         return 1
-    failed = 0
-    print(f"{'tensor':48s} {'ours vs fp32':>13s} {'torch bf16':>11s} {'ratio':>7s}")
-    for name, e_ours, e_bf in sorted(rows, key=lambda r: -(r[1] / max(r[2], 1e-30))):
-        ok = e_ours <= a.factor * e_bf + a.floor
+    judge = 2 if a.bar == "bf16" else 3  # the column of rows that bounds ours
+    failed = failed_other = 0
+    print(f"{'tensor':48s} {'ours vs fp32':>13s} {'torch bf16':>11s} {'ratio':>7s} {'autocast':>11s} {'ratio':>7s}")
+    for r in sorted(rows, key=lambda r: -(r[1] / max(r[judge], 1e-30))):
+        name, e_ours, e_bf, e_ac = r
+        ok = e_ours <= a.factor * r[judge] + a.floor
         failed += not ok
-        print(f"{name:48s} {e_ours:13.3e} {e_bf:11.3e} {e_ours / max(e_bf, 1e-30):7.2f}{'' if ok else '  FAIL'}")
-    print(f"hf_grad_cross_check: loss ours {ours['loss'].item():.5f}, PyTorch fp32 {ref_loss.item():.5f}, "
-          f"bf16 autocast {bf_loss.item():.5f}; {len(rows)} tensors compared, {failed} outside "
-          f"{a.factor} x PyTorch-bf16 error + {a.floor}: {'PASS' if failed == 0 else 'FAIL'}")
+        failed_other += not (e_ours <= a.factor * r[5 - judge] + a.floor)
+        print(f"{name:48s} {e_ours:13.3e} {e_bf:11.3e} {e_ours / max(e_bf, 1e-30):7.2f} {e_ac:11.3e} "
+              f"{e_ours / max(e_ac, 1e-30):7.2f}{'' if ok else '  FAIL'}")
+    other = "autocast" if a.bar == "bf16" else "bf16"
+    print(f"hf_grad_cross_check: loss ours {ours['loss'].item():.5f}, PyTorch fp32 {ref[1].item():.5f}, "
+          f"bf16 {bf[1].item():.5f}, autocast {ac[1].item():.5f}; {len(rows)} tensors compared, {failed} outside "
+          f"{a.factor} x PyTorch-{a.bar} error + {a.floor} ({failed_other} outside that of {other}): "
+          f"{'PASS' if failed == 0 else 'FAIL'}")
     return 0 if failed == 0 else 1
 
 
