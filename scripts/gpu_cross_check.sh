@@ -4,8 +4,10 @@
 # over the validation shard, logits and every parameter gradient of one batch (bf16 tolerance,
 # judged by PyTorch's own bf16 error; tests/train/hf_grad_cross_check.py says how).
 #   scripts/gpu_cross_check.sh BUILD_DIR DATA_DIR [WORK_DIR]     (DATA_DIR holds train_/val_*.bin)
-#   XCHECK_SETS="--set head_chunk_mib=64 ..." adds config keys to the training run; the checkpoint
-#   carries them into `flashtrain gradients` (64 MiB puts the head in chunks at this shape).
+#   XCHECK_SETS="--set head_chunk_mib=64 ..." adds config keys to the training run (64 MiB puts its
+#   head in chunks at this shape), and the checkpoint carries them into `flashtrain gradients`.
+#   That command runs the model without a gradient-scale hint, so the two-pass head: head_chunk_mib
+#   changes the checkpoint it evaluates, not how it computes (session 38, hf-cross-check-h200-s38.md).
 set -uo pipefail
 build=${1:?build dir}; data=${2:?data dir}; work=${3:-/tmp/ft-cross-check}
 export PYTHONUNBUFFERED=1

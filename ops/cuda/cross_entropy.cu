@@ -208,7 +208,10 @@ __device__ __forceinline__ void dlogits_body(T* body, int nbody, int head, int t
   const int target_vec = target >= head ? (target - head) / kVec : -1;
   auto one = [&](int i, float (&v)[kVec]) {  // v: vector i's logits -> its dlogits, stored
 #pragma unroll
-    for (int j = 0; j < kVec; ++j) v[j] = kFold ? fast_exp2(fmaf(v[j], kLog2e, -bias)) : fast_exp2(fmaf(v[j], kLog2e, -bias)) * g;
+    for (int j = 0; j < kVec; ++j) {
+      const float e = fast_exp2(fmaf(v[j], kLog2e, -bias));  // softmax g when folded, else softmax
+      v[j] = kFold ? e : e * g;
+    }
     if (i == target_vec) {
       const int jt = target - head - i * kVec;
 #pragma unroll

@@ -318,9 +318,9 @@ __global__ void __launch_bounds__(FlashBwdWsTraits<kHeadDim>::kNThreads, 1)
 
   // The warp (and so warpgroup) index: warp_index_uniform lets the consumers' wgmma descriptors live
   // in uniform registers -- which changes how ptxas allocates the rest, for better or worse by form.
-  // H200, ncu, ws kernel us, shuffle / threadIdx.x / 32 (sessions 33-34, bench/attention/NOTES.md): ordered dQ D = 64 T = 1024 p = 0.1 701.6 / 776.4 (and
-  // 708.3 / 786.1), p = 0 541.0 / 559.7, T = 4096 p = 0.1 level, D = 128 T = 16384 p = 0 5149.2 /
-  // 5209.2; stored dS D = 128 T = 4096 p = 0.1 1476.0 / 1504.9, p = 0 level; but the atomic dQ D = 128
+  // H200, ncu, ws kernel us, shuffle / threadIdx.x / 32 (sessions 33-34, bench/attention/NOTES.md):
+  // ordered dQ D = 64 T = 1024 p = 0.1 701.6 / 776.4 (and 708.3 / 786.1), p = 0 541.0 / 559.7,
+  // T = 4096 p = 0.1 level, D = 128 T = 16384 p = 0 5149.2 / 5209.2; stored dS D = 128 T = 4096 p = 0.1 1476.0 / 1504.9, p = 0 level; but the atomic dQ D = 128
   // p = 0.1 T = 1024 630.6 / 582.7, T = 4096 2030.0 / 1850.0, T = 16384 7222.5 / 6461.9 (its persistent
   // form spills 116 bytes against 68), D = 64 p = 0 T = 4096 1699.3 / 1665.4, T = 16384 6515.6 / 6319.7,
   // p = 0.1 T = 1024 732.6 / 714.6, T = 16384 9361.6 / 9296.0 (T = 4096 2489.6 / 2520.6). So the atomic
