@@ -32,9 +32,10 @@ Shape row_shape(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end
 
 LayerNormOut layernorm_forward(const Tensor& x0, const Tensor& weight0, const Tensor& bias0, double eps) {
   const int64_t C = check_x_and_weight("layernorm", x0, weight0);
-  FT_CHECK_ARG(bias0.dim() == 1 && bias0.size(0) == C && bias0.dtype() == weight0.dtype() && bias0.device() == x0.device(),
-               "[layernorm] bias ", bias0.shape(), " ", bias0.dtype(), " on ", bias0.device(), " does not match weight ",
-               weight0.shape(), " ", weight0.dtype(), " on ", weight0.device());
+  FT_CHECK_ARG(bias0.dim() == 1 && bias0.size(0) == C && bias0.dtype() == weight0.dtype() &&
+                   bias0.device() == x0.device(),
+               "[layernorm] bias ", bias0.shape(), " ", bias0.dtype(), " on ", bias0.device(),
+               " does not match weight ", weight0.shape(), " ", weight0.dtype(), " on ", weight0.device());
   FT_CHECK_ARG(eps >= 0, "[layernorm] eps must be >= 0, got ", eps);
   const Tensor x = x0.contiguous(), weight = weight0.contiguous(), bias = bias0.contiguous();
   const Device dev = x.device();

@@ -3,9 +3,10 @@
 // Dtypes: x is bf16, f16 or f32 (f64 on the CPU, for the gradient check). weight and bias are (C)
 // in x's dtype (the working copy the caller already casts for the matrix products), or both f32
 // under bf16 / f16 x: the fp32 parameters themselves, which keep a bf16 model's LayerNorms as
-// exact as PyTorch's autocast keeps them (bench/results/hf-cross-check-h200-s38.md). mean and rstd are x's shape without the last axis, in fp32 (f64
-// for f64 x); the backward returns dweight and dbias in that same fp32 (f64), summed over all rows
-// in fp32 before any rounding -- ready to add into the fp32 gradient arena.
+// exact as PyTorch's autocast keeps them (bench/results/hf-cross-check-h200-s38.md). mean and
+// rstd are x's shape without the last axis, in fp32 (f64 for f64 x); the backward returns dweight
+// and dbias in that same fp32 (f64), summed over all rows in fp32 before any rounding -- ready to
+// add into the fp32 gradient arena.
 //
 // On CUDA the dweight/dbias sums are two-stage (per-block partials, then a fixed-order sum): no
 // atomics, bitwise reproducible from run to run on the same card.

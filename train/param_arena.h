@@ -39,6 +39,7 @@ class ParamArena {
     Shape shape;
     int64_t offset = 0;  // elements into the buffers
     bool decay = false;  // dim >= 2
+    bool stays_fp32 = false;  // the leaf is the master view in every precision (above)
   };
   struct Region {
     int64_t begin = 0, end = 0;  // [begin, end) elements

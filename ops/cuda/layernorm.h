@@ -1,8 +1,9 @@
 // CUDA layernorm over the last axis: plain-old-data arguments and launchers (no CUDA headers).
 //
 // x, y, dy, dx are (N, C) contiguous in `dtype` (bf16, f16 or f32); weight and bias are (C) in
-// `param_dtype`: the same dtype, or f32 under bf16 / f16 (fp32 LayerNorm parameters); mean, rstd are (N) fp32; dweight, dbias are (C) fp32 and are overwritten
-// (they are sums over all N rows, reduced in a fixed order, so the result is deterministic).
+// `param_dtype`: the same dtype, or f32 under bf16 / f16 (fp32 LayerNorm parameters); mean, rstd
+// are (N) fp32; dweight, dbias are (C) fp32 and are overwritten (they are sums over all N rows,
+// reduced in a fixed order, so the result is deterministic).
 #pragma once
 
 #include <cstdint>

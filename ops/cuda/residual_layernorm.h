@@ -2,9 +2,9 @@
 // plain-old-data arguments, no CUDA headers.
 //
 // Every (N, C) buffer is contiguous in `dtype` (bf16, f16 or f32); weight and bias (C) in
-// `param_dtype`: the same dtype, or f32 under bf16 / f16; mean, rstd (N) fp32; dweight, dbias (C) fp32, overwritten with sums over all rows in
-// a fixed order (deterministic for a given device and shape). `dropout` false: no mask (p = 0),
-// and neither `mask` nor dh is used.
+// `param_dtype`: the same dtype, or f32 under bf16 / f16; mean, rstd (N) fp32; dweight, dbias (C)
+// fp32, overwritten with sums over all rows in a fixed order (deterministic for a given device and
+// shape). `dropout` false: no mask (p = 0), and neither `mask` nor dh is used.
 #pragma once
 
 #include <cstdint>

@@ -443,9 +443,6 @@ void validate_config(const TrainConfig& cfg) {
   if (cfg.document_mask && cfg.vocab_size <= BpeTokenizer::kEndOfText)
     throw Error(str(src, ": document_mask needs vocab_size > ", BpeTokenizer::kEndOfText, " (documents start at <|endoftext|> = ",
                     BpeTokenizer::kEndOfText, "), got vocab_size = ", cfg.vocab_size));
-  if (cfg.zero1 && cfg.layernorm_fp32)
-    throw Error(str(src, ": layernorm_fp32 does not work with zero1 yet (ZeRO-1 keeps only the bf16 working copies "
-                    "in step across ranks; the fp32 LayerNorm parameters would drift): set one of them false"));
   if (cfg.eval_interval > 0 && cfg.val_data.empty())
     throw Error(str(src, ": eval_interval = ", cfg.eval_interval,
                     " needs val_data (set val_data, or eval_interval: 0 to train without evaluation)"));

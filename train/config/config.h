@@ -109,8 +109,8 @@ struct TrainConfig {
   // extra: the LayerNorms' weight and bias stay fp32 under bf16 / f16 (their kernels read them so;
   // the master weights serve as the working copy). PyTorch's autocast does this; with our bf16
   // residual stream, bf16 LayerNorm parameters made one checkpoint's wpe gradient 2.85x autocast's
-  // error (bench/results/hf-cross-check-h200-s38.md). Not with zero1 yet: ZeRO-1 keeps only the
-  // bf16 working copies in step across ranks.
+  // error (bench/results/hf-cross-check-h200-s38.md). Under zero1 every step sums their owners'
+  // values over the ranks (train/zero1.h).
   bool layernorm_fp32 = false;
 
   // ---- data parallel (issue 7; one process per GPU, batch_size is per GPU) ----
