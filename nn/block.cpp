@@ -3,9 +3,9 @@
 namespace ft::nn {
 
 Block::Block(const GPTConfig& cfg, Generator& gen)
-    : ln_1(cfg.d_model, cfg.layer_norm_eps),
+    : ln_1(cfg.d_model, cfg.layer_norm_eps, cfg.layernorm_fp32),
       attn(cfg, gen),
-      ln_2(cfg.d_model, cfg.layer_norm_eps),
+      ln_2(cfg.d_model, cfg.layer_norm_eps, cfg.layernorm_fp32),
       mlp(cfg),
       resid_dropout_(cfg.dropout, gen) {
   register_module("ln_1", ln_1);

@@ -27,7 +27,7 @@ GPT::GPT(const GPTConfig& cfg, uint64_t seed)
       gen_(seed),
       wte(cfg.vocab_size, cfg.d_model),
       wpe(cfg.max_seq_len, cfg.d_model),
-      ln_f(cfg.d_model, cfg.layer_norm_eps),
+      ln_f(cfg.d_model, cfg.layer_norm_eps, cfg.layernorm_fp32),
       emb_dropout_(cfg.dropout, gen_) {
   register_module("wte", wte);
   register_module("wpe", wpe);

@@ -4,9 +4,9 @@
 
 namespace ft::nn {
 
-LayerNorm::LayerNorm(int64_t dim, double eps) : eps_(eps) {
-  register_parameter("weight", weight, Tensor::full({dim}, 1.0, DType::F32));
-  register_parameter("bias", bias, Tensor::zeros({dim}, DType::F32));
+LayerNorm::LayerNorm(int64_t dim, double eps, bool fp32_params) : eps_(eps) {
+  register_parameter("weight", weight, Tensor::full({dim}, 1.0, DType::F32), fp32_params);
+  register_parameter("bias", bias, Tensor::zeros({dim}, DType::F32), fp32_params);
 }
 
 Tensor LayerNorm::forward(const Tensor& x) const { return autograd::layernorm(x, weight, bias, eps_); }

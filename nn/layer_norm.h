@@ -9,7 +9,9 @@ namespace ft::nn {
 
 class LayerNorm : public Module {
  public:
-  explicit LayerNorm(int64_t dim, double eps = 1e-5);  // weight 1, bias 0 (f32, CPU)
+  // weight 1, bias 0 (f32, CPU). fp32_params: they stay fp32 when the model is cast to bf16 / f16
+  // (Module::to), and the LayerNorm ops read them so under half activations.
+  explicit LayerNorm(int64_t dim, double eps = 1e-5, bool fp32_params = false);
   Tensor forward(const Tensor& x) const;
   // The residual add before this LayerNorm fused with it: y = x + drop(branch), z = this(y).
   // `drop` draws its state here (Dropout::draw), so the caller computes `branch` first and the

@@ -40,8 +40,11 @@ class Module {
 
   // Moves parameters and buffers (requires_grad is kept on the moved parameters).
   void to(Device device);
-  // Casts the floating parameters and buffers, e.g. to f64 for a gradient check.
+  // Casts the floating parameters and buffers, e.g. to f64 for a gradient check. Parameters
+  // registered to stay fp32 become f32 instead when dtype is bf16 or f16.
   void to(DType dtype);
+  // The dotted names of the parameters that stay fp32 under a bf16 / f16 model (register_parameter).
+  std::vector<std::string> fp32_parameter_names() const;
 
   // Training mode turns dropout on; eval mode off. Recursive.
   void train(bool on = true);
@@ -50,8 +53,10 @@ class Module {
 
  protected:
   // Registers `slot` (a member of the derived class) under `name`, sets it to `value` and marks it
-  // as requiring a gradient.
-  void register_parameter(const std::string& name, Tensor& slot, Tensor value);
+  // as requiring a gradient. stays_fp32: the parameter computes in fp32 even when the model is cast
+  // to bf16 / f16 (to(DType), train/param_arena.h), for ops that take fp32 parameters under half
+  // activations (LayerNorm's).
+  void register_parameter(const std::string& name, Tensor& slot, Tensor value, bool stays_fp32 = false);
   // State that is not trained but moves with the module (e.g. position ids).
   void register_buffer(const std::string& name, Tensor& slot, Tensor value);
   void register_module(const std::string& name, Module& child);
@@ -59,11 +64,12 @@ class Module {
  private:
   void for_each_parameter_prefixed(const std::string& prefix,
                                    const std::function<void(const std::string&, Tensor&)>& fn);
-  void for_each_tensor(const std::function<void(Tensor&, bool is_parameter)>& fn);
+  void for_each_tensor(const std::function<void(Tensor&, bool is_parameter, bool stays_fp32)>& fn);
 
   std::vector<std::pair<std::string, Tensor*>> parameters_;
   std::vector<std::pair<std::string, Tensor*>> buffers_;
   std::vector<std::pair<std::string, Module*>> children_;
+  std::vector<std::string> fp32_parameters_;  // this module's own names, registered to stay fp32
   bool training_ = true;
 };
 

@@ -11,7 +11,8 @@ namespace {
 // Statistics and parameter gradients: fp32, or f64 when the whole computation is f64.
 DType stat_dtype(DType x) { return x == DType::F64 ? DType::F64 : DType::F32; }
 
-// The checks both directions share: x (..., C) floating, weight (C) of x's dtype, one device.
+// The checks both directions share: x (..., C) floating, weight (C) of x's dtype (or f32 under
+// halves), one device.
 int64_t check_x_and_weight(const char* op, const Tensor& x, const Tensor& weight) {
   FT_CHECK_ARG(x.dim() >= 1 && x.size(-1) > 0, "[", op, "] x needs a non-empty last axis, got shape ", x.shape());
   FT_CHECK_ARG(is_floating(x.dtype()), "[", op, "] x must be floating point, got ", x.dtype());
@@ -19,8 +20,8 @@ int64_t check_x_and_weight(const char* op, const Tensor& x, const Tensor& weight
   const int64_t C = x.size(-1);
   FT_CHECK_ARG(weight.dim() == 1 && weight.size(0) == C, "[", op, "] weight ", weight.shape(),
                " does not match x ", x.shape(), " (expected (", C, ",))");
-  FT_CHECK_ARG(weight.dtype() == x.dtype(), "[", op, "] weight is ", weight.dtype(), " but x is ", x.dtype(),
-               " (pass the working copy in the activation dtype)");
+  FT_CHECK_ARG(layernorm_params_fit(weight.dtype(), x.dtype()), "[", op, "] weight is ", weight.dtype(), " but x is ",
+               x.dtype(), " (pass the parameters in the activation dtype, or f32 under bf16 / f16)");
   FT_CHECK_ARG(weight.device() == x.device(), "[", op, "] weight is on ", weight.device(), " but x is on ", x.device());
   return C;
 }
@@ -31,9 +32,10 @@ Shape row_shape(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end
 
 LayerNormOut layernorm_forward(const Tensor& x0, const Tensor& weight0, const Tensor& bias0, double eps) {
   const int64_t C = check_x_and_weight("layernorm", x0, weight0);
-  FT_CHECK_ARG(bias0.dim() == 1 && bias0.size(0) == C && bias0.dtype() == x0.dtype() && bias0.device() == x0.device(),
-               "[layernorm] bias ", bias0.shape(), " ", bias0.dtype(), " on ", bias0.device(), " does not match x ",
-               x0.shape(), " ", x0.dtype(), " on ", x0.device());
+  FT_CHECK_ARG(bias0.dim() == 1 && bias0.size(0) == C && bias0.dtype() == weight0.dtype() &&
+                   bias0.device() == x0.device(),
+               "[layernorm] bias ", bias0.shape(), " ", bias0.dtype(), " on ", bias0.device(),
+               " does not match weight ", weight0.shape(), " ", weight0.dtype(), " on ", weight0.device());
   FT_CHECK_ARG(eps >= 0, "[layernorm] eps must be >= 0, got ", eps);
   const Tensor x = x0.contiguous(), weight = weight0.contiguous(), bias = bias0.contiguous();
   const Device dev = x.device();
@@ -65,9 +67,14 @@ LayerNormOut layernorm_forward(const Tensor& x0, const Tensor& weight0, const Te
         p.cols = C;
         p.eps = static_cast<float>(eps);
         p.dtype = x.dtype();
+        p.param_dtype = weight.dtype();
         cuda::layernorm_forward(p, s);
       });
   return out;
+}
+
+bool layernorm_params_fit(DType param, DType x) {
+  return param == x || (param == DType::F32 && (x == DType::BF16 || x == DType::F16));
 }
 
 void check_param_sinks(const char* op, const LayerNormParamSinks& into, int64_t C, DType x_dtype, Device dev) {
@@ -139,6 +146,7 @@ LayerNormGrads layernorm_backward(const Tensor& dy0, const Tensor& x0, const Ten
         p.rows = rows;
         p.cols = C;
         p.dtype = x.dtype();
+        p.param_dtype = weight.dtype();
         p.device = dev.index;
         cuda::layernorm_backward(p, s);
       });

@@ -1,10 +1,12 @@
 // Layernorm over the last axis, fused: forward returns what the backward needs.
 //
 // Dtypes: x is bf16, f16 or f32 (f64 on the CPU, for the gradient check). weight and bias are (C)
-// in x's dtype: parameters are fp32 masters and the caller passes the working copy it already
-// casts for the matrix products. mean and rstd are x's shape without the last axis, in fp32 (f64
-// for f64 x); the backward returns dweight and dbias in that same fp32 (f64), summed over all rows
-// in fp32 before any rounding -- ready to add into the fp32 gradient arena.
+// in x's dtype (the working copy the caller already casts for the matrix products), or both f32
+// under bf16 / f16 x: the fp32 parameters themselves, which keep a bf16 model's LayerNorms as
+// exact as PyTorch's autocast keeps them (bench/results/hf-cross-check-h200-s38.md). mean and
+// rstd are x's shape without the last axis, in fp32 (f64 for f64 x); the backward returns dweight
+// and dbias in that same fp32 (f64), summed over all rows in fp32 before any rounding -- ready to
+// add into the fp32 gradient arena.
 //
 // On CUDA the dweight/dbias sums are two-stage (per-block partials, then a fixed-order sum): no
 // atomics, bitwise reproducible from run to run on the same card.
@@ -39,6 +41,10 @@ struct LayerNormParamSinks {
 // are those tensors, the sums added into them.
 LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
                                   const Tensor& rstd, const LayerNormParamSinks& into = {});
+
+// Whether LayerNorm parameters of dtype `param` go with x of dtype `x`: the same dtype, or f32
+// under bf16 / f16.
+bool layernorm_params_fit(DType param, DType x);
 
 // The checks on `into` shared with residual_layernorm_backward (op: its name in errors).
 void check_param_sinks(const char* op, const LayerNormParamSinks& into, int64_t C, DType x_dtype, Device dev);

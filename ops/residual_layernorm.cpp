@@ -7,6 +7,7 @@
 #include "ops/cuda/residual_layernorm.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
+#include "ops/layernorm.h"
 
 namespace ft::ops {
 namespace {
@@ -23,7 +24,8 @@ void check_like(const char* op, const char* what, const Tensor& t, const char* l
                like.shape(), " ", like.dtype(), " on ", like.device());
 }
 
-// The checks both directions share: a (..., C) floating, a parameter (C) of its dtype and device,
+// The checks both directions share: a (..., C) floating, a parameter (C) on its device in its dtype
+// (or f32 under halves: ops::layernorm_params_fit),
 // rows within the mask's 32-bit row index, p in [0, 1]. Returns C.
 int64_t check_rows_and_param(const char* op, const Tensor& a, const Tensor& param, const char* param_name, float p) {
   FT_CHECK_ARG(a.defined() && a.dim() >= 1 && a.size(-1) > 0, "[", op, "] inputs need a non-empty last axis, got ",
@@ -31,11 +33,11 @@ int64_t check_rows_and_param(const char* op, const Tensor& a, const Tensor& para
   FT_CHECK_ARG(is_floating(a.dtype()), "[", op, "] inputs must be floating point, got ", a.dtype());
   FT_CHECK_ARG(!(a.is_cuda() && a.dtype() == DType::F64), "[", op, "] f64 is CPU-only, inputs are on ", a.device());
   const int64_t C = a.size(-1);
-  FT_CHECK_ARG(param.defined() && param.dim() == 1 && param.size(0) == C && param.dtype() == a.dtype() &&
-                   param.device() == a.device(),
+  FT_CHECK_ARG(param.defined() && param.dim() == 1 && param.size(0) == C &&
+                   layernorm_params_fit(param.dtype(), a.dtype()) && param.device() == a.device(),
                "[", op, "] ", param_name, " ", param.defined() ? str(param.shape(), " ", param.dtype()) : "undefined",
                " does not match inputs ", a.shape(), " ", a.dtype(), " on ", a.device(), " (expected (", C,
-               ",) in the activation dtype)");
+               ",) in the activation dtype, or f32 under bf16 / f16)");
   FT_CHECK_ARG(a.numel() / C <= std::numeric_limits<uint32_t>::max(), "[", op, "] ", a.numel() / C, " rows in ",
                a.shape(), " exceed the mask's 32-bit row index");
   FT_CHECK_ARG(p >= 0.f && p <= 1.f, "[", op, "] p must be in [0, 1], got ", p);
@@ -49,6 +51,8 @@ ResidualLayerNormOut residual_layernorm_forward(const Tensor& x0, const Tensor& 
   const char* op = "residual_layernorm";
   const int64_t C = check_rows_and_param(op, x0, weight0, "weight", p);
   check_rows_and_param(op, x0, bias0, "bias", p);
+  FT_CHECK_ARG(bias0.dtype() == weight0.dtype(), "[", op, "] bias is ", bias0.dtype(), " but weight is ",
+               weight0.dtype(), " (the parameters share a dtype)");
   check_like(op, "h", h0, "x", x0);
   FT_CHECK_ARG(eps >= 0, "[", op, "] eps must be >= 0, got ", eps);
   const Tensor x = x0.contiguous(), h = h0.contiguous(), weight = weight0.contiguous(), bias = bias0.contiguous();
@@ -89,6 +93,7 @@ ResidualLayerNormOut residual_layernorm_forward(const Tensor& x0, const Tensor& 
         kp.cols = C;
         kp.eps = static_cast<float>(eps);
         kp.dtype = x.dtype();
+        kp.param_dtype = weight.dtype();
         kp.dropout = dropout;
         kp.mask = mask;
         cuda::residual_layernorm_forward(kp, s);
@@ -155,6 +160,7 @@ ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy0, const Tens
         kp.rows = rows;
         kp.cols = C;
         kp.dtype = y.dtype();
+        kp.param_dtype = weight.dtype();
         kp.dropout = dropout;
         kp.mask = mask;
         kp.device = dev.index;

@@ -47,6 +47,20 @@ inline double rel_error(const std::vector<double>& a, const std::vector<double>&
 
 inline double rel_error(const Tensor& a, const Tensor& b) { return rel_error(a.to_doubles(), b.to_doubles()); }
 
+// The systematic relative bias of a against the reference b: the mean of a / b - 1 over the
+// elements with |b| > floor. Rounding noise averages out; a scale error (a parameter rounded to a
+// coarser dtype, say) does not.
+inline double mean_relative_bias(const std::vector<double>& a, const std::vector<double>& b, double floor = 0.1) {
+  double sum = 0;
+  int64_t n = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::fabs(b[i]) <= floor) continue;
+    sum += a[i] / b[i] - 1;
+    ++n;
+  }
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
+}
+
 inline double max_abs_diff(const Tensor& a, const Tensor& b) {
   const auto x = a.to_doubles(), y = b.to_doubles();
   double m = 0;

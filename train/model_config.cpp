@@ -22,6 +22,7 @@ nn::GPTConfig gpt_config_from(const TrainConfig& cfg) {
   g.use_flash_attention = cfg.use_flash_attention;
   g.deterministic = cfg.deterministic;
   g.head_chunk_mib = cfg.head_chunk_mib;
+  g.layernorm_fp32 = cfg.layernorm_fp32;
   g.document_mask = cfg.document_mask;
   g.eot_token = BpeTokenizer::kEndOfText;
   if (cfg.sparse_window_blocks > 0) {

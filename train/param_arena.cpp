@@ -1,5 +1,6 @@
 #include "train/param_arena.h"
 
+#include <algorithm>
 #include <map>
 
 #include "autograd/variable.h"
@@ -36,16 +37,20 @@ ParamArena::ParamArena(nn::Module& model, Device device, DType compute_dtype)
   if (compute_dtype != DType::F32) working_ = Tensor::zeros({numel_}, compute_dtype, device);
 
   autograd::NoGradGuard no_grad;
+  const std::vector<std::string> fp32 = model.fp32_parameter_names();
   size_t i = 0;
   model.for_each_parameter([&](const std::string& name, Tensor& p) {
-    const Entry& e = entries_[i++];
+    Entry& e = entries_[i++];
     FT_ASSERT(e.name == name);
     FT_CHECK_ARG(p.device() == device, "[param_arena] parameter '", name, "' is on ", p.device(), ", the arena on ",
                  device);
     Tensor master = view(master_, e);
     master.copy_(ops::cast(p.detach(), DType::F32));
-    Tensor leaf = working_.defined() ? view(working_, e) : master;
-    if (working_.defined()) leaf.copy_(ops::cast(master, compute_dtype));
+    // A parameter that stays fp32 (nn::Module::register_parameter) computes with its master; its
+    // slot of the working copy goes unused.
+    e.stays_fp32 = std::find(fp32.begin(), fp32.end(), name) != fp32.end();
+    Tensor leaf = working_.defined() && !e.stays_fp32 ? view(working_, e) : master;
+    if (leaf.data_ptr() != master.data_ptr()) leaf.copy_(ops::cast(master, compute_dtype));
     p = leaf.detach();  // a fresh handle, so the autograd slot is the leaf's own
     autograd::set_requires_grad(p);
     autograd::set_grad(p, view(grads_, e));

@@ -14,8 +14,10 @@
 //            from master by the AdamW pass (ops::adamw_step's working_copy)
 //
 // The model's leaves (what for_each_parameter sees after construction) are the master views in
-// fp32 and the working views in bf16/f16; in both cases their gradient is the fp32 grad view (the
-// engine's AccumulateGrad casts a bf16/f16 gradient to f32 before adding).
+// fp32 and the working views in bf16/f16 -- except the parameters the model registered to stay
+// fp32 (nn::LayerNorm with fp32_params), whose leaves are their master views in every precision;
+// in all cases their gradient is the fp32 grad view (the engine's AccumulateGrad casts a bf16/f16
+// gradient to f32 before adding).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,7 @@ class ParamArena {
     Shape shape;
     int64_t offset = 0;  // elements into the buffers
     bool decay = false;  // dim >= 2
+    bool stays_fp32 = false;  // the leaf is the master view in every precision (above)
   };
   struct Region {
     int64_t begin = 0, end = 0;  // [begin, end) elements

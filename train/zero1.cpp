@@ -41,6 +41,42 @@ Zero1::Zero1(ParamArena& arena, const AdamWConfig& cfg, Communicator& comm, DTyp
   m_ = Tensor::zeros({state}, DType::F32, arena.device());
   v_ = Tensor::zeros({state}, DType::F32, arena.device());
   if (wire == DType::BF16) wire_ = Tensor::zeros({prefix()}, DType::BF16, arena.device());
+  init_fp32_sync();
+}
+
+void Zero1::init_fp32_sync() {
+  if (!arena_.working().defined()) return;  // fp32: step() gathers the whole master anyway
+  int64_t begin = prefix(), end = 0;        // the span of the sharded prefix that fp32 leaves touch
+  for (const ParamArena::Entry& e : arena_.entries()) {
+    if (!e.stays_fp32 || e.offset >= prefix()) continue;
+    begin = std::min(begin, e.offset);
+    end = std::max(end, std::min(prefix(), e.offset + shape_numel(e.shape)));
+  }
+  if (begin >= end) return;
+  const int64_t c = layout_.chunk, W = comm_.world_size();
+  std::vector<float> own(static_cast<size_t>(end - begin), 0.f), keep(own.size(), 1.f);
+  for (const ParamArena::Entry& e : arena_.entries()) {
+    if (!e.stays_fp32) continue;
+    for (int64_t x = e.offset; x < std::min(prefix(), e.offset + shape_numel(e.shape)); ++x) {
+      keep[x - begin] = 0.f;
+      own[x - begin] = (x % (W * c)) / c == comm_.rank() ? 1.f : 0.f;
+    }
+  }
+  fp32_begin_ = begin;
+  fp32_own_ = Tensor::from_vector(own, {end - begin}).to(arena_.device());
+  fp32_keep_ = Tensor::from_vector(keep, {end - begin}).to(arena_.device());
+}
+
+void Zero1::sync_fp32_leaves() {
+  if (!fp32_own_.defined()) return;
+  Tensor span = arena_.master().slice(0, fp32_begin_, fp32_begin_ + fp32_own_.numel());
+  // Each element of an fp32 leaf from its owner, zeros from the rest: the sum is the owner's value.
+  const Tensor owned = ops::mul(span, fp32_own_);
+  comm_.comm_waits_for_compute();
+  comm_.all_reduce_sum_(owned);
+  comm_.compute_waits_for_comm();
+  // The span's other elements (other tensors' masters, partial on purpose) stay as they are.
+  span.copy_(ops::add(ops::mul(span, fp32_keep_), owned));
 }
 
 std::vector<Zero1::Range> Zero1::update_ranges() const {
@@ -184,6 +220,7 @@ void Zero1::step(double lr, int64_t step, double grad_scale, const Tensor& grad_
   // working copy has landed, before the next forward reads it.
   if (gather_) barrier_after_sends(*gather_, barrier_);
   else comm_.compute_waits_for_comm();
+  sync_fp32_leaves();
 }
 
 void Zero1::gather_master() {

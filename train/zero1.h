@@ -143,6 +143,17 @@ class Zero1 {
   void barrier_after_sends(PeerExchange& exchange, const Tensor& sum);
   // Which of rank q's inbox shards rank `from` fills (the other ranks in rank order).
   static int64_t inbox_slot(int64_t q, int64_t from) { return from < q ? from : from - 1; }
+  // Parameters whose leaves are their fp32 masters (ParamArena::Entry::stays_fp32, nn::LayerNorm with
+  // fp32 parameters) read the master, which step() updates only in the owned chunks: after the
+  // working copy's gather, sync_fp32_leaves() gives every rank their owners' values. Over the span
+  // of the prefix those leaves touch (GPT-2-small: the LayerNorms among the biases, under 0.5 MB),
+  // each rank contributes its owned elements and zeros (fp32_own_), a sum over ranks makes the
+  // owners' values (x + 0 + ... = x exactly), and they replace the leaves' elements (fp32_keep_ is
+  // 0 there, 1 on the span's other elements). The tail needs nothing: every rank updates it alike.
+  int64_t fp32_begin_ = 0;
+  Tensor fp32_own_, fp32_keep_;  // (span) f32 masks; undefined when no fp32 leaf is in the prefix
+  void init_fp32_sync();
+  void sync_fp32_leaves();
   // Where round k's chunk of inbox slot `slot` starts, in elements of the inbox.
   int64_t inbox_offset(int64_t slot, int64_t k) const { return slot * shard_numel() + k * layout_.chunk; }
 };

@@ -56,10 +56,23 @@ constexpr int kMaxLoopBlocks = 1024;
 template <class T>
 constexpr int kBwdMaxIters = sizeof(T) == 2 ? 6 : 8;
 
+bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
 // 16-byte accesses as raw bits; store_stream marks the line evict-first (__stcs).
 __device__ __forceinline__ uint4 load16(const void* p) { return *static_cast<const uint4*>(p); }
 __device__ __forceinline__ void store16(void* p, const uint4& v) { *static_cast<uint4*>(p) = v; }
 __device__ __forceinline__ void store_stream(void* p, const uint4& v) { __stcs(static_cast<uint4*>(p), v); }
+
+// A parameter vector at p (16-byte aligned; 32 for fp32 under halves): its 16 raw bytes when the
+// parameters are in the activations' dtype, else its kVec floats.
+template <class T, class W>
+__device__ __forceinline__ ParamRaw<T, uint4, W> load_param(const W* p) {
+  if constexpr (std::is_same_v<W, T>) {
+    return load16(p);
+  } else {
+    return load_raw<W, kVecOf<T>>(p);
+  }
+}
 
 template <class T>
 __device__ __forceinline__ uint4 pack(const float (&f)[kVecOf<T>]) {
@@ -73,7 +86,7 @@ __device__ __forceinline__ uint4 pack(const float (&f)[kVecOf<T>]) {
 
 // Forward register path: each warp normalises kRows consecutive rows, all of their loads issued
 // before the first use. Lane l holds vectors l + 32k (k < kIters) of each row.
-template <class T, int kIters, int kWarps, int kRows>
+template <class T, class W, int kIters, int kWarps, int kRows>
 __global__ void __launch_bounds__(kWarps * kWarpSize) layernorm_forward_warp_kernel(LayerNormForwardParams p) {
   constexpr int kVec = kVecOf<T>;
   const int lane = threadIdx.x % kWarpSize;
@@ -92,8 +105,8 @@ __global__ void __launch_bounds__(kWarps * kWarpSize) layernorm_forward_warp_ker
       if (row0 + r < p.rows && i < nvec) raw[r][k] = load16(x + (row0 + r) * p.cols + i * kVec);
     }
   }
-  const T* w = static_cast<const T*>(p.weight);
-  const T* b = static_cast<const T*>(p.bias);
+  const W* w = static_cast<const W*>(p.weight);
+  const W* b = static_cast<const W*>(p.bias);
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     const int64_t row = row0 + r;
@@ -106,7 +119,7 @@ __global__ void __launch_bounds__(kWarps * kWarpSize) layernorm_forward_warp_ker
       const int i = lane + k * kWarpSize;
       if (i < nvec) {
         float out[kVec];
-        layernorm_row_out<T>(raw[r][k], load16(w + i * kVec), load16(b + i * kVec), mean, rstd, out);
+        layernorm_row_out<T>(raw[r][k], load_param<T>(w + i * kVec), load_param<T>(b + i * kVec), mean, rstd, out);
         store16(y + i * kVec, pack<T>(out));
       }
     }
@@ -125,7 +138,7 @@ __global__ void __launch_bounds__(kWarps * kWarpSize) layernorm_forward_warp_ker
 // dweight += dy * xhat and dbias += dy for its channels in registers. Then: warps' sums ->
 // shared (kWarps, 2C) -> summed in warp order into partial row b of (G, 2C); grid barrier; block
 // b sums the partial rows of column tile b (16 columns) in block order, writing dweight/dbias.
-template <class T, int kIters, int kWarps, int kStages, int kMinBlocks>
+template <class T, class W, int kIters, int kWarps, int kStages, int kMinBlocks>
 __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks)
     layernorm_backward_fused_kernel(LayerNormBackwardParams p, float* partial) {
   constexpr int kVec = kVecOf<T>;
@@ -140,11 +153,15 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks)
   const T* x = static_cast<const T*>(p.x);
   const T* dy = static_cast<const T*>(p.dy);
   T* dx = static_cast<T*>(p.dx);
-  uint4 wr[kIters];
+  ParamRaw<T, uint4, W> wr[kIters];
 #pragma unroll
   for (int k = 0; k < kIters; ++k) {
     const int i = lane + k * kWarpSize;
-    wr[k] = i < nvec ? load16(static_cast<const T*>(p.weight) + i * kVec) : make_uint4(0, 0, 0, 0);
+    if constexpr (std::is_same_v<W, T>) {
+      wr[k] = i < nvec ? load16(static_cast<const T*>(p.weight) + i * kVec) : make_uint4(0, 0, 0, 0);
+    } else {
+      wr[k] = i < nvec ? load_param<T>(static_cast<const W*>(p.weight) + i * kVec) : ParamRaw<T, uint4, W>{};
+    }
   }
   float dw[kIters][kVec], db[kIters][kVec];
 #pragma unroll
@@ -280,7 +297,7 @@ struct BwdConfig {
   static constexpr int kMinBlocks = 1;
 };
 
-template <class T>
+template <class T, class W>
 __global__ void __launch_bounds__(kLoopThreads) layernorm_forward_loop_kernel(LayerNormForwardParams p) {
   __shared__ float scratch[kWarpSize];
   const int64_t C = p.cols;
@@ -295,8 +312,8 @@ __global__ void __launch_bounds__(kLoopThreads) layernorm_forward_loop_kernel(La
       var += d * d;
     }
     const float rstd = rsqrtf(block_sum(var, scratch) / C + p.eps);
-    const T* w = static_cast<const T*>(p.weight);
-    const T* b = static_cast<const T*>(p.bias);
+    const W* w = static_cast<const W*>(p.weight);
+    const W* b = static_cast<const W*>(p.bias);
     T* y = static_cast<T*>(p.y) + row * C;
     for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
       y[c] = from_f32<T>((to_f32(x[c]) - mean) * rstd * to_f32(w[c]) + to_f32(b[c]));
@@ -310,11 +327,11 @@ __global__ void __launch_bounds__(kLoopThreads) layernorm_forward_loop_kernel(La
 // Any C, any alignment: one block per row (striding over rows). Thread t owns channels
 // c = t (mod blockDim) in every loop, so it updates its part of the block's partial (2, C) row in
 // global memory without synchronisation.
-template <class T>
+template <class T, class W>
 __global__ void __launch_bounds__(kLoopThreads) layernorm_backward_loop_kernel(LayerNormBackwardParams p, float* partial) {
   __shared__ float scratch[kWarpSize];
   const int64_t C = p.cols;
-  const T* w = static_cast<const T*>(p.weight);
+  const W* w = static_cast<const W*>(p.weight);
   float* acc = partial + static_cast<int64_t>(blockIdx.x) * 2 * C;
   for (int64_t c = threadIdx.x; c < C; c += blockDim.x) acc[c] = acc[C + c] = 0.f;
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
@@ -347,29 +364,34 @@ void layernorm_forward(const LayerNormForwardParams& p, Stream stream) {
   if (p.rows == 0) return;
   dispatch_cuda_float(p.dtype, "[layernorm_forward]", [&](auto tag) {
     using T = decltype(tag);
-    constexpr int kVec = kVecOf<T>;
-    constexpr int kWarps = kFwdWarps, kRows = kFwdRows;
-    const bool vec_ok = p.cols % kVec == 0 && aligned16(p.x) && aligned16(p.y) && aligned16(p.weight) && aligned16(p.bias);
-    const int64_t iters = (p.cols / kVec + kWarpSize - 1) / kWarpSize;
-    const bool done = vec_ok && dispatch_iters<16>(iters, [&](auto k) {
-      constexpr int kIters = decltype(k)::value;
-      const int64_t blocks = (p.rows + kWarps * kRows - 1) / (kWarps * kRows);
-      layernorm_forward_warp_kernel<T, kIters, kWarps, kRows><<<static_cast<unsigned>(blocks), kWarps * kWarpSize, 0, stream>>>(p);
-      CUDA_CHECK_LAUNCH();
+    dispatch_param_type<T>(p.param_dtype, p.dtype, "[layernorm_forward]", [&](auto wtag) {
+      using W = decltype(wtag);
+      constexpr int kVec = kVecOf<T>;
+      constexpr int kWarps = kFwdWarps, kRows = kFwdRows;
+      const bool vec_ok = p.cols % kVec == 0 && aligned16(p.x) && aligned16(p.y) &&
+                          aligned_to(p.weight, kVec * sizeof(W)) && aligned_to(p.bias, kVec * sizeof(W));
+      const int64_t iters = (p.cols / kVec + kWarpSize - 1) / kWarpSize;
+      const bool done = vec_ok && dispatch_iters<16>(iters, [&](auto k) {
+        constexpr int kIters = decltype(k)::value;
+        const int64_t blocks = (p.rows + kWarps * kRows - 1) / (kWarps * kRows);
+        layernorm_forward_warp_kernel<T, W, kIters, kWarps, kRows>
+            <<<static_cast<unsigned>(blocks), kWarps * kWarpSize, 0, stream>>>(p);
+        CUDA_CHECK_LAUNCH();
+      });
+      if (!done) {
+        const int64_t blocks = std::min<int64_t>(p.rows, int64_t{1} << 30);
+        layernorm_forward_loop_kernel<T, W><<<static_cast<unsigned>(blocks), kLoopThreads, 0, stream>>>(p);
+        CUDA_CHECK_LAUNCH();
+      }
     });
-    if (!done) {
-      const int64_t blocks = std::min<int64_t>(p.rows, int64_t{1} << 30);
-      layernorm_forward_loop_kernel<T><<<static_cast<unsigned>(blocks), kLoopThreads, 0, stream>>>(p);
-      CUDA_CHECK_LAUNCH();
-    }
   });
 }
 
 // Launches layernorm_backward_fused_kernel as a cooperative grid of as many blocks as fit on the
 // device at once (at most one per kWarps rows).
-template <class T, int kIters, int kWarps, int kStages, int kMinBlocks>
+template <class T, class W, int kIters, int kWarps, int kStages, int kMinBlocks>
 void launch_backward_fused(const LayerNormBackwardParams& p, Stream stream) {
-  auto kernel = layernorm_backward_fused_kernel<T, kIters, kWarps, kStages, kMinBlocks>;
+  auto kernel = layernorm_backward_fused_kernel<T, W, kIters, kWarps, kStages, kMinBlocks>;
   constexpr int kThreads = kWarps * kWarpSize;
   const size_t ring = static_cast<size_t>(kWarps) * kStages * (2 * p.cols * sizeof(T) + 2 * sizeof(float));
   const size_t smem = std::max(ring, static_cast<size_t>(kWarps) * 2 * p.cols * sizeof(float));
@@ -395,23 +417,27 @@ void layernorm_backward(const LayerNormBackwardParams& p, Stream stream) {
   }
   dispatch_cuda_float(p.dtype, "[layernorm_backward]", [&](auto tag) {
     using T = decltype(tag);
-    constexpr int kVec = kVecOf<T>;
-    const bool vec_ok = C % kVec == 0 && aligned16(p.x) && aligned16(p.dy) && aligned16(p.dx) && aligned16(p.weight);
-    const int64_t iters = (C / kVec + kWarpSize - 1) / kWarpSize;
-    const bool done = vec_ok && dispatch_iters<kBwdMaxIters<T>>(iters, [&](auto k) {
-      constexpr int kIters = decltype(k)::value;
-      using Cfg = BwdConfig<T>;
-      launch_backward_fused<T, kIters, Cfg::kWarps, Cfg::kStages, Cfg::kMinBlocks>(p, stream);
+    dispatch_param_type<T>(p.param_dtype, p.dtype, "[layernorm_backward]", [&](auto wtag) {
+      using W = decltype(wtag);
+      constexpr int kVec = kVecOf<T>;
+      const bool vec_ok = C % kVec == 0 && aligned16(p.x) && aligned16(p.dy) && aligned16(p.dx) &&
+                          aligned_to(p.weight, kVec * sizeof(W));
+      const int64_t iters = (C / kVec + kWarpSize - 1) / kWarpSize;
+      const bool done = vec_ok && dispatch_iters<kBwdMaxIters<T>>(iters, [&](auto k) {
+        constexpr int kIters = decltype(k)::value;
+        using Cfg = BwdConfig<T>;
+        launch_backward_fused<T, W, kIters, Cfg::kWarps, Cfg::kStages, Cfg::kMinBlocks>(p, stream);
+      });
+      if (!done) {
+        const int sms = sm_count(p.device);
+        const int blocks = static_cast<int>(std::min<int64_t>({p.rows, int64_t{4} * sms, kMaxLoopBlocks}));
+        Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
+        layernorm_backward_loop_kernel<T, W><<<blocks, kLoopThreads, 0, stream>>>(p, static_cast<float*>(partial.ptr));
+        CUDA_CHECK_LAUNCH();
+        sum_partial_rows_split(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
+                                  p.add_dbias, stream);
+      }
     });
-    if (!done) {
-      const int sms = sm_count(p.device);
-      const int blocks = static_cast<int>(std::min<int64_t>({p.rows, int64_t{4} * sms, kMaxLoopBlocks}));
-      Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
-      layernorm_backward_loop_kernel<T><<<blocks, kLoopThreads, 0, stream>>>(p, static_cast<float*>(partial.ptr));
-      CUDA_CHECK_LAUNCH();
-      sum_partial_rows_split(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
-                                p.add_dbias, stream);
-    }
   });
 }
 

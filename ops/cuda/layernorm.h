@@ -1,8 +1,9 @@
 // CUDA layernorm over the last axis: plain-old-data arguments and launchers (no CUDA headers).
 //
 // x, y, dy, dx are (N, C) contiguous in `dtype` (bf16, f16 or f32); weight and bias are (C) in
-// the same dtype; mean, rstd are (N) fp32; dweight, dbias are (C) fp32 and are overwritten
-// (they are sums over all N rows, reduced in a fixed order, so the result is deterministic).
+// `param_dtype`: the same dtype, or f32 under bf16 / f16 (fp32 LayerNorm parameters); mean, rstd
+// are (N) fp32; dweight, dbias are (C) fp32 and are overwritten (they are sums over all N rows,
+// reduced in a fixed order, so the result is deterministic).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,7 @@ struct LayerNormForwardParams {
   int64_t rows = 0, cols = 0;
   float eps = 1e-5f;
   DType dtype = DType::BF16;
+  DType param_dtype = DType::BF16;  // weight and bias: dtype, or f32
 };
 
 struct LayerNormBackwardParams {
@@ -36,6 +38,7 @@ struct LayerNormBackwardParams {
   bool add_dweight = false, add_dbias = false;  // add the sums into dweight / dbias (+=) instead of storing
   int64_t rows = 0, cols = 0;
   DType dtype = DType::BF16;
+  DType param_dtype = DType::BF16;  // weight: dtype, or f32
   int device = 0;  // where the launcher takes its (blocks, 2, C) fp32 partial-sum scratch
 };
 

@@ -4,6 +4,10 @@
 // FMAs). A warp holds a row as kIters raw vectors R per lane -- vector lane + 32k, each R holding
 // sizeof(R) / sizeof(T) consecutive elements (uint4, or Vec<T, 8>) -- and works in fp32.
 //
+// The LayerNorm parameters (weight, bias) are raw vectors of their own type WR: the activations'
+// R when they share T, or Vec<float, kN> when fp32 parameters meet half activations (a model that
+// keeps its LayerNorms in fp32, nn::LayerNorm). Either way the arithmetic is the same fp32.
+//
 // The second stage of the dweight/dbias sums both backward passes use -- (blocks, 2C) fp32 partial
 // rows summed over blocks in a fixed order -- is ops/cuda/partial_sums.cuh's, included here.
 #pragma once
@@ -23,6 +27,22 @@ __device__ __forceinline__ void unpack_vec(const R& raw, float (&f)[kElemsOf<T, 
   memcpy(&v, &raw, sizeof(R));
 #pragma unroll
   for (int j = 0; j < kElemsOf<T, R>; ++j) f[j] = to_f32(v.v[j]);
+}
+
+// Parameters of type W for activations of type T held as R: R itself, or kN floats.
+template <class T, class R, class W>
+using ParamRaw = std::conditional_t<std::is_same_v<W, T>, R, Vec<W, kElemsOf<T, R>>>;
+
+// A parameter vector as kN floats: R's bits unpacked as T, or the floats themselves.
+template <class T, class R, class WR>
+__device__ __forceinline__ void unpack_param(const WR& raw, float (&f)[kElemsOf<T, R>]) {
+  if constexpr (std::is_same_v<WR, R>) {
+    unpack_vec<T>(raw, f);
+  } else {
+    static_assert(std::is_same_v<WR, Vec<float, kElemsOf<T, R>>>, "parameters are T or fp32");
+#pragma unroll
+    for (int j = 0; j < kElemsOf<T, R>; ++j) f[j] = raw.v[j];
+  }
 }
 
 // Calls fn(v) for each element v of the lane's vectors lane + 32k < nvec of a row, in vector then
@@ -58,23 +78,23 @@ __device__ __forceinline__ void layernorm_row_stats(const R (&raw)[kIters], int 
 }
 
 // The normalised output of one vector: (x - mean) * rstd * w + b.
-template <class T, class R>
-__device__ __forceinline__ void layernorm_row_out(const R& x, const R& w, const R& b, float mean, float rstd,
+template <class T, class R, class WR>
+__device__ __forceinline__ void layernorm_row_out(const R& x, const WR& w, const WR& b, float mean, float rstd,
                                                   float (&out)[kElemsOf<T, R>]) {
   constexpr int kN = kElemsOf<T, R>;
   float v[kN], wv[kN], bv[kN];
   unpack_vec<T>(x, v);
-  unpack_vec<T>(w, wv);
-  unpack_vec<T>(b, bv);
+  unpack_param<T, R>(w, wv);
+  unpack_param<T, R>(b, bv);
 #pragma unroll
   for (int j = 0; j < kN; ++j) out[j] = (v[j] - mean) * rstd * wv[j] + bv[j];
 }
 
 // The backward's row sums, with g = dy * w and xhat = (x - mu) * rs: mean_g = mean(g) and
 // mean_gx = mean(g * xhat) over the row; and the lane's dweight += dy * xhat, dbias += dy.
-template <class T, int kIters, class R>
+template <class T, int kIters, class R, class WR>
 __device__ __forceinline__ void layernorm_grad_row_sums(const R (&x)[kIters], const R (&dy)[kIters],
-                                                        const R (&w)[kIters], int lane, int nvec, int C, float mu,
+                                                        const WR (&w)[kIters], int lane, int nvec, int C, float mu,
                                                         float rs, float (&dw)[kIters][kElemsOf<T, R>],
                                                         float (&db)[kIters][kElemsOf<T, R>], float& mean_g,
                                                         float& mean_gx) {
@@ -86,7 +106,7 @@ __device__ __forceinline__ void layernorm_grad_row_sums(const R (&x)[kIters], co
       float xv[kN], dv[kN], wv[kN];
       unpack_vec<T>(x[k], xv);
       unpack_vec<T>(dy[k], dv);
-      unpack_vec<T>(w[k], wv);
+      unpack_param<T, R>(w[k], wv);
 #pragma unroll
       for (int j = 0; j < kN; ++j) {
         const float xh = (xv[j] - mu) * rs;
@@ -103,16 +123,29 @@ __device__ __forceinline__ void layernorm_grad_row_sums(const R (&x)[kIters], co
 }
 
 // dx of one vector: rs * (g - mean_g - xhat * mean_gx).
-template <class T, class R>
-__device__ __forceinline__ void layernorm_grad_row_dx(const R& x, const R& dy, const R& w, float mu, float rs,
+template <class T, class R, class WR>
+__device__ __forceinline__ void layernorm_grad_row_dx(const R& x, const R& dy, const WR& w, float mu, float rs,
                                                       float mean_g, float mean_gx, float (&out)[kElemsOf<T, R>]) {
   constexpr int kN = kElemsOf<T, R>;
   float xv[kN], dv[kN], wv[kN];
   unpack_vec<T>(x, xv);
   unpack_vec<T>(dy, dv);
-  unpack_vec<T>(w, wv);
+  unpack_param<T, R>(w, wv);
 #pragma unroll
   for (int j = 0; j < kN; ++j) out[j] = rs * (dv[j] * wv[j] - mean_g - (xv[j] - mu) * rs * mean_gx);
+}
+
+// Host side: calls fn(W{}) with W the parameters' element type for activations of type T (dtype
+// x): T when the parameters are in x's dtype, float when they are f32 under bf16 / f16.
+template <class T, class Fn>
+void dispatch_param_type(DType param, DType x, const char* op, Fn&& fn) {
+  if (param == x) {
+    fn(T{});
+    return;
+  }
+  FT_CHECK_ARG(param == DType::F32 && (x == DType::BF16 || x == DType::F16), op, " the parameters are ", param,
+               " but x is ", x, " (expected x's dtype, or f32 under bf16 / f16)");
+  if constexpr (sizeof(T) == 2) fn(float{});
 }
 
 }  // namespace ft::cuda

@@ -47,6 +47,12 @@ __device__ __forceinline__ Chunk<T> zero_chunk() {
   return c;
 }
 
+// A parameter chunk at p: kChunk elements of W (T, or fp32 under halves).
+template <class T, class W>
+__device__ __forceinline__ ParamRaw<T, Chunk<T>, W> load_param(const W* p) {
+  return load_raw<W, kChunk>(p);
+}
+
 // Rows of row pair `pair`: 16 (pair / 8) + pair % 8 and 8 more (core/dropout_mask.h's row pair).
 __device__ __forceinline__ int64_t pair_row(uint32_t pair, int half) {
   return static_cast<int64_t>(pair / 8) * 16 + pair % 8 + 8 * half;
@@ -80,9 +86,9 @@ __device__ __forceinline__ uint32_t keep_bits(const DropoutParams& d, uint32_t b
 
 // Normalises one row held as chunks lane + 32k with ops/cuda/layernorm.cu's row code, and
 // writes z, mean and rstd.
-template <class T, int kIters>
+template <class T, class W, int kIters>
 __device__ __forceinline__ void normalise_row(const Chunk<T> (&yr)[kIters], int lane, int nvec, int C, float eps,
-                                              const T* w, const T* b, T* z, float* mean_out, float* rstd_out) {
+                                              const W* w, const W* b, T* z, float* mean_out, float* rstd_out) {
   float mean, rstd;
   layernorm_row_stats<T>(yr, lane, nvec, C, eps, mean, rstd);
 #pragma unroll
@@ -90,8 +96,7 @@ __device__ __forceinline__ void normalise_row(const Chunk<T> (&yr)[kIters], int 
     const int i = lane + k * kWarpSize;
     if (i < nvec) {
       float out[kChunk];
-      layernorm_row_out<T>(yr[k], load_raw<T, kChunk>(w + i * kChunk), load_raw<T, kChunk>(b + i * kChunk), mean,
-                           rstd, out);
+      layernorm_row_out<T>(yr[k], load_param<T>(w + i * kChunk), load_param<T>(b + i * kChunk), mean, rstd, out);
       store_vec<kChunk>(z + i * kChunk, out);
     }
   }
@@ -102,7 +107,7 @@ __device__ __forceinline__ void normalise_row(const Chunk<T> (&yr)[kIters], int 
 }
 
 // Forward vector path: warp -> row pair. All loads of both rows are issued before the first use.
-template <class T, int kIters, bool kDropout>
+template <class T, class W, int kIters, bool kDropout>
 __global__ void __launch_bounds__(kFwdWarps * kWarpSize)
     residual_layernorm_forward_kernel(ResidualLayerNormForwardParams p, uint32_t pairs) {
   DropoutParams d = p.mask;
@@ -156,8 +161,8 @@ __global__ void __launch_bounds__(kFwdWarps * kWarpSize)
       }
       if (i < nvec) store_raw<T, kChunk>(y + i * kChunk, yr[r][k]);
     }
-    normalise_row<T, kIters>(yr[r], lane, nvec, C, p.eps, static_cast<const T*>(p.weight),
-                             static_cast<const T*>(p.bias), static_cast<T*>(p.z) + row * p.cols, p.mean + row,
+    normalise_row<T, W, kIters>(yr[r], lane, nvec, C, p.eps, static_cast<const W*>(p.weight),
+                                static_cast<const W*>(p.bias), static_cast<T*>(p.z) + row * p.cols, p.mean + row,
                              p.rstd + row);
   }
 }
@@ -172,7 +177,7 @@ __global__ void __launch_bounds__(kFwdWarps * kWarpSize)
 // dweight += gz * yhat and dbias += gz for its chunks in registers; at the end the block's warps
 // add theirs, in warp order, into partial row b of (G, 2C). The LayerNorm part of dy is
 // ops/cuda/layernorm.cu's register-path formula with its order of sums.
-template <class T, int kIters, bool kDropout, bool kGy>
+template <class T, class W, int kIters, bool kDropout, bool kGy>
 __global__ void __launch_bounds__(kBwdWarps * kWarpSize, 3)
     residual_layernorm_backward_kernel(ResidualLayerNormBackwardParams p, uint32_t pairs, float* partial) {
   constexpr int kPieces = static_cast<int>(sizeof(Chunk<T>) / 16);  // 16-byte copies a chunk
@@ -193,11 +198,15 @@ __global__ void __launch_bounds__(kBwdWarps * kWarpSize, 3)
   const T* gy = static_cast<const T*>(p.gy);
   T* dy = static_cast<T*>(p.dy);
   T* dh = static_cast<T*>(p.dh);
-  Chunk<T> wr[kIters];
+  ParamRaw<T, Chunk<T>, W> wr[kIters];
 #pragma unroll
   for (int k = 0; k < kIters; ++k) {
     const int i = lane + k * kWarpSize;
-    wr[k] = i < nvec ? load_raw<T, kChunk>(static_cast<const T*>(p.weight) + i * kChunk) : zero_chunk<T>();
+    if constexpr (std::is_same_v<W, T>) {
+      wr[k] = i < nvec ? load_raw<T, kChunk>(static_cast<const T*>(p.weight) + i * kChunk) : zero_chunk<T>();
+    } else {
+      wr[k] = i < nvec ? load_param<T>(static_cast<const W*>(p.weight) + i * kChunk) : ParamRaw<T, Chunk<T>, W>{};
+    }
   }
   float dw[kIters][kChunk], db[kIters][kChunk];
 #pragma unroll
@@ -333,15 +342,15 @@ __device__ __forceinline__ float scalar_y(const T* x, const T* h, int64_t row, i
 }
 
 // Forward scalar path: one warp per row, striding over rows; lane l owns columns l + 32k.
-template <class T, bool kDropout>
+template <class T, class W, bool kDropout>
 __global__ void __launch_bounds__(kScalarThreads) residual_layernorm_forward_scalar_kernel(ResidualLayerNormForwardParams p) {
   DropoutParams d = p.mask;
   if constexpr (kDropout) resolve_dropout_offset(d);
   const int64_t C = p.cols;
   const T* x = static_cast<const T*>(p.x);
   const T* h = static_cast<const T*>(p.h);
-  const T* w = static_cast<const T*>(p.weight);
-  const T* b = static_cast<const T*>(p.bias);
+  const W* w = static_cast<const W*>(p.weight);
+  const W* b = static_cast<const W*>(p.bias);
   T* y = static_cast<T*>(p.y);
   T* z = static_cast<T*>(p.z);
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
@@ -372,7 +381,7 @@ __global__ void __launch_bounds__(kScalarThreads) residual_layernorm_forward_sca
 // Backward scalar path: block b (one warp) owns rows [rows * b / G, rows * (b + 1) / G); lane l
 // owns channels l + 32k, so it updates its part of partial row b of (G, 2C) without
 // synchronisation.
-template <class T, bool kDropout>
+template <class T, class W, bool kDropout>
 __global__ void __launch_bounds__(kScalarThreads)
     residual_layernorm_backward_scalar_kernel(ResidualLayerNormBackwardParams p, float* partial) {
   DropoutParams d = p.mask;
@@ -381,7 +390,7 @@ __global__ void __launch_bounds__(kScalarThreads)
   const T* y = static_cast<const T*>(p.y);
   const T* gz = static_cast<const T*>(p.gz);
   const T* gy = static_cast<const T*>(p.gy);
-  const T* w = static_cast<const T*>(p.weight);
+  const W* w = static_cast<const W*>(p.weight);
   T* dy = static_cast<T*>(p.dy);
   T* dh = static_cast<T*>(p.dh);
   float* acc = partial + static_cast<int64_t>(blockIdx.x) * 2 * C;
@@ -433,27 +442,81 @@ void residual_layernorm_forward(const ResidualLayerNormForwardParams& p, Stream 
   if (p.rows == 0) return;
   dispatch_cuda_float(p.dtype, "[residual_layernorm]", [&](auto tag) {
     using T = decltype(tag);
-    constexpr size_t kAlign = sizeof(Chunk<T>);
-    const bool vec_ok = p.cols % kChunk == 0 && aligned_to(p.x, kAlign) && aligned_to(p.h, kAlign) &&
-                        aligned_to(p.y, kAlign) && aligned_to(p.z, kAlign) && aligned_to(p.weight, kAlign) &&
-                        aligned_to(p.bias, kAlign);
-    const int64_t iters = (p.cols / kChunk + kWarpSize - 1) / kWarpSize;
-    dispatch_bool(p.dropout, [&](auto drop) {
-      constexpr bool kDropout = decltype(drop)::value;
-      const bool done = vec_ok && dispatch_iters<kMaxIters<T>>(iters, [&](auto k) {
-        constexpr int kIters = decltype(k)::value;
-        const uint32_t pairs = row_pairs(p.rows);
-        const unsigned blocks = (pairs + kFwdWarps - 1) / kFwdWarps;
-        residual_layernorm_forward_kernel<T, kIters, kDropout><<<blocks, kFwdWarps * kWarpSize, 0, stream>>>(p, pairs);
-        CUDA_CHECK_LAUNCH();
+    dispatch_param_type<T>(p.param_dtype, p.dtype, "[residual_layernorm]", [&](auto wtag) {
+      using W = decltype(wtag);
+      constexpr size_t kAlign = sizeof(Chunk<T>), kParamAlign = sizeof(ParamRaw<T, Chunk<T>, W>);
+      const bool vec_ok = p.cols % kChunk == 0 && aligned_to(p.x, kAlign) && aligned_to(p.h, kAlign) &&
+                          aligned_to(p.y, kAlign) && aligned_to(p.z, kAlign) && aligned_to(p.weight, kParamAlign) &&
+                          aligned_to(p.bias, kParamAlign);
+      const int64_t iters = (p.cols / kChunk + kWarpSize - 1) / kWarpSize;
+      dispatch_bool(p.dropout, [&](auto drop) {
+        constexpr bool kDropout = decltype(drop)::value;
+        const bool done = vec_ok && dispatch_iters<kMaxIters<T>>(iters, [&](auto k) {
+          constexpr int kIters = decltype(k)::value;
+          const uint32_t pairs = row_pairs(p.rows);
+          const unsigned blocks = (pairs + kFwdWarps - 1) / kFwdWarps;
+          residual_layernorm_forward_kernel<T, W, kIters, kDropout>
+              <<<blocks, kFwdWarps * kWarpSize, 0, stream>>>(p, pairs);
+          CUDA_CHECK_LAUNCH();
+        });
+        if (!done) {
+          const int64_t blocks = std::min<int64_t>(p.rows, int64_t{1} << 30);
+          residual_layernorm_forward_scalar_kernel<T, W, kDropout>
+              <<<static_cast<unsigned>(blocks), kScalarThreads, 0, stream>>>(p);
+          CUDA_CHECK_LAUNCH();
+        }
       });
-      if (!done) {
-        const int64_t blocks = std::min<int64_t>(p.rows, int64_t{1} << 30);
-        residual_layernorm_forward_scalar_kernel<T, kDropout>
-            <<<static_cast<unsigned>(blocks), kScalarThreads, 0, stream>>>(p);
-        CUDA_CHECK_LAUNCH();
-      }
     });
+  });
+}
+
+// The backward for activations T and parameters W: the vector path where C and the buffers allow,
+// else the scalar path; then the blocks' partial sums.
+template <class T, class W>
+void launch_backward(const ResidualLayerNormBackwardParams& p, Stream stream) {
+  const int64_t C = p.cols;
+  constexpr size_t kAlign = sizeof(Chunk<T>);
+  const bool vec_ok = C % kChunk == 0 && aligned_to(p.gz, kAlign) && aligned_to(p.y, kAlign) &&
+                      aligned_to(p.dy, kAlign) && aligned_to(p.weight, sizeof(ParamRaw<T, Chunk<T>, W>)) &&
+                      (p.gy == nullptr || aligned_to(p.gy, kAlign)) && (!p.dropout || aligned_to(p.dh, kAlign));
+  const int64_t iters = (C / kChunk + kWarpSize - 1) / kWarpSize;
+  dispatch_bool(p.dropout, [&](auto drop) {
+    constexpr bool kDropout = decltype(drop)::value;
+    const bool done = vec_ok && dispatch_iters<kMaxIters<T>>(iters, [&](auto k) {
+      constexpr int kIters = decltype(k)::value;
+      dispatch_bool(p.gy != nullptr, [&](auto has_gy) {
+        constexpr bool kGy = decltype(has_gy)::value;
+        auto kernel = residual_layernorm_backward_kernel<T, W, kIters, kDropout, kGy>;
+        constexpr int kThreads = kBwdWarps * kWarpSize;
+        // The rings (<= 4 warps x 3 slots x 3 rows of C <= 1024 halves or 512 floats: 72 KiB),
+        // later the block's (2, C) fp32 sums.
+        const size_t ring = static_cast<size_t>(kBwdWarps) * kBwdStages *
+                            ((kGy ? 3 : 2) * static_cast<size_t>(C) * sizeof(T) + 2 * sizeof(float));
+        const size_t smem = std::max(ring, 2 * static_cast<size_t>(C) * sizeof(float));
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+        int per_sm = 0;
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+        FT_ASSERT(per_sm > 0, "[residual_layernorm_backward] kernel does not fit on an SM (", smem, " bytes)");
+        const uint32_t pairs = row_pairs(p.rows);
+        // One resident wave of blocks, each with at least one pair per warp.
+        const int blocks = static_cast<int>(std::min<int64_t>(
+            int64_t{per_sm} * sm_count(p.device), (int64_t{pairs} + kBwdWarps - 1) / kBwdWarps));
+        Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
+        kernel<<<blocks, kThreads, smem, stream>>>(p, pairs, static_cast<float*>(partial.ptr));
+        CUDA_CHECK_LAUNCH();
+        sum_partial_rows_split(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
+                                p.add_dbias, stream);
+      });
+    });
+    if (!done) {
+      const int blocks = static_cast<int>(std::min<int64_t>({p.rows, int64_t{8} * sm_count(p.device), kMaxScalarBlocks}));
+      Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
+      residual_layernorm_backward_scalar_kernel<T, W, kDropout>
+          <<<blocks, kScalarThreads, 0, stream>>>(p, static_cast<float*>(partial.ptr));
+      CUDA_CHECK_LAUNCH();
+      sum_partial_rows_split(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
+                                p.add_dbias, stream);
+    }
   });
 }
 
@@ -466,48 +529,9 @@ void residual_layernorm_backward(const ResidualLayerNormBackwardParams& p, Strea
   }
   dispatch_cuda_float(p.dtype, "[residual_layernorm_backward]", [&](auto tag) {
     using T = decltype(tag);
-    constexpr size_t kAlign = sizeof(Chunk<T>);
-    const bool vec_ok = C % kChunk == 0 && aligned_to(p.gz, kAlign) && aligned_to(p.y, kAlign) &&
-                        aligned_to(p.dy, kAlign) && aligned_to(p.weight, kAlign) &&
-                        (p.gy == nullptr || aligned_to(p.gy, kAlign)) && (!p.dropout || aligned_to(p.dh, kAlign));
-    const int64_t iters = (C / kChunk + kWarpSize - 1) / kWarpSize;
-    dispatch_bool(p.dropout, [&](auto drop) {
-      constexpr bool kDropout = decltype(drop)::value;
-      const bool done = vec_ok && dispatch_iters<kMaxIters<T>>(iters, [&](auto k) {
-        constexpr int kIters = decltype(k)::value;
-        dispatch_bool(p.gy != nullptr, [&](auto has_gy) {
-          constexpr bool kGy = decltype(has_gy)::value;
-          auto kernel = residual_layernorm_backward_kernel<T, kIters, kDropout, kGy>;
-          constexpr int kThreads = kBwdWarps * kWarpSize;
-          // The rings (<= 4 warps x 3 slots x 3 rows of C <= 1024 halves or 512 floats: 72 KiB),
-          // later the block's (2, C) fp32 sums.
-          const size_t ring = static_cast<size_t>(kBwdWarps) * kBwdStages *
-                              ((kGy ? 3 : 2) * static_cast<size_t>(C) * sizeof(T) + 2 * sizeof(float));
-          const size_t smem = std::max(ring, 2 * static_cast<size_t>(C) * sizeof(float));
-          CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-          int per_sm = 0;
-          CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-          FT_ASSERT(per_sm > 0, "[residual_layernorm_backward] kernel does not fit on an SM (", smem, " bytes)");
-          const uint32_t pairs = row_pairs(p.rows);
-          // One resident wave of blocks, each with at least one pair per warp.
-          const int blocks = static_cast<int>(std::min<int64_t>(
-              int64_t{per_sm} * sm_count(p.device), (int64_t{pairs} + kBwdWarps - 1) / kBwdWarps));
-          Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
-          kernel<<<blocks, kThreads, smem, stream>>>(p, pairs, static_cast<float*>(partial.ptr));
-          CUDA_CHECK_LAUNCH();
-          sum_partial_rows_split(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
-                                  p.add_dbias, stream);
-        });
-      });
-      if (!done) {
-        const int blocks = static_cast<int>(std::min<int64_t>({p.rows, int64_t{8} * sm_count(p.device), kMaxScalarBlocks}));
-        Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
-        residual_layernorm_backward_scalar_kernel<T, kDropout>
-            <<<blocks, kScalarThreads, 0, stream>>>(p, static_cast<float*>(partial.ptr));
-        CUDA_CHECK_LAUNCH();
-        sum_partial_rows_split(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
-                                  p.add_dbias, stream);
-      }
+    dispatch_param_type<T>(p.param_dtype, p.dtype, "[residual_layernorm_backward]", [&](auto wtag) {
+      using W = decltype(wtag);
+      launch_backward<T, W>(p, stream);
     });
   });
 }

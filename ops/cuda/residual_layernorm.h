@@ -1,10 +1,10 @@
 // CUDA launchers of the residual add fused with LayerNorm (see ops/residual_layernorm.h):
 // plain-old-data arguments, no CUDA headers.
 //
-// Every (N, C) buffer is contiguous in `dtype` (bf16, f16 or f32); weight and bias (C) in the
-// same dtype; mean, rstd (N) fp32; dweight, dbias (C) fp32, overwritten with sums over all rows in
-// a fixed order (deterministic for a given device and shape). `dropout` false: no mask (p = 0),
-// and neither `mask` nor dh is used.
+// Every (N, C) buffer is contiguous in `dtype` (bf16, f16 or f32); weight and bias (C) in
+// `param_dtype`: the same dtype, or f32 under bf16 / f16; mean, rstd (N) fp32; dweight, dbias (C)
+// fp32, overwritten with sums over all rows in a fixed order (deterministic for a given device and
+// shape). `dropout` false: no mask (p = 0), and neither `mask` nor dh is used.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,7 @@ struct ResidualLayerNormForwardParams {
   int64_t rows = 0, cols = 0;
   float eps = 1e-5f;
   DType dtype = DType::BF16;
+  DType param_dtype = DType::BF16;  // weight and bias: dtype, or f32
   bool dropout = false;
   DropoutParams mask;
 };
@@ -45,6 +46,7 @@ struct ResidualLayerNormBackwardParams {
   bool add_dweight = false, add_dbias = false;  // add the sums into dweight / dbias (+=) instead of storing
   int64_t rows = 0, cols = 0;
   DType dtype = DType::BF16;
+  DType param_dtype = DType::BF16;  // weight: dtype, or f32
   bool dropout = false;
   DropoutParams mask;
   int device = 0;  // where the launcher takes its (blocks, 2, C) fp32 partial-sum scratch

@@ -132,6 +132,33 @@ TEST(Module, ToDtypeKeepsRequiresGradAndTrainEvalRecurses) {
   EXPECT_TRUE(model.h[0]->attn.is_training());
 }
 
+// layernorm_fp32: to(bf16) / to(f16) leaves the LayerNorms' weight and bias in f32 (and says which
+// they are), the rest in the half dtype; to(f64) still casts everything (the gradient checks); and
+// without the flag every parameter follows the cast.
+TEST(Module, Fp32LayerNormParametersStayFp32UnderHalfCasts) {
+  GPTConfig c = tiny_config();
+  c.layernorm_fp32 = true;
+  for (DType half : {DType::BF16, DType::F16}) {
+    GPT model(c);
+    model.to(half);
+    std::vector<std::string> f32;
+    model.for_each_parameter([&](const std::string& name, Tensor& p) {
+      if (p.dtype() == DType::F32) f32.push_back(name);
+      else EXPECT_EQ(p.dtype(), half) << name;
+      EXPECT_TRUE(autograd::requires_grad(p)) << name;
+    });
+    EXPECT_EQ(f32, model.fp32_parameter_names());
+    EXPECT_EQ(f32.front(), "h.0.ln_1.weight");
+    EXPECT_EQ(f32.back(), "ln_f.bias");
+    model.to(DType::F64);
+    model.for_each_parameter([&](const std::string& name, Tensor& p) { EXPECT_EQ(p.dtype(), DType::F64) << name; });
+  }
+  GPT plain(tiny_config());
+  plain.to(DType::BF16);
+  EXPECT_TRUE(plain.fp32_parameter_names().empty());
+  plain.for_each_parameter([&](const std::string& name, Tensor& p) { EXPECT_EQ(p.dtype(), DType::BF16) << name; });
+}
+
 TEST(Module, LinearIsXTimesWeightTransposedPlusBias) {
   Linear lin(3, 2);
   lin.weight.copy_(Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}));

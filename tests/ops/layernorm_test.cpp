@@ -3,12 +3,14 @@
 #include <cmath>
 #include <string>
 
+#include "ops/elementwise.h"
 #include "ops/layernorm.h"
 #include "tests/test_util.h"
 
 namespace ft {
 namespace {
 
+using test::mean_relative_bias;
 using test::randn;
 using test::randn_tensor;
 using test::rel_error;
@@ -124,6 +126,56 @@ TEST(LayerNorm, BadInputsNameTheOpAndShapes) {
   EXPECT_THROW(ops::layernorm_backward(x, x, w, out.mean, Tensor::zeros({4}, DType::BF16)), Error);
 }
 
+// fp32 parameters under half x (a model whose LayerNorms stay fp32, nn::LayerNorm): computed with
+// the fp32 values, not their rounding to x's dtype. The gain is one constant c = 1 + 0.49 ulp of
+// the dtype at 1 (b = 0), so y and dx are exactly c times those of gain 1; rounding c to the dtype
+// would give 1, a bias of -0.49 ulp in every element that output rounding noise does not hide
+// over a few hundred elements. The test first checks that it sees that bias with rounded
+// parameters, on the same device.
+void expect_fp32_params_unrounded(Device dev, const Shape& shape, DType dt) {
+  const int64_t C = shape.back(), rows = shape_numel(shape) / C;
+  const double ulp = dt == DType::BF16 ? 0x1p-7 : 0x1p-10, c = 1 + 0.49 * ulp;
+  const Tensor x = randn_tensor(shape, 40, dt, Device::cpu(), 2.f), dy = randn_tensor(shape, 41, dt);
+  const Tensor w = Tensor::full({C}, c, DType::F32), b = Tensor::zeros({C}, DType::F32);
+  const auto ref = naive_layernorm(x.to_doubles(), w.to_doubles(), b.to_doubles(), dy.to_doubles(), rows, C, 1e-5);
+  const std::string what = str(dev, " ", dt, " ", shape);
+  for (const bool rounded : {true, false}) {
+    const Tensor wd = (rounded ? ops::cast(w, dt) : w).to(dev), bd = (rounded ? ops::cast(b, dt) : b).to(dev);
+    const ops::LayerNormOut out = ops::layernorm_forward(x.to(dev), wd, bd);
+    const ops::LayerNormGrads g = ops::layernorm_backward(dy.to(dev), x.to(dev), wd, out.mean, out.rstd);
+    const double bias_y = mean_relative_bias(out.y.to_doubles(), ref.y);
+    const double bias_dx = mean_relative_bias(g.dx.to_doubles(), ref.dx);
+    if (rounded) {  // the test can fail: rounding c shows
+      EXPECT_LT(bias_y, -0.3 * ulp) << what;
+      EXPECT_LT(bias_dx, -0.3 * ulp) << what;
+    } else {
+      EXPECT_LT(std::fabs(bias_y), 0.1 * ulp) << what;
+      EXPECT_LT(std::fabs(bias_dx), 0.1 * ulp) << what;
+      EXPECT_EQ(g.dweight.dtype(), DType::F32);
+    }
+  }
+}
+
+TEST(LayerNorm, CpuFp32ParamsUnderHalfInputsAreNotRounded) {
+  for (DType dt : {DType::BF16, DType::F16}) expect_fp32_params_unrounded(Device::cpu(), {12, 40}, dt);
+}
+
+TEST(LayerNorm, ParamsOfAnotherDtypeThanFp32UnderHalvesAreRefused) {
+  const Tensor x = Tensor::zeros({4, 8}, DType::BF16);
+  for (DType wt : {DType::F16, DType::F64}) {
+    try {
+      ops::layernorm_forward(x, Tensor::zeros({8}, wt), Tensor::zeros({8}, wt));
+      FAIL() << wt << " weight accepted under bf16 x";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("[layernorm]"), std::string::npos) << m;
+      EXPECT_NE(m.find("f32 under bf16 / f16"), std::string::npos) << m;
+    }
+  }
+  // Weight and bias share a dtype.
+  EXPECT_THROW(ops::layernorm_forward(x, Tensor::zeros({8}, DType::F32), Tensor::zeros({8}, DType::BF16)), Error);
+}
+
 // CUDA against the CPU path on the same (rounded) inputs. Shapes cover both kernel paths and
 // their edges: C = 768 (GPT-2, register path), C not a multiple of the 8-wide bf16 vector
 // (looping path), rows not a multiple of the 4 rows per block, C beyond the backward register
@@ -152,6 +204,35 @@ TEST(LayerNormCuda, MatchesCpu) {
       // fp32 sums over rows in a different order from the CPU's double sums.
       EXPECT_LT(rel_error(gg.dweight, gc.dweight), 1e-4) << dt << " " << shape;
       EXPECT_LT(rel_error(gg.dbias, gc.dbias), 1e-4) << dt << " " << shape;
+    }
+  }
+}
+
+// fp32 parameters under half x on every kernel path (the shapes of MatchesCpu): against the CPU
+// path with the same fp32 parameters (random, so that a parameter read at the wrong channel
+// shows), and the no-rounding check above.
+TEST(LayerNormCuda, Fp32ParamsUnderHalvesMatchCpuOnEveryPath) {
+  FT_REQUIRE_CUDA();
+  const Shape shapes[] = {{5, 768}, {33, 100}, {2, 3, 64}, {9, 1544}, {3, 4104}};
+  for (DType dt : {DType::BF16, DType::F16}) {
+    for (const Shape& shape : shapes) {
+      const int64_t C = shape.back();
+      const std::string what = str(dt, " ", shape);
+      const Tensor x = randn_tensor(shape, 50, dt, Device::cpu(), 3.f), dy = randn_tensor(shape, 51, dt);
+      const Tensor w = randn_tensor({C}, 52), b = randn_tensor({C}, 53);  // f32
+      const ops::LayerNormOut cpu = ops::layernorm_forward(x, w, b);
+      const ops::LayerNormOut gpu =
+          ops::layernorm_forward(x.to(Device::cuda()), w.to(Device::cuda()), b.to(Device::cuda()));
+      const double tol = dt == DType::BF16 ? 8e-3 : 1e-3;
+      EXPECT_LT(rel_error(gpu.y, cpu.y), tol) << what;
+      EXPECT_LT(rel_error(gpu.rstd, cpu.rstd), 1e-5) << what;
+      const ops::LayerNormGrads gc = ops::layernorm_backward(dy, x, w, cpu.mean, cpu.rstd);
+      const ops::LayerNormGrads gg = ops::layernorm_backward(dy.to(Device::cuda()), x.to(Device::cuda()),
+                                                             w.to(Device::cuda()), gpu.mean, gpu.rstd);
+      EXPECT_LT(rel_error(gg.dx, gc.dx), tol) << what;
+      EXPECT_LT(rel_error(gg.dweight, gc.dweight), 1e-4) << what;
+      EXPECT_LT(rel_error(gg.dbias, gc.dbias), 1e-4) << what;
+      if (shape.size() == 2 && shape[0] >= 5) expect_fp32_params_unrounded(Device::cuda(), shape, dt);
     }
   }
 }

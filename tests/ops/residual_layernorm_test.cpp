@@ -12,6 +12,7 @@
 namespace ft {
 namespace {
 
+using test::mean_relative_bias;
 using test::randn_tensor;
 using test::rel_error;
 
@@ -158,6 +159,36 @@ TEST(ResidualLayerNorm, BadInputsNameTheOpAndShapes) {
       "[residual_layernorm_backward]", {"mean/rstd"});
 }
 
+// The CUDA op against the CPU op on `in` (on the CPU; parameters in any dtype the ops take).
+void expect_cuda_matches_cpu(const Inputs& in, DType dt, float p, bool with_gy, const std::string& what) {
+  const Inputs gin = to_device(in, Device::cuda());
+  const ops::ResidualLayerNormOut c = ops::residual_layernorm_forward(in.x, in.h, in.w, in.b, 1e-5, p, kState);
+  const ops::ResidualLayerNormOut g = ops::residual_layernorm_forward(gin.x, gin.h, gin.w, gin.b, 1e-5, p, kState);
+  // y is a sum of two rounded values, rounded: the same IEEE operations on both sides.
+  expect_bitwise(g.y.to(Device::cpu()), c.y, "y " + what);
+  // As tests/ops/layernorm_test.cpp: f32 differs by summation order (~1e-6); halves by an
+  // occasional 1-ulp flip of the final rounding.
+  const double tol = dt == DType::F32 ? 1e-5 : (dt == DType::BF16 ? 8e-3 : 1e-3);
+  EXPECT_LT(rel_error(g.z, c.z), tol) << what;
+  EXPECT_LT(rel_error(g.mean, c.mean), 1e-5) << what;
+  EXPECT_LT(rel_error(g.rstd, c.rstd), 1e-5) << what;
+  const ops::ResidualLayerNormGrads gc =
+      ops::residual_layernorm_backward(with_gy ? in.gy : Tensor(), in.gz, c.y, in.w, c.mean, c.rstd, p, kState);
+  const ops::ResidualLayerNormGrads gg =
+      ops::residual_layernorm_backward(with_gy ? gin.gy : Tensor(), gin.gz, g.y, gin.w, g.mean, g.rstd, p, kState);
+  EXPECT_LT(rel_error(gg.dy, gc.dy), tol) << what;
+  EXPECT_LT(rel_error(gg.dh, gc.dh), tol) << what;
+  // fp32 sums over rows in another order than the CPU's double sums.
+  EXPECT_LT(rel_error(gg.dweight, gc.dweight), 1e-4) << what;
+  EXPECT_LT(rel_error(gg.dbias, gc.dbias), 1e-4) << what;
+  // The mask: dh is zero exactly where the CPU's is (a kept value is never rounded to 0 here: |dy|
+  // is far above the smallest normal).
+  const auto dc = gc.dh.to_doubles(), dg = gg.dh.to_doubles();
+  int64_t mismatched = 0;
+  for (size_t i = 0; i < dc.size(); ++i) mismatched += (dc[i] == 0) != (dg[i] == 0);
+  EXPECT_EQ(mismatched, 0) << what;
+}
+
 // CUDA against the CPU on the same (rounded) inputs. Shapes cover the vector path (halves: C = 768,
 // 1024, 256, 40 -- an odd number of 8-element chunks; f32: C <= 512), rows not a multiple of the
 // 16 rows of a pair block, the scalar path (C = 37, C beyond the vector path's registers: 1544
@@ -170,33 +201,61 @@ TEST(ResidualLayerNormCuda, MatchesCpu) {
       for (float p : {0.f, 0.1f}) {
         for (bool with_gy : {true, false}) {
           const std::string what = str(dt, " ", shape, " p=", p, with_gy ? " gy" : " no gy");
-          const Inputs in = make_inputs(shape, dt, 300), gin = to_device(in, Device::cuda());
-          const ops::ResidualLayerNormOut c = ops::residual_layernorm_forward(in.x, in.h, in.w, in.b, 1e-5, p, kState);
-          const ops::ResidualLayerNormOut g =
-              ops::residual_layernorm_forward(gin.x, gin.h, gin.w, gin.b, 1e-5, p, kState);
-          // y is a sum of two rounded values, rounded: the same IEEE operations on both sides.
-          expect_bitwise(g.y.to(Device::cpu()), c.y, "y " + what);
-          // As tests/ops/layernorm_test.cpp: f32 differs by summation order (~1e-6); halves by an
-          // occasional 1-ulp flip of the final rounding.
-          const double tol = dt == DType::F32 ? 1e-5 : (dt == DType::BF16 ? 8e-3 : 1e-3);
-          EXPECT_LT(rel_error(g.z, c.z), tol) << what;
-          EXPECT_LT(rel_error(g.mean, c.mean), 1e-5) << what;
-          EXPECT_LT(rel_error(g.rstd, c.rstd), 1e-5) << what;
-          const ops::ResidualLayerNormGrads gc =
-              ops::residual_layernorm_backward(with_gy ? in.gy : Tensor(), in.gz, c.y, in.w, c.mean, c.rstd, p, kState);
-          const ops::ResidualLayerNormGrads gg = ops::residual_layernorm_backward(
-              with_gy ? gin.gy : Tensor(), gin.gz, g.y, gin.w, g.mean, g.rstd, p, kState);
-          EXPECT_LT(rel_error(gg.dy, gc.dy), tol) << what;
-          EXPECT_LT(rel_error(gg.dh, gc.dh), tol) << what;
-          // fp32 sums over rows in another order than the CPU's double sums.
-          EXPECT_LT(rel_error(gg.dweight, gc.dweight), 1e-4) << what;
-          EXPECT_LT(rel_error(gg.dbias, gc.dbias), 1e-4) << what;
-          // The mask: dh is zero exactly where the CPU's is (a kept value is never rounded to 0
-          // here: |dy| is far above the smallest normal).
-          const auto dc = gc.dh.to_doubles(), dg = gg.dh.to_doubles();
-          int64_t mismatched = 0;
-          for (size_t i = 0; i < dc.size(); ++i) mismatched += (dc[i] == 0) != (dg[i] == 0);
-          EXPECT_EQ(mismatched, 0) << what;
+          expect_cuda_matches_cpu(make_inputs(shape, dt, 300), dt, p, with_gy, what);
+        }
+      }
+    }
+  }
+}
+
+// fp32 parameters under half activations (a model whose LayerNorms stay fp32): the CPU path with
+// the same random fp32 parameters on every kernel path (vector and scalar, dropout, gy), so that a
+// parameter read at the wrong channel shows. Then that they are not rounded to the activation
+// dtype: with gain c = 1 + 0.49 ulp of the dtype at 1 and bias 0, z and dy (no gy, p = 0) are c
+// times those of gain 1 in exact arithmetic; c rounded to the dtype is 1, a bias of -0.49 ulp
+// that the test first checks it sees.
+TEST(ResidualLayerNormCuda, Fp32ParamsUnderHalvesMatchCpuAndAreNotRounded) {
+  FT_REQUIRE_CUDA();
+  const Shape shapes[] = {{37, 768}, {2, 3, 1024}, {21, 40}, {21, 37}, {9, 1544}};
+  for (DType dt : {DType::BF16, DType::F16}) {
+    for (const Shape& shape : shapes) {
+      for (float p : {0.f, 0.1f}) {
+        for (bool with_gy : {true, false}) {
+          const std::string what = str(dt, " ", shape, " p=", p, with_gy ? " gy" : " no gy");
+          Inputs in = make_inputs(shape, dt, 500);
+          in.w = randn_tensor({shape.back()}, 502);  // f32
+          in.b = randn_tensor({shape.back()}, 503);
+          expect_cuda_matches_cpu(in, dt, p, with_gy, what);
+        }
+      }
+      if (shape.size() != 2 || shape[0] < 9) continue;
+      const int64_t C = shape.back();
+      const double ulp = dt == DType::BF16 ? 0x1p-7 : 0x1p-10, gain = 1 + 0.49 * ulp;
+      const Inputs in = to_device(make_inputs(shape, dt, 600), Device::cuda());
+      const Tensor one = Tensor::full({C}, 1.0, DType::F32, Device::cuda());
+      const Tensor zero = Tensor::zeros({C}, DType::F32, Device::cuda());
+      const Tensor wc = Tensor::full({C}, gain, DType::F32, Device::cuda());
+      const ops::ResidualLayerNormOut o1 = ops::residual_layernorm_forward(in.x, in.h, one, zero, 1e-5, 0.f, kState);
+      const ops::ResidualLayerNormGrads g1 =
+          ops::residual_layernorm_backward(Tensor(), in.gz, o1.y, one, o1.mean, o1.rstd, 0.f, kState);
+      auto scaled = [&](const Tensor& t) {
+        std::vector<double> v = t.to_doubles();
+        for (double& e : v) e *= gain;
+        return v;
+      };
+      for (const bool rounded : {true, false}) {
+        const Tensor w = rounded ? ops::cast(wc, dt) : wc, b = rounded ? ops::cast(zero, dt) : zero;
+        const ops::ResidualLayerNormOut o = ops::residual_layernorm_forward(in.x, in.h, w, b, 1e-5, 0.f, kState);
+        const ops::ResidualLayerNormGrads gr =
+            ops::residual_layernorm_backward(Tensor(), in.gz, o.y, w, o.mean, o.rstd, 0.f, kState);
+        const double bias_z = mean_relative_bias(o.z.to_doubles(), scaled(o1.z));
+        const double bias_dy = mean_relative_bias(gr.dy.to_doubles(), scaled(g1.dy));
+        if (rounded) {
+          EXPECT_LT(bias_z, -0.3 * ulp) << dt << " " << shape;
+          EXPECT_LT(bias_dy, -0.3 * ulp) << dt << " " << shape;
+        } else {
+          EXPECT_LT(std::fabs(bias_z), 0.1 * ulp) << dt << " " << shape;
+          EXPECT_LT(std::fabs(bias_dy), 0.1 * ulp) << dt << " " << shape;
         }
       }
     }

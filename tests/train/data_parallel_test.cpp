@@ -392,14 +392,26 @@ TEST(DataParallel, ZeroOneGivesTheSameParametersAsPlainDataParallel) {
 // clipping 2 ranks add the same two values in either design and AdamW is elementwise, so the
 // weights, the losses and the checkpoints (weights, m and v) must equal plain data parallelism's
 // bit for bit -- in bf16 with one round (a contiguous slice per rank) and with four, and in fp16
-// (an f16 working copy, the loss scaler's skipped steps included).
+// (an f16 working copy, the loss scaler's skipped steps included), and in bf16 with the LayerNorms'
+// parameters kept fp32 (layernorm_fp32: their leaves are masters, synced from their owners each
+// step, zero1.h).
 TEST(DataParallel, ZeroOneUnderMixedPrecisionEqualsPlainDataParallelBitForBit) {
-  for (const auto& [rounds, precision] : {std::pair{"1", MixedPrecision::BF16}, std::pair{"4", MixedPrecision::BF16},
-                                          std::pair{"4", MixedPrecision::FP16}}) {
-    SCOPED_TRACE(std::string("FLASHTRAIN_ZERO1_ROUNDS=") + rounds + " " + to_string(precision));
-    const std::string dir = fresh_dir(std::string("zero1mp-") + rounds + to_string(precision));
+  struct Case {
+    const char* rounds;
+    MixedPrecision precision;
+    bool layernorm_fp32;
+  };
+  for (const Case& k : {Case{"1", MixedPrecision::BF16, false}, Case{"4", MixedPrecision::BF16, false},
+                        Case{"4", MixedPrecision::FP16, false}, Case{"1", MixedPrecision::BF16, true},
+                        Case{"4", MixedPrecision::BF16, true}}) {
+    const char* rounds = k.rounds;
+    SCOPED_TRACE(std::string("FLASHTRAIN_ZERO1_ROUNDS=") + rounds + " " + to_string(k.precision) +
+                 (k.layernorm_fp32 ? " layernorm_fp32" : ""));
+    const std::string dir =
+        fresh_dir(std::string("zero1mp-") + rounds + to_string(k.precision) + (k.layernorm_fp32 ? "ln32" : ""));
     TrainConfig plain = dp_config(dir, 8, 2);
-    plain.mixed_precision = precision;
+    plain.mixed_precision = k.precision;
+    plain.layernorm_fp32 = k.layernorm_fp32;
     plain.grad_clip = 0;
     plain.checkpoint_interval = 3;
     std::vector<RankRun> a, b;

@@ -27,6 +27,13 @@ TEST(ModelConfig, DocumentMaskReachesTheModel) {
 
 // `head_chunk_mib` (default 512) becomes GPTConfig::head_chunk_mib, the training step's head's
 // chunk budget; 0 (no chunks) too.
+TEST(ModelConfig, LayerNormFp32ReachesTheModel) {
+  TrainConfig c;
+  EXPECT_FALSE(gpt_config_from(c).layernorm_fp32);
+  c.layernorm_fp32 = true;
+  EXPECT_TRUE(gpt_config_from(c).layernorm_fp32);
+}
+
 TEST(ModelConfig, HeadChunkBudgetReachesTheModel) {
   TrainConfig c;
   EXPECT_EQ(c.head_chunk_mib, 512);

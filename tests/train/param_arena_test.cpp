@@ -7,6 +7,7 @@
 
 #include "autograd/variable.h"
 #include "nn/gpt.h"
+#include "ops/elementwise.h"
 #include "ops/grad_norm.h"
 #include "tests/test_util.h"
 #include "train/adamw.h"
@@ -129,6 +130,42 @@ TEST(ParamArena, Bf16LeavesAreTheWorkingCopyRewrittenByAdamW) {
   const std::vector<double> master = arena.master().to_doubles();
   const Tensor rounded = Tensor::from_doubles(master, {arena.numel()}, DType::BF16);
   EXPECT_EQ(test::max_abs_diff(arena.working(), rounded), 0.0);
+}
+
+// layernorm_fp32: the LayerNorms' leaves are their fp32 master views, every other leaf the bf16
+// working copy; the model trains through them (the LayerNorm ops take fp32 parameters under bf16
+// activations) and AdamW's update reaches the LayerNorm leaves with no rounding to bf16.
+TEST(ParamArena, Fp32LayerNormLeavesAreTheirMastersUnderBf16) {
+  nn::GPTConfig c = small_model();
+  c.layernorm_fp32 = true;
+  nn::GPT model(c, 11);
+  ParamArena arena(model, Device::cpu(), DType::BF16);
+  std::vector<std::string> ln;
+  size_t i = 0;
+  model.for_each_parameter([&](const std::string& name, const Tensor& p) {
+    const ParamArena::Entry& e = arena.entries()[i++];
+    const bool is_ln = name.find("ln_") != std::string::npos;
+    EXPECT_EQ(p.dtype(), is_ln ? DType::F32 : DType::BF16) << name;
+    if (is_ln) {
+      ln.push_back(name);
+      EXPECT_EQ(ptr_of(p), ptr_of(arena.master()) + e.offset * 4) << name;
+    }
+  });
+  EXPECT_EQ(ln, model.fp32_parameter_names());
+  EXPECT_EQ(ln.size(), size_t{2 * 2 * 2 + 2});  // ln_1, ln_2 of two blocks and ln_f: weight and bias
+  autograd::backward(model.forward(ids(2, 8, 3), ids(2, 8, 4)).loss);
+  AdamWConfig cfg;
+  AdamW opt(arena, cfg);
+  opt.step(1e-3, 1, 1.0, ops::grad_norm(arena.grads()).norm);
+  // The gains moved off 1 by about lr: values bf16 cannot hold (its spacing above 1 is 2^-7).
+  int64_t off_bf16 = 0;
+  model.for_each_parameter([&](const std::string& name, const Tensor& p) {
+    if (name.find("ln_") == std::string::npos || name.find("weight") == std::string::npos) return;
+    const std::vector<double> v = p.to_doubles();
+    const std::vector<double> r = ops::cast(ops::cast(p, DType::BF16), DType::F32).to_doubles();
+    for (size_t k = 0; k < v.size(); ++k) off_bf16 += v[k] != r[k];
+  });
+  EXPECT_GT(off_bf16, 0);
 }
 
 TEST(ParamArena, LoadMasterChecksNamesAndShapes) {

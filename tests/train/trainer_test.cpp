@@ -115,6 +115,16 @@ TEST(Trainer, ResumeIsBitExactWithGroupedQueryAttention) {
   test::expect_exact_resume(c, dir.path());
 }
 
+// layernorm_fp32 under bf16 (on the CPU): the LayerNorms compute with their fp32 masters; the run
+// learns, checkpoints and resumes bit for bit.
+TEST(Trainer, ResumeIsBitExactWithFp32LayerNormsUnderBf16) {
+  test::ScratchDir dir;
+  TrainConfig c = test::synthetic_config(dir.path());
+  c.mixed_precision = MixedPrecision::BF16;
+  c.layernorm_fp32 = true;
+  test::expect_exact_resume(c, dir.path());
+}
+
 TEST(Trainer, ResumeWithoutACheckpointIsAnError) {
   test::ScratchDir dir;
   const TrainConfig c = test::synthetic_config(dir.path());
@@ -392,6 +402,14 @@ TEST(TrainerCuda, ResumeIsBitExactInBf16) {
   test::ScratchDir dir;
   TrainConfig c = gpu_config(dir.path());
   c.use_flash_attention = false;
+  test::expect_exact_resume(c, dir.path());
+}
+
+TEST(TrainerCuda, ResumeIsBitExactWithFp32LayerNorms) {
+  FT_REQUIRE_CUDA();
+  test::ScratchDir dir;
+  TrainConfig c = gpu_config(dir.path());
+  c.layernorm_fp32 = true;
   test::expect_exact_resume(c, dir.path());
 }
 

@@ -306,6 +306,7 @@ const std::vector<KeySpec>& key_table() {
       FT_INT_KEY(keep_checkpoints, non_negative_int),
       FT_BOOL_KEY(deterministic),
       FT_INT_KEY(head_chunk_mib, non_negative_int),
+      FT_BOOL_KEY(layernorm_fp32),
       FT_BOOL_KEY(zero1),
       FT_ENUM_KEY(zero1_transport),
       FT_DOUBLE_KEY(allreduce_bucket_mb, positive_double),

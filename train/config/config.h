@@ -106,6 +106,12 @@ struct TrainConfig {
   // chunks and a 1.1 GB lower peak, for about 1% of tokens/s (bench/results/train-h200-s36.md).
   // 0: every row's logits at once.
   int64_t head_chunk_mib = 512;
+  // extra: the LayerNorms' weight and bias stay fp32 under bf16 / f16 (their kernels read them so;
+  // the master weights serve as the working copy). PyTorch's autocast does this; with our bf16
+  // residual stream, bf16 LayerNorm parameters made one checkpoint's wpe gradient 2.85x autocast's
+  // error (bench/results/hf-cross-check-h200-s38.md). Under zero1 every step sums their owners'
+  // values over the ranks (train/zero1.h).
+  bool layernorm_fp32 = false;
 
   // ---- data parallel (issue 7; one process per GPU, batch_size is per GPU) ----
   bool zero1 = false;                 // shard AdamW's state (and the update) across ranks

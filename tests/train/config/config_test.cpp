@@ -156,6 +156,9 @@ TEST(Config, CrossKeyRules) {
   EXPECT_EQ(parse_error("val_data: []\n"),
             "config: eval_interval = 250 needs val_data (set val_data, or eval_interval: 0 to train without evaluation)");
   EXPECT_EQ(parse_error("val_data: []\neval_interval: 0\n"), "");
+  EXPECT_EQ(parse_error("zero1: true\nlayernorm_fp32: true\n"), "");
+  EXPECT_FALSE(parse_config("", "t").layernorm_fp32);
+  EXPECT_TRUE(parse_config("layernorm_fp32: true\n", "t").layernorm_fp32);
   EXPECT_EQ(parse_error("vocab_size: 1000\ndocument_mask: true\n"),
             "config: document_mask needs vocab_size > 50256 (documents start at <|endoftext|> = 50256), got vocab_size = 1000");
 }
