@@ -25,7 +25,7 @@ struct GPTConfig {
   // The LayerNorms' weight and bias stay fp32 in a bf16 / f16 model (nn::LayerNorm): what PyTorch's
   // autocast does. With a bf16 residual stream, bf16 LayerNorm parameters cost one checkpoint's
   // bottom-layer gradients 2.3x the error autocast has (bench/results/hf-cross-check-h200-s38.md).
-  bool layernorm_fp32 = false;
+  bool layernorm_fp32 = true;
   bool use_flash_attention = true;  // false: the naive (materialised S and P) twin
   // Inference only: attention through the FP8 forward (ops/attention_fp8.h: per-tile e4m3 with the
   // Hadamard rotation of q and k). It has no backward: the model refuses to train with it.

@@ -153,7 +153,9 @@ TEST(Module, Fp32LayerNormParametersStayFp32UnderHalfCasts) {
     model.to(DType::F64);
     model.for_each_parameter([&](const std::string& name, Tensor& p) { EXPECT_EQ(p.dtype(), DType::F64) << name; });
   }
-  GPT plain(tiny_config());
+  GPTConfig without = tiny_config();
+  without.layernorm_fp32 = false;
+  GPT plain(without);
   plain.to(DType::BF16);
   EXPECT_TRUE(plain.fp32_parameter_names().empty());
   plain.for_each_parameter([&](const std::string& name, Tensor& p) { EXPECT_EQ(p.dtype(), DType::BF16) << name; });

@@ -25,15 +25,16 @@ TEST(ModelConfig, DocumentMaskReachesTheModel) {
   EXPECT_EQ(gpt_config_from(c).eot_token, 50256);
 }
 
-// `head_chunk_mib` (default 512) becomes GPTConfig::head_chunk_mib, the training step's head's
-// chunk budget; 0 (no chunks) too.
+// `layernorm_fp32` (default true) reaches the model's LayerNorms; false too.
 TEST(ModelConfig, LayerNormFp32ReachesTheModel) {
   TrainConfig c;
-  EXPECT_FALSE(gpt_config_from(c).layernorm_fp32);
-  c.layernorm_fp32 = true;
   EXPECT_TRUE(gpt_config_from(c).layernorm_fp32);
+  c.layernorm_fp32 = false;
+  EXPECT_FALSE(gpt_config_from(c).layernorm_fp32);
 }
 
+// `head_chunk_mib` (default 512) becomes GPTConfig::head_chunk_mib, the training step's head's
+// chunk budget; 0 (no chunks) too.
 TEST(ModelConfig, HeadChunkBudgetReachesTheModel) {
   TrainConfig c;
   EXPECT_EQ(c.head_chunk_mib, 512);

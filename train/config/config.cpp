@@ -480,7 +480,11 @@ std::string config_to_yaml(const TrainConfig& cfg) {
 TrainConfig config_from_json(const Json& j, const std::string& source) {
   FT_CHECK_ARG(j.is_object(), source, ": expected an object, got ", j.type_name());
   // JSON is YAML, so the object goes through the same per-key checks as a config file.
-  return parse_config(j.dump(), source);
+  TrainConfig cfg = parse_config(j.dump(), source);
+  // Checkpoints from before layernorm_fp32 existed trained with bf16 / f16 LayerNorm parameters;
+  // reading them as the new default would resume a different model from the one saved.
+  if (!j.find("layernorm_fp32")) cfg.layernorm_fp32 = false;
+  return cfg;
 }
 
 bool operator==(const TrainConfig& a, const TrainConfig& b) { return config_to_json(a) == config_to_json(b); }

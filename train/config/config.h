@@ -109,9 +109,10 @@ struct TrainConfig {
   // extra: the LayerNorms' weight and bias stay fp32 under bf16 / f16 (their kernels read them so;
   // the master weights serve as the working copy). PyTorch's autocast does this; with our bf16
   // residual stream, bf16 LayerNorm parameters made one checkpoint's wpe gradient 2.85x autocast's
-  // error (bench/results/hf-cross-check-h200-s38.md). Under zero1 every step sums their owners'
-  // values over the ranks (train/zero1.h).
-  bool layernorm_fp32 = false;
+  // error (bench/results/hf-cross-check-h200-s38.md); fp32 ones 0.53x, at the same speed and peak
+  // (session 39). Under zero1 every step sums their owners' values over the ranks (train/zero1.h).
+  // A state.json written before this key existed reads as false: what those runs trained with.
+  bool layernorm_fp32 = true;
 
   // ---- data parallel (issue 7; one process per GPU, batch_size is per GPU) ----
   bool zero1 = false;                 // shard AdamW's state (and the update) across ranks

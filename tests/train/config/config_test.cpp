@@ -157,8 +157,8 @@ TEST(Config, CrossKeyRules) {
             "config: eval_interval = 250 needs val_data (set val_data, or eval_interval: 0 to train without evaluation)");
   EXPECT_EQ(parse_error("val_data: []\neval_interval: 0\n"), "");
   EXPECT_EQ(parse_error("zero1: true\nlayernorm_fp32: true\n"), "");
-  EXPECT_FALSE(parse_config("", "t").layernorm_fp32);
-  EXPECT_TRUE(parse_config("layernorm_fp32: true\n", "t").layernorm_fp32);
+  EXPECT_TRUE(parse_config("", "t").layernorm_fp32);
+  EXPECT_FALSE(parse_config("layernorm_fp32: false\n", "t").layernorm_fp32);
   EXPECT_EQ(parse_error("vocab_size: 1000\ndocument_mask: true\n"),
             "config: document_mask needs vocab_size > 50256 (documents start at <|endoftext|> = 50256), got vocab_size = 1000");
 }
@@ -219,6 +219,20 @@ TEST(Config, YamlAndJsonRoundTrip) {
   EXPECT_EQ(parse_config(yaml, "echo"), c);
   EXPECT_EQ(config_from_json(Json::parse(config_to_json(c).dump())), c);
   EXPECT_EQ(config_to_json(c).members().size(), config_keys().size());
+}
+
+// A state.json from before `layernorm_fp32` existed has no such key: its run trained bf16 / f16
+// LayerNorm parameters, so it reads as false, not as today's default (true); written keys win.
+TEST(Config, StateJsonWithoutLayerNormFp32ReadsAsFalse) {
+  const TrainConfig c = load_config(test::repo_root() + "/configs/tiny.yaml");
+  ASSERT_TRUE(c.layernorm_fp32);
+  std::string json = config_to_json(c).dump();
+  EXPECT_TRUE(config_from_json(Json::parse(json)).layernorm_fp32);
+  const std::string key = "\"layernorm_fp32\":true,";
+  const size_t at = json.find(key);
+  ASSERT_NE(at, std::string::npos) << json;
+  json.erase(at, key.size());
+  EXPECT_FALSE(config_from_json(Json::parse(json)).layernorm_fp32);
 }
 
 }  // namespace
