@@ -18,10 +18,10 @@ Block::Block(const GPTConfig& cfg, Generator& gen)
 Block::Output Block::forward(const Tensor& x, const Tensor& z, const LayerNorm& next, const Tensor& doc_start) const {
   // The branches run before their fused add draws its dropout state: the unfused order (attention
   // dropout, then the residual dropout), so the masks are those of x + dropout(branch).
-  const Tensor attn_out = attn.forward(z, doc_start);                                   // (B, T, C)
-  const autograd::ResidualLayerNorm a = ln_2.forward_residual(x, attn_out, resid_dropout_);  // a, ln_2(a)
-  const Tensor mlp_out = mlp.forward(a.z);                                              // (B, T, C)
-  const autograd::ResidualLayerNorm out = next.forward_residual(a.y, mlp_out, resid_dropout_);
+  const Tensor attn_out = attn.forward_without_proj_bias(z, doc_start);  // (B, T, C), + attn.c_proj.bias below
+  const autograd::ResidualLayerNorm a = ln_2.forward_residual(x, attn_out, resid_dropout_, attn.c_proj.bias);
+  const Tensor mlp_out = mlp.forward_without_proj_bias(a.z);  // (B, T, C), + mlp.c_proj.bias below
+  const autograd::ResidualLayerNorm out = next.forward_residual(a.y, mlp_out, resid_dropout_, mlp.c_proj.bias);
   return {out.y, out.z};
 }
 

@@ -7,6 +7,9 @@
 // following block's ln_1 or the model's ln_f:
 //   (a, z2) = residual_layernorm(x, dropout(attn(z)), ln_2)
 //   (x', z') = residual_layernorm(a, dropout(mlp(z2)), next)
+// The branches' output projections (attn.c_proj, mlp.c_proj) leave their biases to those ops,
+// whose backward then sums their gradients on its way over dh: no pass of its own over the
+// (B, T, C) gradient for either bias (ops/residual_layernorm.h).
 #pragma once
 
 #include "core/random.h"

@@ -24,6 +24,14 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& cfg, Generator& gen)
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& doc_start) const {
+  return c_proj.forward(attend(x, doc_start));  // (B, T, C)
+}
+
+Tensor CausalSelfAttention::forward_without_proj_bias(const Tensor& x, const Tensor& doc_start) const {
+  return c_proj.forward_without_bias(attend(x, doc_start));  // (B, T, C)
+}
+
+Tensor CausalSelfAttention::attend(const Tensor& x, const Tensor& doc_start) const {
   const Tensor qkv = c_attn.forward(x);  // (B, T, (H + 2 H_kv) D)
   ops::AttentionOptions opts = base_opts_;
   opts.doc_start = doc_start;
@@ -32,14 +40,13 @@ Tensor CausalSelfAttention::forward(const Tensor& x, const Tensor& doc_start) co
                  "mode, or train with the bf16 attention (fp8_attention off)");
     FT_CHECK_ARG(n_kv_heads_ == n_heads_, "[attention] FP8 attention takes multi-head attention only; this model has ",
                  n_kv_heads_, " K/V heads for ", n_heads_, " query heads (n_kv_heads)");
-    return c_proj.forward(autograd::fp8_attention(qkv, n_heads_, opts));  // (B, T, C); refuses doc_start
+    return autograd::fp8_attention(qkv, n_heads_, opts);  // (B, T, C); refuses doc_start
   }
   if (is_training() && dropout_ > 0) {
     opts.dropout_p = static_cast<float>(dropout_);
     opts.philox = gen_.next(ops::attention_philox_offsets(x.size(0), n_heads_));
   }
-  const Tensor y = autograd::attention(qkv, n_heads_, opts, use_flash_, n_kv_heads_);  // (B, T, C)
-  return c_proj.forward(y);                                              // (B, T, C)
+  return autograd::attention(qkv, n_heads_, opts, use_flash_, n_kv_heads_);  // (B, T, C)
 }
 
 }  // namespace ft::nn

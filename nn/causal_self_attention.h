@@ -18,6 +18,8 @@ class CausalSelfAttention : public Module {
   // (B, T, C) -> (B, T, C). doc_start (B, T) int32 or undefined: the document mask
   // (ops::AttentionOptions::doc_start), made once per batch by the model.
   Tensor forward(const Tensor& x, const Tensor& doc_start = Tensor()) const;
+  // The same without c_proj's bias, which the caller adds (nn::Block: in the residual add's op).
+  Tensor forward_without_proj_bias(const Tensor& x, const Tensor& doc_start = Tensor()) const;
 
   // weight ((H + 2 H_kv) D, C): rows [q (H D); k (H_kv D); v (H_kv D)], head h owning rows
   // h*D .. h*D+D-1 of each
@@ -25,6 +27,8 @@ class CausalSelfAttention : public Module {
   Linear c_proj;  // weight (C, C), a residual projection (init scaled by 1/sqrt(2L))
 
  private:
+  Tensor attend(const Tensor& x, const Tensor& doc_start) const;  // (B, T, C): the heads before c_proj
+
   int n_heads_, n_kv_heads_;
   double dropout_;
   bool use_flash_;

@@ -11,10 +11,10 @@ LayerNorm::LayerNorm(int64_t dim, double eps, bool fp32_params) : eps_(eps) {
 
 Tensor LayerNorm::forward(const Tensor& x) const { return autograd::layernorm(x, weight, bias, eps_); }
 
-autograd::ResidualLayerNorm LayerNorm::forward_residual(const Tensor& x, const Tensor& branch,
-                                                        const Dropout& drop) const {
+autograd::ResidualLayerNorm LayerNorm::forward_residual(const Tensor& x, const Tensor& branch, const Dropout& drop,
+                                                        const Tensor& branch_bias) const {
   const Dropout::Draw d = drop.draw();
-  return autograd::residual_layernorm(x, branch, weight, bias, eps_, d.p, d.state);
+  return autograd::residual_layernorm(x, branch, weight, bias, eps_, d.p, d.state, branch_bias);
 }
 
 }  // namespace ft::nn

@@ -13,10 +13,12 @@ class LayerNorm : public Module {
   // (Module::to), and the LayerNorm ops read them so under half activations.
   explicit LayerNorm(int64_t dim, double eps = 1e-5, bool fp32_params = false);
   Tensor forward(const Tensor& x) const;
-  // The residual add before this LayerNorm fused with it: y = x + drop(branch), z = this(y).
+  // The residual add before this LayerNorm fused with it: y = x + drop(branch + branch_bias),
+  // z = this(y); branch_bias (optional) is the bias the branch's last projection left out.
   // `drop` draws its state here (Dropout::draw), so the caller computes `branch` first and the
   // generator is consumed in the unfused model's order.
-  autograd::ResidualLayerNorm forward_residual(const Tensor& x, const Tensor& branch, const Dropout& drop) const;
+  autograd::ResidualLayerNorm forward_residual(const Tensor& x, const Tensor& branch, const Dropout& drop,
+                                               const Tensor& branch_bias = Tensor()) const;
 
   Tensor weight;  // (C)
   Tensor bias;    // (C)

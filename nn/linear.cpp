@@ -16,4 +16,10 @@ Tensor Linear::forward(const Tensor& x) const {
   return autograd::matmul(x, weight, o);
 }
 
+Tensor Linear::forward_without_bias(const Tensor& x) const {
+  MatmulOptions o;
+  o.trans_b = true;
+  return autograd::matmul(x, weight, o);
+}
+
 }  // namespace ft::nn

@@ -8,6 +8,7 @@
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/layernorm.h"
+#include "ops/reduce.h"
 
 namespace ft::ops {
 namespace {
@@ -47,15 +48,26 @@ int64_t check_rows_and_param(const char* op, const Tensor& a, const Tensor& para
 }  // namespace
 
 ResidualLayerNormOut residual_layernorm_forward(const Tensor& x0, const Tensor& h0, const Tensor& weight0,
-                                                const Tensor& bias0, double eps, float p, PhiloxState state) {
+                                                const Tensor& bias0, double eps, float p, PhiloxState state,
+                                                const Tensor& h_bias0) {
   const char* op = "residual_layernorm";
   const int64_t C = check_rows_and_param(op, x0, weight0, "weight", p);
   check_rows_and_param(op, x0, bias0, "bias", p);
   FT_CHECK_ARG(bias0.dtype() == weight0.dtype(), "[", op, "] bias is ", bias0.dtype(), " but weight is ",
                weight0.dtype(), " (the parameters share a dtype)");
   check_like(op, "h", h0, "x", x0);
+  if (h_bias0.defined()) {
+    FT_CHECK_ARG(h_bias0.dim() == 1 && h_bias0.size(0) == C && h_bias0.dtype() == x0.dtype() &&
+                     h_bias0.device() == x0.device(),
+                 "[", op, "] h_bias ", h_bias0.shape(), " ", h_bias0.dtype(), " on ", h_bias0.device(),
+                 " does not match x ", x0.shape(), " ", x0.dtype(), " on ", x0.device(), " (expected (", C,
+                 ",) in x's dtype)");
+  }
   FT_CHECK_ARG(eps >= 0, "[", op, "] eps must be >= 0, got ", eps);
-  const Tensor x = x0.contiguous(), h = h0.contiguous(), weight = weight0.contiguous(), bias = bias0.contiguous();
+  const Tensor x = x0.contiguous(), weight = weight0.contiguous(), bias = bias0.contiguous();
+  const Tensor h_bias = h_bias0.defined() ? h_bias0.contiguous() : Tensor();
+  // The CPU reference adds the bias as the unfused op does; the CUDA kernels fuse that add.
+  const Tensor h = h_bias.defined() && !x.is_cuda() ? add(h0, h_bias) : h0.contiguous();
   const Device dev = x.device();
   const int64_t rows = x.numel() / C;
   const DType sd = stat_dtype(x.dtype());
@@ -83,6 +95,7 @@ ResidualLayerNormOut residual_layernorm_forward(const Tensor& x0, const Tensor& 
         cuda::ResidualLayerNormForwardParams kp;
         kp.x = x.data_ptr();
         kp.h = h.data_ptr();
+        kp.h_bias = h_bias.defined() ? h_bias.data_ptr() : nullptr;
         kp.weight = weight.data_ptr();
         kp.bias = bias.data_ptr();
         kp.y = out.y.data_ptr();
@@ -103,7 +116,8 @@ ResidualLayerNormOut residual_layernorm_forward(const Tensor& x0, const Tensor& 
 
 ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy0, const Tensor& gz0, const Tensor& y0,
                                                    const Tensor& weight0, const Tensor& mean0, const Tensor& rstd0,
-                                                   float p, PhiloxState state, const LayerNormParamSinks& into) {
+                                                   float p, PhiloxState state, const LayerNormParamSinks& into,
+                                                   bool h_bias_grad, const Tensor& dh_bias_into) {
   const char* op = "residual_layernorm_backward";
   const int64_t C = check_rows_and_param(op, y0, weight0, "weight", p);
   check_like(op, "gz", gz0, "y", y0);
@@ -119,10 +133,14 @@ ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy0, const Tens
   const Tensor mean = mean0.contiguous(), rstd = rstd0.contiguous();
   const Device dev = y.device();
   check_param_sinks(op, into, C, y.dtype(), dev);
+  if (dh_bias_into.defined()) {
+    FT_CHECK_ARG(h_bias_grad, "[", op, "] dh_bias_into is given but h_bias_grad is false");
+    check_param_sinks(op, LayerNormParamSinks{dh_bias_into, Tensor()}, C, y.dtype(), dev);
+  }
   const DropoutParams mask = make_dropout_params(state, p);
   const bool dropout = mask.threshold != 0;
   ResidualLayerNormGrads g{Tensor::empty(y.shape(), y.dtype(), dev), Tensor(), Tensor::empty({C}, sd, dev),
-                           Tensor::empty({C}, sd, dev)};
+                           Tensor::empty({C}, sd, dev), Tensor()};
   g.dh = dropout ? Tensor::empty(y.shape(), y.dtype(), dev) : g.dy;
   dispatch(
       dev,
@@ -140,10 +158,18 @@ ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy0, const Tens
         dyf.round_into_output();
         if (dropout) dhf.round_into_output();
         add_into_param_sinks(into, g.dweight, g.dbias);
+        if (h_bias_grad) {  // dh as stored, its rows summed in fp32 (f64 for f64)
+          g.dh_bias = sum(widen_half(g.dh).view({rows, C}), 0);
+          if (dh_bias_into.defined()) {
+            add_(dh_bias_into, g.dh_bias);
+            g.dh_bias = dh_bias_into;
+          }
+        }
       },
       [&](Stream s) {
         if (into.dweight.defined()) g.dweight = into.dweight;
         if (into.dbias.defined()) g.dbias = into.dbias;
+        if (h_bias_grad) g.dh_bias = dh_bias_into.defined() ? dh_bias_into : Tensor::zeros({C}, sd, dev);
         cuda::ResidualLayerNormBackwardParams kp;
         kp.gy = gy.defined() ? gy.data_ptr() : nullptr;
         kp.gz = gz.data_ptr();
@@ -155,6 +181,7 @@ ResidualLayerNormGrads residual_layernorm_backward(const Tensor& gy0, const Tens
         kp.dh = dropout ? g.dh.data_ptr() : nullptr;
         kp.dweight = g.dweight.data<float>();
         kp.dbias = g.dbias.data<float>();
+        kp.dh_bias = h_bias_grad ? g.dh_bias.data<float>() : nullptr;
         kp.add_dweight = into.dweight.defined();
         kp.add_dbias = into.dbias.defined();
         kp.rows = rows;

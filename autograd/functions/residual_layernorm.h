@@ -8,6 +8,11 @@
 //
 // With p > 0 the caller takes `state` from its Generator with gen.next(ops::kDropoutOffsets),
 // exactly as for autograd::dropout; with p = 0 the state is not used.
+//
+// h_bias (optional): the branch's bias, left out by the layer that made h (nn::Block's output
+// projections) and added here, y = x + dropout(h + h_bias) (ops/residual_layernorm.h). Its
+// gradient, dh's column sums, comes from the same backward op: on CUDA added straight into the
+// trainer's fp32 arena where that holds the bias's gradient (autograd::direct_grad).
 #pragma once
 
 #include "core/philox.h"
@@ -21,6 +26,6 @@ struct ResidualLayerNorm {
 };
 
 ResidualLayerNorm residual_layernorm(const Tensor& x, const Tensor& h, const Tensor& weight, const Tensor& bias,
-                                     double eps, float p, PhiloxState state);
+                                     double eps, float p, PhiloxState state, const Tensor& h_bias = Tensor());
 
 }  // namespace ft::autograd

@@ -1,6 +1,7 @@
 // Asynchronous copies global -> shared (cp.async, sm_80+), bypassing registers so that a warp can
 // keep several rows in flight: the LayerNorm backward kernels' row rings
-// (ops/cuda/layernorm.cu, ops/cuda/residual_layernorm.cu). The 16-byte copies carry an L2 policy.
+// (ops/cuda/layernorm.cu, ops/cuda/residual_layernorm.cu), and the residual LayerNorm forward's
+// branch bias. The rows' 16-byte copies carry an L2 policy.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,11 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, uint64_t policy) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "l"(policy) : "memory");
+}
+// Without a policy: lines many blocks read (the residual LayerNorm's branch bias).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));

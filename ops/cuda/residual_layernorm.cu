@@ -12,7 +12,9 @@
 //   per element with dropout_keep_at.
 // The backward sums dweight/dbias per lane in registers, per block in warp order, then over
 // blocks in block order in a second kernel: deterministic for a given device and shape, but in
-// another order than ops::layernorm_backward's (so equal to it within fp32 rounding only).
+// another order than ops::layernorm_backward's (so equal to it within fp32 rounding only). The
+// branch bias's gradient (dh's row sums) goes the same way, its per-lane sums in shared memory:
+// the vector backward is at its 168-register cap already.
 #include "ops/cuda/residual_layernorm.h"
 
 #include <algorithm>
@@ -107,8 +109,11 @@ __device__ __forceinline__ void normalise_row(const Chunk<T> (&yr)[kIters], int 
 }
 
 // Forward vector path: warp -> row pair. All loads of both rows are issued before the first use.
+// Up to 3 chunks a lane (GPT-2 small's C = 768) the registers are held to 4 blocks an SM: the branch
+// bias took the dropout kernel to 132 (3 blocks); with the bound, 125 and no spills. More chunks
+// would spill under it.
 template <class T, class W, int kIters, bool kDropout>
-__global__ void __launch_bounds__(kFwdWarps * kWarpSize)
+__global__ void __launch_bounds__(kFwdWarps * kWarpSize, kIters <= 3 ? 4 : 1)
     residual_layernorm_forward_kernel(ResidualLayerNormForwardParams p, uint32_t pairs) {
   DropoutParams d = p.mask;
   if constexpr (kDropout) resolve_dropout_offset(d);  // graph replay: the offset lives in device memory
@@ -117,6 +122,28 @@ __global__ void __launch_bounds__(kFwdWarps * kWarpSize)
   if (pair >= pairs) return;  // whole warps leave: the shuffles below see full warps
   const int C = static_cast<int>(p.cols);
   const int nvec = C / kChunk;
+  // The branch bias, if any: each lane copies its own chunks into its warp's shared row (cp.async,
+  // in flight with x and h, no registers) and reads them back for the add. Loaded where it was
+  // used, each chunk waited on memory a second time (+14% a call under ncu, session 39); loaded
+  // into registers with x and h, it took the dropout kernel from 127 to 140 registers; staged by
+  // the block behind a barrier, 128 (or 155) and +13%.
+  __shared__ Chunk<T> hb_s[kFwdWarps][kIters * kWarpSize];
+  const bool hb = p.h_bias != nullptr;
+  Chunk<T>* hb_w = hb_s[threadIdx.x / kWarpSize];
+  if (hb) {
+    constexpr int kPieces = static_cast<int>(sizeof(Chunk<T>) / 16);
+#pragma unroll
+    for (int k = 0; k < kIters; ++k) {
+      const int i = lane + k * kWarpSize;
+      if (i < nvec) {
+#pragma unroll
+        for (int q = 0; q < kPieces; ++q)
+          cp_async16(reinterpret_cast<char*>(hb_w + i) + 16 * q,
+                     static_cast<const char*>(p.h_bias) + i * sizeof(Chunk<T>) + 16 * q);
+      }
+    }
+    cp_async_commit();
+  }
   const T* x = static_cast<const T*>(p.x);
   const T* h = static_cast<const T*>(p.h);
   Chunk<T> yr[2][kIters], hr[2][kIters];  // x, then y in place
@@ -139,6 +166,7 @@ __global__ void __launch_bounds__(kFwdWarps * kWarpSize)
 #pragma unroll
     for (int k = 0; k < kIters; ++k) keep[k] = keep_bits(d, bound, pair, static_cast<uint32_t>(lane + k * kWarpSize));
   }
+  if (hb) cp_async_wait<0>();  // this lane's bias chunks have landed (it reads only its own)
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int64_t row = pair_row(pair, r);
@@ -150,6 +178,12 @@ __global__ void __launch_bounds__(kFwdWarps * kWarpSize)
       float xv[kChunk], hv[kChunk];
       unpack_vec<T>(yr[r][k], xv);
       unpack_vec<T>(hr[r][k], hv);
+      if (hb && i < nvec) {  // h + bias rounded to T: ops::add
+        float bv[kChunk];
+        unpack_vec<T>(hb_w[i], bv);
+#pragma unroll
+        for (int j = 0; j < kChunk; ++j) hv[j] = to_f32(from_f32<T>(__fadd_rn(hv[j], bv[j])));
+      }
 #pragma unroll
       for (int j = 0; j < kChunk; ++j) {
         // dropout(h) rounded to T, then the add rounded: ops::dropout then ops::add. __fmul_rn
@@ -167,6 +201,16 @@ __global__ void __launch_bounds__(kFwdWarps * kWarpSize)
   }
 }
 
+// Shared memory of the backward vector path: the warps' rings (kBwdStages slots of kSlotRows rows
+// of C, then (mean, rstd) a slot), which the block's (3, C) fp32 sums reuse at the end, then,
+// with a branch bias, each warp's (C) fp32 sums of dh.
+__host__ __device__ constexpr size_t bwd_ring_bytes(int64_t C, bool gy, size_t t_size) {
+  const size_t ring = static_cast<size_t>(kBwdWarps) * kBwdStages *
+                      ((gy ? 3 : 2) * static_cast<size_t>(C) * t_size + 2 * sizeof(float));
+  const size_t sums = 3 * static_cast<size_t>(C) * sizeof(float);
+  return ((ring > sums ? ring : sums) + 15) / 16 * 16;
+}
+
 // Backward vector path. Block b owns row pairs [pairs * b / G, pairs * (b + 1) / G); its warp w
 // takes pairs begin + w, + kBwdWarps, ..., a row at a time (row j of the warp: pair j / 2, half
 // j % 2). Each warp streams its rows through a ring of kBwdStages slots in shared memory (y, gz,
@@ -175,8 +219,9 @@ __global__ void __launch_bounds__(kFwdWarps * kWarpSize)
 // session 37, GPT-2's 16384 x 768 with gy: 55.2 us, 1.7 TB/s; with the ring 46.1 us, and 47.9 at
 // the 2 blocks an SM its 176 registers gave before __launch_bounds__ asked for 3). Each lane keeps
 // dweight += gz * yhat and dbias += gz for its chunks in registers; at the end the block's warps
-// add theirs, in warp order, into partial row b of (G, 2C). The LayerNorm part of dy is
-// ops/cuda/layernorm.cu's register-path formula with its order of sums.
+// add theirs, in warp order, into partial row b of (G, 2C) -- (G, 3C) with the branch bias, whose
+// sums of dh each lane keeps in its warp's shared row (the registers are spent). The LayerNorm
+// part of dy is ops/cuda/layernorm.cu's register-path formula with its order of sums.
 template <class T, class W, int kIters, bool kDropout, bool kGy>
 __global__ void __launch_bounds__(kBwdWarps * kWarpSize, 3)
     residual_layernorm_backward_kernel(ResidualLayerNormBackwardParams p, uint32_t pairs, float* partial) {
@@ -193,11 +238,24 @@ __global__ void __launch_bounds__(kBwdWarps * kWarpSize, 3)
   float* stats = reinterpret_cast<float*>(reinterpret_cast<T*>(smem4) +
                                           static_cast<int64_t>(kBwdWarps) * kBwdStages * kSlotRows * C) +
                  warp * kBwdStages * 2;
+  // With a branch bias: this warp's sums of dh, as float4s: lane l's columns
+  // (l + 32 k) kChunk + 4 q .. + 3 at float4 [(k kChunk / 4 + q) 32 + l], so that a warp's access
+  // is 512 consecutive bytes (a lane's columns side by side, [c] in floats, was an 8-way bank
+  // conflict: the kernel +33% under ncu, session 39; float words in this order, +16%).
+  constexpr int kQuads = kChunk / 4;
+  float4* hb_sums = p.dh_bias == nullptr ? nullptr
+                                         : reinterpret_cast<float4*>(reinterpret_cast<char*>(smem4) +
+                                                                     bwd_ring_bytes(C, kGy, sizeof(T))) +
+                                               warp * kIters * kQuads * kWarpSize + lane;
   const T* y = static_cast<const T*>(p.y);
   const T* gz = static_cast<const T*>(p.gz);
   const T* gy = static_cast<const T*>(p.gy);
   T* dy = static_cast<T*>(p.dy);
   T* dh = static_cast<T*>(p.dh);
+  if (hb_sums != nullptr) {
+#pragma unroll
+    for (int q = 0; q < kIters * kQuads; ++q) hb_sums[q * kWarpSize] = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
   ParamRaw<T, Chunk<T>, W> wr[kIters];
 #pragma unroll
   for (int k = 0; k < kIters; ++k) {
@@ -299,12 +357,27 @@ __global__ void __launch_bounds__(kBwdWarps * kWarpSize, 3)
           for (int jj = 0; jj < kChunk; ++jj) out[jj] = (keep[k] >> (8 * r + jj)) & 1u ? out[jj] * d.keep_scale : 0.f;
           store_vec<kChunk>(dh + row * p.cols + i * kChunk, out);
         }
+        if (hb_sums != nullptr) {  // dh as stored (rounded to T)
+#pragma unroll
+          for (int q = 0; q < kQuads; ++q) {
+            float4* acc = hb_sums + (k * kQuads + q) * kWarpSize;
+            float v[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[e] = kDropout ? to_f32(from_f32<T>(out[4 * q + e])) : out[4 * q + e];
+            float4 a = *acc;
+            a.x += v[0];
+            a.y += v[1];
+            a.z += v[2];
+            a.w += v[3];
+            *acc = a;
+          }
+        }
       }
     }
   }
   cp_async_wait<0>();
   __syncthreads();  // the rings are done with: their memory holds the block's sums now
-  float* block_sums = reinterpret_cast<float*>(smem4);  // (2, C): dweight | dbias
+  float* block_sums = reinterpret_cast<float*>(smem4);  // (3, C): dweight | dbias | dh_bias
   // The block's sums, warp by warp in order, then its partial row.
   for (int w = 0; w < kBwdWarps; ++w) {
     if (warp == w) {
@@ -318,22 +391,30 @@ __global__ void __launch_bounds__(kBwdWarps * kWarpSize, 3)
             float* sb = block_sums + C + i * kChunk + jj;
             *sw = w == 0 ? dw[k][jj] : *sw + dw[k][jj];
             *sb = w == 0 ? db[k][jj] : *sb + db[k][jj];
+            if (hb_sums != nullptr) {
+              float* sh = block_sums + 2 * C + i * kChunk + jj;
+              const float4 a = hb_sums[(k * kQuads + jj / 4) * kWarpSize];
+              const float v = jj % 4 == 0 ? a.x : jj % 4 == 1 ? a.y : jj % 4 == 2 ? a.z : a.w;
+              *sh = w == 0 ? v : *sh + v;
+            }
           }
         }
       }
     }
     __syncthreads();
   }
-  float* part = partial + static_cast<int64_t>(blockIdx.x) * 2 * C;
-  for (int c = threadIdx.x; c < 2 * C; c += blockDim.x) part[c] = block_sums[c];
+  const int nsums = hb_sums != nullptr ? 3 : 2;
+  float* part = partial + static_cast<int64_t>(blockIdx.x) * nsums * C;
+  for (int c = threadIdx.x; c < nsums * C; c += blockDim.x) part[c] = block_sums[c];
 }
 
 // y of element i of a row, recomputed wherever the scalar paths need it: rounded as the unfused
-// ops round.
+// ops round (hb, the branch bias, may be null).
 template <class T, bool kDropout>
-__device__ __forceinline__ float scalar_y(const T* x, const T* h, int64_t row, int64_t c, int64_t i,
+__device__ __forceinline__ float scalar_y(const T* x, const T* h, const T* hb, int64_t row, int64_t c, int64_t i,
                                           const DropoutParams& d) {
   float branch = to_f32(h[i]);
+  if (hb != nullptr) branch = to_f32(from_f32<T>(__fadd_rn(branch, to_f32(hb[c]))));
   if constexpr (kDropout) {
     const bool keep = dropout_keep_at(d, 0, static_cast<uint32_t>(row), static_cast<uint32_t>(c));
     branch = to_f32(from_f32<T>(keep ? __fmul_rn(branch, d.keep_scale) : 0.f));  // no FMA with the add
@@ -349,6 +430,7 @@ __global__ void __launch_bounds__(kScalarThreads) residual_layernorm_forward_sca
   const int64_t C = p.cols;
   const T* x = static_cast<const T*>(p.x);
   const T* h = static_cast<const T*>(p.h);
+  const T* hb = static_cast<const T*>(p.h_bias);
   const W* w = static_cast<const W*>(p.weight);
   const W* b = static_cast<const W*>(p.bias);
   T* y = static_cast<T*>(p.y);
@@ -356,19 +438,19 @@ __global__ void __launch_bounds__(kScalarThreads) residual_layernorm_forward_sca
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     float sum = 0.f;
     for (int64_t c = threadIdx.x; c < C; c += kScalarThreads) {
-      const float v = scalar_y<T, kDropout>(x, h, row, c, row * C + c, d);
+      const float v = scalar_y<T, kDropout>(x, h, hb, row, c, row * C + c, d);
       y[row * C + c] = from_f32<T>(v);
       sum += v;
     }
     const float mean = warp_sum(sum) / C;
     float var = 0.f;
     for (int64_t c = threadIdx.x; c < C; c += kScalarThreads) {
-      const float dv = scalar_y<T, kDropout>(x, h, row, c, row * C + c, d) - mean;
+      const float dv = scalar_y<T, kDropout>(x, h, hb, row, c, row * C + c, d) - mean;
       var += dv * dv;
     }
     const float rstd = rsqrtf(warp_sum(var) / C + p.eps);
     for (int64_t c = threadIdx.x; c < C; c += kScalarThreads) {
-      const float v = scalar_y<T, kDropout>(x, h, row, c, row * C + c, d);
+      const float v = scalar_y<T, kDropout>(x, h, hb, row, c, row * C + c, d);
       z[row * C + c] = from_f32<T>((v - mean) * rstd * to_f32(w[c]) + to_f32(b[c]));
     }
     if (threadIdx.x == 0) {
@@ -379,8 +461,8 @@ __global__ void __launch_bounds__(kScalarThreads) residual_layernorm_forward_sca
 }
 
 // Backward scalar path: block b (one warp) owns rows [rows * b / G, rows * (b + 1) / G); lane l
-// owns channels l + 32k, so it updates its part of partial row b of (G, 2C) without
-// synchronisation.
+// owns channels l + 32k, so it updates its part of partial row b of (G, 2C) -- (G, 3C) with the
+// branch bias's sums of dh -- without synchronisation.
 template <class T, class W, bool kDropout>
 __global__ void __launch_bounds__(kScalarThreads)
     residual_layernorm_backward_scalar_kernel(ResidualLayerNormBackwardParams p, float* partial) {
@@ -393,8 +475,12 @@ __global__ void __launch_bounds__(kScalarThreads)
   const W* w = static_cast<const W*>(p.weight);
   T* dy = static_cast<T*>(p.dy);
   T* dh = static_cast<T*>(p.dh);
-  float* acc = partial + static_cast<int64_t>(blockIdx.x) * 2 * C;
-  for (int64_t c = threadIdx.x; c < C; c += kScalarThreads) acc[c] = acc[C + c] = 0.f;
+  const bool hb = p.dh_bias != nullptr;
+  float* acc = partial + static_cast<int64_t>(blockIdx.x) * (hb ? 3 : 2) * C;
+  for (int64_t c = threadIdx.x; c < C; c += kScalarThreads) {
+    acc[c] = acc[C + c] = 0.f;
+    if (hb) acc[2 * C + c] = 0.f;
+  }
   const int64_t begin = p.rows * blockIdx.x / gridDim.x, end = p.rows * (blockIdx.x + 1) / gridDim.x;
   for (int64_t row = begin; row < end; ++row) {
     const float mean = p.mean[row], rstd = p.rstd[row];
@@ -414,10 +500,13 @@ __global__ void __launch_bounds__(kScalarThreads)
       float out = to_f32(from_f32<T>(rstd * (gzv * to_f32(w[c]) - mean_g - xh * mean_gx)));
       if (gy != nullptr) out = to_f32(from_f32<T>(__fadd_rn(to_f32(gy[i]), out)));  // no FMA for f32
       dy[i] = from_f32<T>(out);
+      float dhv = out;
       if constexpr (kDropout) {
         const bool keep = dropout_keep_at(d, 0, static_cast<uint32_t>(row), static_cast<uint32_t>(c));
-        dh[i] = from_f32<T>(keep ? out * d.keep_scale : 0.f);
+        dhv = to_f32(from_f32<T>(keep ? out * d.keep_scale : 0.f));
+        dh[i] = from_f32<T>(dhv);
       }
+      if (hb) acc[2 * C + c] += dhv;
       acc[c] += gzv * xh;
       acc[C + c] += gzv;
     }
@@ -447,7 +536,7 @@ void residual_layernorm_forward(const ResidualLayerNormForwardParams& p, Stream 
       constexpr size_t kAlign = sizeof(Chunk<T>), kParamAlign = sizeof(ParamRaw<T, Chunk<T>, W>);
       const bool vec_ok = p.cols % kChunk == 0 && aligned_to(p.x, kAlign) && aligned_to(p.h, kAlign) &&
                           aligned_to(p.y, kAlign) && aligned_to(p.z, kAlign) && aligned_to(p.weight, kParamAlign) &&
-                          aligned_to(p.bias, kParamAlign);
+                          aligned_to(p.bias, kParamAlign) && (p.h_bias == nullptr || aligned_to(p.h_bias, kAlign));
       const int64_t iters = (p.cols / kChunk + kWarpSize - 1) / kWarpSize;
       dispatch_bool(p.dropout, [&](auto drop) {
         constexpr bool kDropout = decltype(drop)::value;
@@ -480,6 +569,16 @@ void launch_backward(const ResidualLayerNormBackwardParams& p, Stream stream) {
                       aligned_to(p.dy, kAlign) && aligned_to(p.weight, sizeof(ParamRaw<T, Chunk<T>, W>)) &&
                       (p.gy == nullptr || aligned_to(p.gy, kAlign)) && (!p.dropout || aligned_to(p.dh, kAlign));
   const int64_t iters = (C / kChunk + kWarpSize - 1) / kWarpSize;
+  // The blocks' partial sums: dweight | dbias [| dh_bias], then their totals into those outputs.
+  const int sums = p.dh_bias != nullptr ? 3 : 2;
+  PartialSumsOut out;
+  out.out[0] = p.dweight;
+  out.out[1] = p.dbias;
+  out.out[2] = p.dh_bias;
+  out.add[0] = p.add_dweight;
+  out.add[1] = p.add_dbias;
+  out.add[2] = true;
+  out.seg = C;
   dispatch_bool(p.dropout, [&](auto drop) {
     constexpr bool kDropout = decltype(drop)::value;
     const bool done = vec_ok && dispatch_iters<kMaxIters<T>>(iters, [&](auto k) {
@@ -489,10 +588,10 @@ void launch_backward(const ResidualLayerNormBackwardParams& p, Stream stream) {
         auto kernel = residual_layernorm_backward_kernel<T, W, kIters, kDropout, kGy>;
         constexpr int kThreads = kBwdWarps * kWarpSize;
         // The rings (<= 4 warps x 3 slots x 3 rows of C <= 1024 halves or 512 floats: 72 KiB),
-        // later the block's (2, C) fp32 sums.
-        const size_t ring = static_cast<size_t>(kBwdWarps) * kBwdStages *
-                            ((kGy ? 3 : 2) * static_cast<size_t>(C) * sizeof(T) + 2 * sizeof(float));
-        const size_t smem = std::max(ring, 2 * static_cast<size_t>(C) * sizeof(float));
+        // later the block's (3, C) fp32 sums; with a branch bias, the warps' sums of dh (kIters
+        // kChunk 32 >= C floats each).
+        const size_t smem = bwd_ring_bytes(C, kGy, sizeof(T)) +
+                            (p.dh_bias != nullptr ? sizeof(float) * kBwdWarps * kIters * kChunk * kWarpSize : 0);
         CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
         int per_sm = 0;
         CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
@@ -501,21 +600,19 @@ void launch_backward(const ResidualLayerNormBackwardParams& p, Stream stream) {
         // One resident wave of blocks, each with at least one pair per warp.
         const int blocks = static_cast<int>(std::min<int64_t>(
             int64_t{per_sm} * sm_count(p.device), (int64_t{pairs} + kBwdWarps - 1) / kBwdWarps));
-        Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
+        Scratch partial(p.device, static_cast<size_t>(blocks) * sums * C * sizeof(float));
         kernel<<<blocks, kThreads, smem, stream>>>(p, pairs, static_cast<float*>(partial.ptr));
         CUDA_CHECK_LAUNCH();
-        sum_partial_rows_split(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
-                                p.add_dbias, stream);
+        sum_partial_rows_into(static_cast<float*>(partial.ptr), blocks, sums, out, stream);
       });
     });
     if (!done) {
       const int blocks = static_cast<int>(std::min<int64_t>({p.rows, int64_t{8} * sm_count(p.device), kMaxScalarBlocks}));
-      Scratch partial(p.device, static_cast<size_t>(blocks) * 2 * C * sizeof(float));
+      Scratch partial(p.device, static_cast<size_t>(blocks) * sums * C * sizeof(float));
       residual_layernorm_backward_scalar_kernel<T, W, kDropout>
           <<<blocks, kScalarThreads, 0, stream>>>(p, static_cast<float*>(partial.ptr));
       CUDA_CHECK_LAUNCH();
-      sum_partial_rows_split(static_cast<float*>(partial.ptr), blocks, C, p.dweight, p.dbias, p.add_dweight,
-                                p.add_dbias, stream);
+      sum_partial_rows_into(static_cast<float*>(partial.ptr), blocks, sums, out, stream);
     }
   });
 }

@@ -62,6 +62,27 @@ TEST(ResidualLayerNormGrad, GradcheckOnlyY) {
   EXPECT_TRUE(r.ok) << r.message;
 }
 
+// The branch's bias (h_bias, nn::Block's output projections' bias) as a fifth input: its gradient
+// is dh's column sums, taken by the same backward op; every output combination, with and without
+// dropout.
+TEST(ResidualLayerNormGrad, GradcheckWithBranchBias) {
+  std::vector<Tensor> in5 = inputs();
+  in5.push_back(randn_tensor({7}, 11));
+  const Tensor r1 = randn_tensor({2, 3, 7}, 5, DType::F64), r2 = randn_tensor({2, 3, 7}, 6, DType::F64);
+  for (float p : {0.f, 0.3f}) {
+    for (int use = 0; use < 3; ++use) {  // y and z, only z, only y
+      auto fn = [&](const std::vector<Tensor>& in) {
+        const ResidualLayerNorm out = residual_layernorm(in[0], in[1], in[2], in[3], 1e-5, p, kState, in[4]);
+        if (use == 1) return out.z;
+        if (use == 2) return out.y;
+        return add(mul(out.y, r1), mul(out.z, r2));
+      };
+      const GradcheckResult r = gradcheck(fn, in5);
+      EXPECT_TRUE(r.ok) << "p=" << p << " use=" << use << ": " << r.message;
+    }
+  }
+}
+
 TEST(ResidualLayerNormGrad, HalfInputsGiveGradientsInTheirOwnDtype) {
   const Tensor x = randn_tensor({4, 8}, 7, DType::BF16), h = randn_tensor({4, 8}, 8, DType::BF16);
   const Tensor w = randn_tensor({8}, 9, DType::BF16), b = randn_tensor({8}, 10, DType::BF16);

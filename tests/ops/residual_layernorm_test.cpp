@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -116,6 +118,62 @@ TEST(ResidualLayerNorm, CpuEqualsUnfusedCompositionBitwise) {
       }
     }
   }
+}
+
+// Column sums of a (..., C) tensor in float64: the reference for dh_bias.
+std::vector<double> column_sums(const Tensor& t) {
+  const int64_t C = t.size(-1);
+  const std::vector<double> v = t.to_doubles();
+  std::vector<double> s(static_cast<size_t>(C), 0.0);
+  for (size_t i = 0; i < v.size(); ++i) s[i % C] += v[i];
+  return s;
+}
+
+// Relative L2 distance of `got` from `want`.
+double rel_l2(const std::vector<double>& got, const std::vector<double>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// The branch bias (h_bias): on the CPU the forward is the op on h + h_bias (ops::add) bitwise, and
+// the backward's dh_bias is the column sums of dh (as float64 sums them, to fp32 rounding), added
+// into a given sink, which g.dh_bias then is.
+TEST(ResidualLayerNorm, BranchBiasIsAddedToTheBranchAndItsGradientSumsDh) {
+  for (DType dt : {DType::F64, DType::F32, DType::BF16}) {
+    for (const Shape& shape : {Shape{13, 37}, Shape{2, 11, 768}}) {
+      for (float p : {0.f, 0.1f}) {
+        const std::string what = str(dt, " ", shape, " p=", p);
+        const Inputs in = make_inputs(shape, dt, 110);
+        const Tensor hb = randn_tensor({shape.back()}, 117, dt);
+        const ops::ResidualLayerNormOut f = ops::residual_layernorm_forward(in.x, in.h, in.w, in.b, 1e-5, p, kState, hb);
+        const ops::ResidualLayerNormOut ref =
+            ops::residual_layernorm_forward(in.x, ops::add(in.h, hb), in.w, in.b, 1e-5, p, kState);
+        expect_bitwise(f.y, ref.y, "y " + what);
+        expect_bitwise(f.z, ref.z, "z " + what);
+        expect_bitwise(f.rstd, ref.rstd, "rstd " + what);
+        const ops::ResidualLayerNormGrads g =
+            ops::residual_layernorm_backward(in.gy, in.gz, f.y, in.w, f.mean, f.rstd, p, kState, {}, true);
+        ASSERT_TRUE(g.dh_bias.defined()) << what;
+        EXPECT_EQ(g.dh_bias.dtype(), dt == DType::F64 ? DType::F64 : DType::F32) << what;
+        EXPECT_LT(rel_l2(g.dh_bias.to_doubles(), column_sums(g.dh)), dt == DType::F64 ? 1e-14 : 1e-6) << what;
+        if (dt == DType::F64) continue;  // sinks are fp32
+        const Tensor sink = Tensor::full({shape.back()}, 1.0, DType::F32);
+        const ops::ResidualLayerNormGrads gs =
+            ops::residual_layernorm_backward(in.gy, in.gz, f.y, in.w, f.mean, f.rstd, p, kState, {}, true, sink);
+        EXPECT_EQ(gs.dh_bias.data_ptr(), sink.data_ptr()) << what;
+        const std::vector<double> got = sink.to_doubles(), sums = g.dh_bias.to_doubles();
+        for (size_t c = 0; c < got.size(); ++c) ASSERT_EQ(got[c], static_cast<float>(1.0 + sums[c])) << what << " c=" << c;
+      }
+    }
+  }
+  const Inputs in = make_inputs({4, 8}, DType::F32, 120);
+  EXPECT_THROW(ops::residual_layernorm_forward(in.x, in.h, in.w, in.b, 1e-5, 0.f, kState, randn_tensor({7}, 1)), Error);
+  EXPECT_THROW(ops::residual_layernorm_forward(in.x, in.h, in.w, in.b, 1e-5, 0.f, kState, randn_tensor({8}, 1, DType::BF16)),
+               Error);
 }
 
 // Guards the test above against a vacuous pass: with p = 0.1 the branch is really dropped and
@@ -275,6 +333,60 @@ TEST(ResidualLayerNormCuda, Bf16EqualsUnfusedCudaOpsBitwise) {
         const std::string what = str(shape, " p=", p, with_gy ? " gy" : " no gy");
         expect_fused_equals_unfused(to_device(make_inputs(shape, DType::BF16, 400), Device::cuda()), with_gy, p, what,
                                     false);
+      }
+    }
+  }
+}
+
+// The branch bias on CUDA, every kernel path (vector: C = 768, 1024, 40 for halves; scalar: 37,
+// 1544, and f32 past 512), with and without dropout and gy: the forward equals the CUDA op
+// on h + h_bias (ops::add) bitwise; dh_bias equals float64 sums of the kernel's own dh (whose
+// values MatchesCpu checks) to fp32 rounding, is added into a sink, and repeats bit for bit; and
+// it agrees with the CPU op's sums on the same inputs.
+TEST(ResidualLayerNormCuda, BranchBiasMatchesAddingItFirstAndSumsDh) {
+  FT_REQUIRE_CUDA();
+  const Shape shapes[] = {{37, 768}, {2, 3, 1024}, {21, 40}, {21, 37}, {9, 1544}};
+  for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
+    for (const Shape& shape : shapes) {
+      for (float p : {0.f, 0.1f}) {
+        for (bool with_gy : {true, false}) {
+          const std::string what = str(dt, " ", shape, " p=", p, with_gy ? " gy" : " no gy");
+          const int64_t C = shape.back();
+          const Inputs cin = make_inputs(shape, dt, 600);
+          const Inputs in = to_device(cin, Device::cuda());
+          const Tensor chb = randn_tensor({C}, 607, dt), hb = chb.to(Device::cuda());
+          const Tensor gy = with_gy ? in.gy : Tensor();
+          const ops::ResidualLayerNormOut f = ops::residual_layernorm_forward(in.x, in.h, in.w, in.b, 1e-5, p, kState, hb);
+          const ops::ResidualLayerNormOut ref =
+              ops::residual_layernorm_forward(in.x, ops::add(in.h, hb), in.w, in.b, 1e-5, p, kState);
+          expect_bitwise(f.y, ref.y, "y " + what);
+          expect_bitwise(f.z, ref.z, "z " + what);
+          expect_bitwise(f.mean, ref.mean, "mean " + what);
+          expect_bitwise(f.rstd, ref.rstd, "rstd " + what);
+          const Tensor sink = Tensor::full({C}, 0.5, DType::F32, Device::cuda());
+          const ops::ResidualLayerNormGrads g =
+              ops::residual_layernorm_backward(gy, in.gz, f.y, in.w, f.mean, f.rstd, p, kState, {}, true, sink);
+          EXPECT_EQ(g.dh_bias.data_ptr(), sink.data_ptr()) << what;
+          std::vector<double> sums = sink.to_doubles();
+          for (double& v : sums) v -= 0.5;
+          EXPECT_LT(rel_l2(sums, column_sums(g.dh)), 1e-5) << what;
+          // The other outputs as without the bias's sums.
+          const ops::ResidualLayerNormGrads plain =
+              ops::residual_layernorm_backward(gy, in.gz, f.y, in.w, f.mean, f.rstd, p, kState);
+          expect_bitwise(g.dh, plain.dh, "dh " + what);
+          expect_bitwise(g.dweight, plain.dweight, "dweight " + what);
+          expect_bitwise(g.dbias, plain.dbias, "dbias " + what);
+          const ops::ResidualLayerNormGrads again =
+              ops::residual_layernorm_backward(gy, in.gz, f.y, in.w, f.mean, f.rstd, p, kState, {}, true);
+          std::vector<double> fresh = again.dh_bias.to_doubles();
+          for (size_t c = 0; c < fresh.size(); ++c) ASSERT_EQ(static_cast<float>(fresh[c] + 0.5), static_cast<float>(sink.to_doubles()[c])) << what;
+          // The CPU op on the same inputs (its own forward, its own dh).
+          const ops::ResidualLayerNormOut cf =
+              ops::residual_layernorm_forward(cin.x, cin.h, cin.w, cin.b, 1e-5, p, kState, chb);
+          const ops::ResidualLayerNormGrads cg = ops::residual_layernorm_backward(
+              with_gy ? cin.gy : Tensor(), cin.gz, cf.y, cin.w, cf.mean, cf.rstd, p, kState, {}, true);
+          EXPECT_LT(rel_l2(fresh, cg.dh_bias.to_doubles()), dt == DType::F32 ? 1e-5 : 1e-2) << what;
+        }
       }
     }
   }
