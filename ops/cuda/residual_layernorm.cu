@@ -123,10 +123,10 @@ __global__ void __launch_bounds__(kFwdWarps * kWarpSize, kIters <= 3 ? 4 : 1)
   const int C = static_cast<int>(p.cols);
   const int nvec = C / kChunk;
   // The branch bias, if any: each lane copies its own chunks into its warp's shared row (cp.async,
-  // in flight with x and h, no registers) and reads them back for the add. Loaded where it was
-  // used, each chunk waited on memory a second time (+14% a call under ncu, session 39); loaded
-  // into registers with x and h, it took the dropout kernel from 127 to 140 registers; staged by
-  // the block behind a barrier, 128 (or 155) and +13%.
+  // in flight with x and h, no registers) and reads them back for the add. Measured in session 39
+  // (ncu, GPT-2's dropout forward, against no bias): loaded from global memory where used (135
+  // registers, 3 blocks an SM) +14% a call; staged by the block behind a barrier +13%; this way
+  // +10%. Loaded into registers with x and h it took 140 registers.
   __shared__ Chunk<T> hb_s[kFwdWarps][kIters * kWarpSize];
   const bool hb = p.h_bias != nullptr;
   Chunk<T>* hb_w = hb_s[threadIdx.x / kWarpSize];
@@ -203,7 +203,7 @@ __global__ void __launch_bounds__(kFwdWarps * kWarpSize, kIters <= 3 ? 4 : 1)
 
 // Shared memory of the backward vector path: the warps' rings (kBwdStages slots of kSlotRows rows
 // of C, then (mean, rstd) a slot), which the block's (3, C) fp32 sums reuse at the end, then,
-// with a branch bias, each warp's (C) fp32 sums of dh.
+// with a branch bias, each warp's fp32 sums of dh (kIters kChunk 32 >= C floats).
 __host__ __device__ constexpr size_t bwd_ring_bytes(int64_t C, bool gy, size_t t_size) {
   const size_t ring = static_cast<size_t>(kBwdWarps) * kBwdStages *
                       ((gy ? 3 : 2) * static_cast<size_t>(C) * t_size + 2 * sizeof(float));
@@ -240,8 +240,9 @@ __global__ void __launch_bounds__(kBwdWarps * kWarpSize, 3)
                  warp * kBwdStages * 2;
   // With a branch bias: this warp's sums of dh, as float4s: lane l's columns
   // (l + 32 k) kChunk + 4 q .. + 3 at float4 [(k kChunk / 4 + q) 32 + l], so that a warp's access
-  // is 512 consecutive bytes (a lane's columns side by side, [c] in floats, was an 8-way bank
-  // conflict: the kernel +33% under ncu, session 39; float words in this order, +16%).
+  // is 512 consecutive bytes. Session 39, ncu against no bias: a lane's columns side by side ([c]
+  // in floats, an 8-way bank conflict) +33%; float words in this order +16%; float4s +15%. Where
+  // that is spent was not found (bench/train/NOTES.md, session 39).
   constexpr int kQuads = kChunk / 4;
   float4* hb_sums = p.dh_bias == nullptr ? nullptr
                                          : reinterpret_cast<float4*>(reinterpret_cast<char*>(smem4) +
