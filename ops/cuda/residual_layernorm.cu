@@ -202,12 +202,12 @@ __global__ void __launch_bounds__(kFwdWarps * kWarpSize, kIters <= 3 ? 4 : 1)
 }
 
 // Shared memory of the backward vector path: the warps' rings (kBwdStages slots of kSlotRows rows
-// of C, then (mean, rstd) a slot), which the block's (3, C) fp32 sums reuse at the end, then,
+// of C, then (mean, rstd) a slot), which the warps' (2, C) fp32 sums reuse at the end, then,
 // with a branch bias, each warp's fp32 sums of dh (kIters kChunk 32 >= C floats).
 __host__ __device__ constexpr size_t bwd_ring_bytes(int64_t C, bool gy, size_t t_size) {
   const size_t ring = static_cast<size_t>(kBwdWarps) * kBwdStages *
                       ((gy ? 3 : 2) * static_cast<size_t>(C) * t_size + 2 * sizeof(float));
-  const size_t sums = 3 * static_cast<size_t>(C) * sizeof(float);
+  const size_t sums = 2 * static_cast<size_t>(kBwdWarps) * C * sizeof(float);  // the warps' (2, C) sums
   return ((ring > sums ? ring : sums) + 15) / 16 * 16;
 }
 
@@ -220,7 +220,10 @@ __host__ __device__ constexpr size_t bwd_ring_bytes(int64_t C, bool gy, size_t t
 // the 2 blocks an SM its 176 registers gave before __launch_bounds__ asked for 3). Each lane keeps
 // dweight += gz * yhat and dbias += gz for its chunks in registers; at the end the block's warps
 // add theirs, in warp order, into partial row b of (G, 2C) -- (G, 3C) with the branch bias, whose
-// sums of dh each lane keeps in its warp's shared row (the registers are spent). The LayerNorm
+// sums of dh each lane keeps in its warp's shared row (the registers are spent): all warps' sums
+// go to shared memory and each thread adds a column's in warp order (one barrier; a warp at a
+// time, one barrier each, was the kernel's largest stall: 48.7 -> 41.9 us a call without the
+// branch bias, 56.3 -> 45.3 with it, GPT-2's 16384 x 768 with gy, ncu session 39). The LayerNorm
 // part of dy is ops/cuda/layernorm.cu's register-path formula with its order of sums.
 template <class T, class W, int kIters, bool kDropout, bool kGy>
 __global__ void __launch_bounds__(kBwdWarps * kWarpSize, 3)
@@ -241,8 +244,8 @@ __global__ void __launch_bounds__(kBwdWarps * kWarpSize, 3)
   // With a branch bias: this warp's sums of dh, as float4s: lane l's columns
   // (l + 32 k) kChunk + 4 q .. + 3 at float4 [(k kChunk / 4 + q) 32 + l], so that a warp's access
   // is 512 consecutive bytes. Session 39, ncu against no bias: a lane's columns side by side ([c]
-  // in floats, an 8-way bank conflict) +33%; float words in this order +16%; float4s +15%. Where
-  // that is spent was not found (bench/train/NOTES.md, session 39).
+  // in floats, an 8-way bank conflict) +33%; float words in this order +16%; float4s +15%, most of
+  // it in the end-of-kernel sums the warps took in turn (below, now in parallel: +8%).
   constexpr int kQuads = kChunk / 4;
   float4* hb_sums = p.dh_bias == nullptr ? nullptr
                                          : reinterpret_cast<float4*>(reinterpret_cast<char*>(smem4) +
@@ -377,36 +380,46 @@ __global__ void __launch_bounds__(kBwdWarps * kWarpSize, 3)
     }
   }
   cp_async_wait<0>();
-  __syncthreads();  // the rings are done with: their memory holds the block's sums now
-  float* block_sums = reinterpret_cast<float*>(smem4);  // (3, C): dweight | dbias | dh_bias
-  // The block's sums, warp by warp in order, then its partial row.
-  for (int w = 0; w < kBwdWarps; ++w) {
-    if (warp == w) {
+  __syncthreads();  // the rings are done with: their memory holds the warps' sums now
+  // Every warp puts its dweight and dbias sums in shared memory ((kBwdWarps, 2, C) over the rings;
+  // the dh sums are there already), then each thread adds the warps' sums of its columns in warp
+  // order into the block's partial row: the order the warps took in turn before (one barrier a
+  // warp; the branch bias's third row made those rounds the kernel's largest barrier stall).
+  float* warp_sums = reinterpret_cast<float*>(smem4);
 #pragma unroll
-      for (int k = 0; k < kIters; ++k) {
-        const int i = lane + k * kWarpSize;
-        if (i < nvec) {
+  for (int k = 0; k < kIters; ++k) {
+    const int i = lane + k * kWarpSize;
+    if (i < nvec) {
 #pragma unroll
-          for (int jj = 0; jj < kChunk; ++jj) {
-            float* sw = block_sums + i * kChunk + jj;
-            float* sb = block_sums + C + i * kChunk + jj;
-            *sw = w == 0 ? dw[k][jj] : *sw + dw[k][jj];
-            *sb = w == 0 ? db[k][jj] : *sb + db[k][jj];
-            if (hb_sums != nullptr) {
-              float* sh = block_sums + 2 * C + i * kChunk + jj;
-              const float4 a = hb_sums[(k * kQuads + jj / 4) * kWarpSize];
-              const float v = jj % 4 == 0 ? a.x : jj % 4 == 1 ? a.y : jj % 4 == 2 ? a.z : a.w;
-              *sh = w == 0 ? v : *sh + v;
-            }
-          }
-        }
+      for (int jj = 0; jj < kChunk; ++jj) {
+        warp_sums[(warp * 2) * C + i * kChunk + jj] = dw[k][jj];
+        warp_sums[(warp * 2 + 1) * C + i * kChunk + jj] = db[k][jj];
       }
     }
-    __syncthreads();
   }
+  __syncthreads();
+  const float* hb_all = hb_sums == nullptr ? nullptr
+                                           : reinterpret_cast<const float*>(reinterpret_cast<char*>(smem4) +
+                                                                            bwd_ring_bytes(C, kGy, sizeof(T)));
   const int nsums = hb_sums != nullptr ? 3 : 2;
   float* part = partial + static_cast<int64_t>(blockIdx.x) * nsums * C;
-  for (int c = threadIdx.x; c < nsums * C; c += blockDim.x) part[c] = block_sums[c];
+  for (int c = threadIdx.x; c < nsums * C; c += blockDim.x) {
+    const int s = c / C, col = c % C;
+    float v = 0.f;
+    if (s < 2) {
+      v = warp_sums[s * C + col];
+#pragma unroll
+      for (int w = 1; w < kBwdWarps; ++w) v += warp_sums[(w * 2 + s) * C + col];
+    } else {  // column col of warp w's float4 sums: chunk i = col / kChunk (lane i % 32, k = i / 32)
+      const int i = col / kChunk, jj = col % kChunk;
+      const int at = (((i / kWarpSize) * kQuads + jj / 4) * kWarpSize + i % kWarpSize) * 4 + jj % 4;
+      constexpr int kWarpFloats = kIters * kQuads * kWarpSize * 4;
+      v = hb_all[at];
+#pragma unroll
+      for (int w = 1; w < kBwdWarps; ++w) v += hb_all[w * kWarpFloats + at];
+    }
+    part[c] = v;
+  }
 }
 
 // y of element i of a row, recomputed wherever the scalar paths need it: rounded as the unfused
@@ -589,7 +602,7 @@ void launch_backward(const ResidualLayerNormBackwardParams& p, Stream stream) {
         auto kernel = residual_layernorm_backward_kernel<T, W, kIters, kDropout, kGy>;
         constexpr int kThreads = kBwdWarps * kWarpSize;
         // The rings (<= 4 warps x 3 slots x 3 rows of C <= 1024 halves or 512 floats: 72 KiB),
-        // later the block's (3, C) fp32 sums; with a branch bias, the warps' sums of dh (kIters
+        // later the warps' (2, C) fp32 sums; with a branch bias, the warps' sums of dh (kIters
         // kChunk 32 >= C floats each).
         const size_t smem = bwd_ring_bytes(C, kGy, sizeof(T)) +
                             (p.dh_bias != nullptr ? sizeof(float) * kBwdWarps * kIters * kChunk * kWarpSize : 0);
