@@ -139,8 +139,7 @@ namespace {
 template <class T, class X>
 void launch_axpby(const AxpbyParams& p, Stream s) {
   constexpr int kVec = kVecOf<T>;
-  const auto x_aligned = reinterpret_cast<uintptr_t>(p.x) % (sizeof(X) * kVec) == 0;
-  if (p.n % kVec == 0 && aligned16(p.out) && x_aligned) {
+  if (p.n % kVec == 0 && aligned16(p.out) && aligned_to(p.x, sizeof(X) * kVec)) {
     axpby_vec_kernel<T, X, kVec><<<grid_1d(p.n / kVec, kBlock), kBlock, 0, s>>>(
         static_cast<const X*>(p.x), static_cast<T*>(p.out), p.n / kVec, p.alpha, p.beta, p.alpha_device);
   } else {

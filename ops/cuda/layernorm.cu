@@ -56,8 +56,6 @@ constexpr int kMaxLoopBlocks = 1024;
 template <class T>
 constexpr int kBwdMaxIters = sizeof(T) == 2 ? 6 : 8;
 
-bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
-
 // 16-byte accesses as raw bits; store_stream marks the line evict-first (__stcs).
 __device__ __forceinline__ uint4 load16(const void* p) { return *static_cast<const uint4*>(p); }
 __device__ __forceinline__ void store16(void* p, const uint4& v) { *static_cast<uint4*>(p) = v; }
@@ -157,11 +155,7 @@ __global__ void __launch_bounds__(kWarps * kWarpSize, kMinBlocks)
 #pragma unroll
   for (int k = 0; k < kIters; ++k) {
     const int i = lane + k * kWarpSize;
-    if constexpr (std::is_same_v<W, T>) {
-      wr[k] = i < nvec ? load16(static_cast<const T*>(p.weight) + i * kVec) : make_uint4(0, 0, 0, 0);
-    } else {
-      wr[k] = i < nvec ? load_param<T>(static_cast<const W*>(p.weight) + i * kVec) : ParamRaw<T, uint4, W>{};
-    }
+    wr[k] = i < nvec ? load_param<T>(static_cast<const W*>(p.weight) + i * kVec) : ParamRaw<T, uint4, W>{};
   }
   float dw[kIters][kVec], db[kIters][kVec];
 #pragma unroll

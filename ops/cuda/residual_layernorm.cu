@@ -264,11 +264,7 @@ __global__ void __launch_bounds__(kBwdWarps * kWarpSize, 3)
 #pragma unroll
   for (int k = 0; k < kIters; ++k) {
     const int i = lane + k * kWarpSize;
-    if constexpr (std::is_same_v<W, T>) {
-      wr[k] = i < nvec ? load_raw<T, kChunk>(static_cast<const T*>(p.weight) + i * kChunk) : zero_chunk<T>();
-    } else {
-      wr[k] = i < nvec ? load_param<T>(static_cast<const W*>(p.weight) + i * kChunk) : ParamRaw<T, Chunk<T>, W>{};
-    }
+    wr[k] = i < nvec ? load_param<T>(static_cast<const W*>(p.weight) + i * kChunk) : ParamRaw<T, Chunk<T>, W>{};
   }
   float dw[kIters][kChunk], db[kIters][kChunk];
 #pragma unroll
@@ -526,8 +522,6 @@ __global__ void __launch_bounds__(kScalarThreads)
     }
   }
 }
-
-bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 // Row pairs covering `rows` rows: 8 per 16-row block (rows past the end are skipped in-kernel).
 uint32_t row_pairs(int64_t rows) { return static_cast<uint32_t>((rows + 15) / 16 * 8); }

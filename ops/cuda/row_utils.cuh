@@ -170,6 +170,7 @@ inline int64_t persistent_grid(int device, int64_t items, int cap = 0) {
   return std::min<int64_t>(items, cap > 0 ? std::min(cap, sms) : sms);
 }
 
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+inline bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+inline bool aligned16(const void* p) { return aligned_to(p, 16); }
 
 }  // namespace ft::cuda
